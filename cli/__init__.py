@@ -1,0 +1,1 @@
+"""The command-line front doors: Kafka-compatible flags and kreassign subcommands."""

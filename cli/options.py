@@ -1,0 +1,108 @@
+"""Options shared by several commands, defined once as decorators."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RateType(click.ParamType):
+    """A rate in bytes/s: `50000000`, `50MB/s`, `50MiB/s`."""
+
+    name = "RATE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from kreassign.cluster.errors import InputError
+        from kreassign.cluster.units import parse_rate
+
+        try:
+            return parse_rate(value)
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class SizeType(click.ParamType):
+    """A size in bytes: `500000000`, `500MB`, `20GiB`."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from kreassign.cluster.errors import InputError
+        from kreassign.cluster.units import parse_bytes
+
+        try:
+            return parse_bytes(value)
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class DurationType(click.ParamType):
+    """A duration: `90`, `90s`, `15m`, `2h`."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        from kreassign.cluster.errors import InputError
+        from kreassign.cluster.units import parse_duration
+
+        try:
+            return parse_duration(value)
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class BrokerListType(click.ParamType):
+    """A comma-separated list of broker ids: `1,2,3`."""
+
+    name = "IDS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        items = [v.strip() for v in str(value).split(",") if v.strip()]
+        try:
+            ids = tuple(int(v) for v in items)
+        except ValueError:
+            self.fail(f"'{value}' is not a comma-separated list of broker ids such as 1,2,3", param, ctx)
+        if not ids:
+            self.fail("the broker list is empty", param, ctx)
+        if len(set(ids)) != len(ids):
+            self.fail(f"'{value}' names a broker more than once", param, ctx)
+        return ids
+
+
+RATE = RateType()
+SIZE = SizeType()
+DURATION = DurationType()
+BROKER_LIST = BrokerListType()
+
+
+def source_options(f: F) -> F:
+    """--bootstrap-server / --snapshot / --command-config: where cluster state comes from."""
+    f = click.option("--command-config", type=click.Path(dir_okay=False),
+                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
+    f = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
+                     help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(f)
+    f = click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT[,...]",
+                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
+    return f
+
+
+def output_option(f: F) -> F:
+    """--output text|json."""
+    return click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",
+                        show_default=True, help="Human-readable text, or JSON with a stable schema.")(f)
+
+
+def seed_option(f: F) -> F:
+    return click.option("--seed", type=int, default=None,
+                        help="Seed for reproducible randomness (default: random, like Kafka).")(f)

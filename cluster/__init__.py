@@ -1,0 +1,1 @@
+"""Cluster model, snapshot files, Kafka JSON formats and the Kafka admin adapter."""

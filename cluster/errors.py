@@ -1,0 +1,58 @@
+"""Domain exceptions shared by every kreassign package.
+
+Each class carries the exit status the CLI uses for it; messages are written for an operator
+reading them at 3 a.m.: what went wrong and what to do next.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """Process exit codes, listed in the man page and pinned by tests."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    IN_PROGRESS = 3
+    """`verify`/`watch` ended while moves are still running (only with --exit-status)."""
+    CANNOT_COMPLETE = 4
+    """a move cannot finish: its partition's write rate exceeds its throttled share."""
+    CLUSTER_UNREACHABLE = 5
+    INTERRUPTED = 130
+
+
+class KreassignError(Exception):
+    """Root of every error kreassign reports to the user without a traceback."""
+
+    exit_code: int = ExitStatus.ERROR
+
+
+class InputError(KreassignError):
+    """A file, field or value given by the user is malformed or inconsistent."""
+
+
+class KafkaCompatError(KreassignError):
+    """An error whose text must match Kafka's tool byte for byte."""
+
+
+class TerseError(KafkaCompatError):
+    """Kafka's TerseException: only the message is printed, on stdout."""
+
+
+class AdminCommandFailed(KafkaCompatError):
+    """Kafka's AdminCommandFailedException/AdminOperationException: printed as `Error: <msg>`."""
+
+
+class ClusterError(KreassignError):
+    """The cluster refused a request or answered with an error."""
+
+
+class ClusterUnreachable(ClusterError):
+    """No broker answered in time."""
+
+    exit_code = ExitStatus.CLUSTER_UNREACHABLE
+
+
+class JournalError(KreassignError):
+    """The execution journal is missing, unreadable or does not match the cluster."""

@@ -1,0 +1,465 @@
+"""The cluster model: brokers, partitions, in-flight reassignments and throttle configs.
+
+Partitions are stored column by column in numpy arrays, sorted by (topic, partition), so a
+1,000,000-partition cluster costs a few tens of megabytes and per-broker aggregates are a
+`np.bincount` away. Replica and ISR lists are ragged (offsets plus a flat id array) because a
+topic may mix replication factors during or after a reassignment.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kreassign.cluster.errors import InputError
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    """A partition id; sorts by topic then partition, prints like Kafka's `topic-partition`."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartitionReplica:
+    """A replica of a partition on one broker; prints like Kafka's `topic-partition-broker`."""
+
+    topic: str
+    partition: int
+    broker: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}-{self.broker}"
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A broker, with the capacities the planners and the replication model may use."""
+
+    id: int
+    rack: str | None = None
+    host: str | None = None
+    port: int | None = None
+    network_in_bps: float | None = None
+    network_out_bps: float | None = None
+    disk_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition as a value object (for small collections and APIs, not hot paths)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int | None = None
+    isr: tuple[int, ...] = ()
+    size_bytes: int = 0
+    produce_bps: float = 0.0
+    consume_bps: float = 0.0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """An in-flight reassignment as ListPartitionReassignments reports it (KIP-455)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """The replicas the partition will have once the move completes."""
+        removing = set(self.removing)
+        return tuple(r for r in self.replicas if r not in removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """The replicas before the move; what a cancel reverts to."""
+        adding = set(self.adding)
+        return tuple(r for r in self.replicas if r not in adding)
+
+
+@dataclass(frozen=True)
+class ThrottleConfigs:
+    """Dynamic throttle configs: broker id -> {key: value} and topic -> {key: value}."""
+
+    broker: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    topic: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not any(self.broker.values()) and not any(self.topic.values())
+
+
+def _ragged(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.fromiter((r for x in lists for r in x), dtype=np.int32, count=int(offsets[-1]))
+    return offsets, flat
+
+
+class ClusterState:
+    """An immutable picture of a cluster, columnar underneath, friendly on top.
+
+    Build one with `from_partitions` (value objects) or `from_arrays` (columns, for big inputs).
+    Row `i` is the i-th partition in (topic, partition) order.
+    """
+
+    __slots__ = (
+        "brokers", "topics", "topic_index", "partition", "replica_offsets", "replica_ids",
+        "leader", "isr_offsets", "isr_ids", "size_bytes", "produce_bps", "consume_bps",
+        "reassignments", "throttles", "cluster_id", "captured_at", "_topic_start",
+        "_topic_pos", "_broker_pos",
+    )
+
+    def __init__(
+        self,
+        *,
+        brokers: Sequence[Broker],
+        topics: Sequence[str],
+        topic_index: np.ndarray,
+        partition: np.ndarray,
+        replica_offsets: np.ndarray,
+        replica_ids: np.ndarray,
+        leader: np.ndarray,
+        isr_offsets: np.ndarray,
+        isr_ids: np.ndarray,
+        size_bytes: np.ndarray,
+        produce_bps: np.ndarray,
+        consume_bps: np.ndarray,
+        reassignments: Mapping[TopicPartition, Reassignment] | None = None,
+        throttles: ThrottleConfigs | None = None,
+        cluster_id: str | None = None,
+        captured_at: str | None = None,
+    ) -> None:
+        """Use `from_arrays` or `from_partitions`; this expects sorted, validated columns."""
+        self.brokers: tuple[Broker, ...] = tuple(sorted(brokers, key=lambda b: b.id))
+        self.topics: tuple[str, ...] = tuple(topics)
+        self.topic_index = topic_index
+        self.partition = partition
+        self.replica_offsets = replica_offsets
+        self.replica_ids = replica_ids
+        self.leader = leader
+        self.isr_offsets = isr_offsets
+        self.isr_ids = isr_ids
+        self.size_bytes = size_bytes
+        self.produce_bps = produce_bps
+        self.consume_bps = consume_bps
+        self.reassignments: dict[TopicPartition, Reassignment] = dict(reassignments or {})
+        self.throttles = throttles or ThrottleConfigs()
+        self.cluster_id = cluster_id
+        self.captured_at = captured_at
+        self._topic_pos = {t: i for i, t in enumerate(self.topics)}
+        self._topic_start = np.searchsorted(topic_index, np.arange(len(self.topics) + 1))
+        self._broker_pos = {b.id: i for i, b in enumerate(self.brokers)}
+        for arr in (topic_index, partition, replica_offsets, replica_ids, leader, isr_offsets,
+                    isr_ids, size_bytes, produce_bps, consume_bps):
+            arr.setflags(write=False)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        brokers: Sequence[Broker],
+        topic: Sequence[str] | np.ndarray,
+        partition: Sequence[int] | np.ndarray,
+        replica_offsets: np.ndarray,
+        replica_ids: np.ndarray,
+        leader: Sequence[int] | np.ndarray | None = None,
+        isr_offsets: np.ndarray | None = None,
+        isr_ids: np.ndarray | None = None,
+        size_bytes: Sequence[int] | np.ndarray | None = None,
+        produce_bps: Sequence[float] | np.ndarray | None = None,
+        consume_bps: Sequence[float] | np.ndarray | None = None,
+        reassignments: Mapping[TopicPartition, Reassignment] | None = None,
+        throttles: ThrottleConfigs | None = None,
+        cluster_id: str | None = None,
+        captured_at: str | None = None,
+    ) -> ClusterState:
+        """Build from columns (any order); sorts rows and checks consistency.
+
+        Missing leader defaults to the first replica, missing ISR to all replicas, missing
+        sizes and rates to zero.
+
+        Raises:
+            InputError: duplicate partitions, negative ids or sizes, ragged arrays that disagree.
+        """
+        topic_arr = np.asarray(topic, dtype=object)
+        n = len(topic_arr)
+        part = np.asarray(partition, dtype=np.int64)
+        roff = np.asarray(replica_offsets, dtype=np.int64)
+        rids = np.asarray(replica_ids, dtype=np.int64)
+        if len(part) != n or len(roff) != n + 1 or (n and (roff[0] != 0 or roff[-1] != len(rids))):
+            raise InputError("partition columns have different lengths")
+        if n and np.any(np.diff(roff) < 0):
+            raise InputError("replica offsets must not decrease")
+        if np.any(part < 0):
+            raise InputError("partition numbers must not be negative")
+        if np.any(rids < 0):
+            raise InputError("broker ids in replica lists must not be negative")
+        names, tidx = np.unique(topic_arr.astype(str), return_inverse=True) if n else (np.array([], dtype=str), np.zeros(0, dtype=np.int64))
+        order = np.lexsort((part, tidx))
+        lengths = np.diff(roff)
+        starts = roff[:-1]
+        if leader is None:
+            lead = np.full(n, NO_LEADER, dtype=np.int64)
+            lead[lengths > 0] = rids[starts[lengths > 0]]
+        else:
+            lead = np.asarray(leader, dtype=np.int64)
+        if isr_offsets is None or isr_ids is None:
+            ioff, iids = roff, rids
+        else:
+            ioff = np.asarray(isr_offsets, dtype=np.int64)
+            iids = np.asarray(isr_ids, dtype=np.int64)
+            if len(ioff) != n + 1 or (n and (ioff[0] != 0 or ioff[-1] != len(iids))):
+                raise InputError("ISR columns have a different length from the partitions")
+        size = np.zeros(n, dtype=np.int64) if size_bytes is None else np.asarray(size_bytes, dtype=np.int64)
+        prod = np.zeros(n) if produce_bps is None else np.asarray(produce_bps, dtype=np.float64)
+        cons = np.zeros(n) if consume_bps is None else np.asarray(consume_bps, dtype=np.float64)
+        for name, arr in (("leader", lead), ("size_bytes", size), ("produce_bps", prod), ("consume_bps", cons)):
+            if len(arr) != n:
+                raise InputError(f"column {name} has {len(arr)} values for {n} partitions")
+        if np.any(size < 0) or np.any(prod < 0) or np.any(cons < 0):
+            raise InputError("partition sizes and byte rates must not be negative")
+        if np.any(~np.isfinite(prod)) or np.any(~np.isfinite(cons)):
+            raise InputError("partition byte rates must be finite numbers")
+
+        tidx_s = tidx[order].astype(np.int32)
+        part_s = part[order].astype(np.int32)
+        if n > 1:
+            dup = (tidx_s[1:] == tidx_s[:-1]) & (part_s[1:] == part_s[:-1])
+            if dup.any():
+                i = int(np.argmax(dup))
+                raise InputError(f"partition {names[tidx_s[i]]}-{part_s[i]} is listed more than once")
+        roff_s, rids_s = _take_ragged(roff, rids, order)
+        ioff_s, iids_s = _take_ragged(ioff, iids, order)
+        if len(set(b.id for b in brokers)) != len(brokers):
+            raise InputError("a broker id is listed more than once")
+        return cls(
+            brokers=brokers, topics=[str(x) for x in names], topic_index=tidx_s, partition=part_s,
+            replica_offsets=roff_s, replica_ids=rids_s.astype(np.int32),
+            leader=lead[order].astype(np.int32), isr_offsets=ioff_s, isr_ids=iids_s.astype(np.int32),
+            size_bytes=size[order], produce_bps=prod[order], consume_bps=cons[order],
+            reassignments=reassignments, throttles=throttles, cluster_id=cluster_id,
+            captured_at=captured_at,
+        )
+
+    @classmethod
+    def from_partitions(
+        cls,
+        brokers: Iterable[Broker],
+        partitions: Iterable[PartitionInfo],
+        *,
+        reassignments: Mapping[TopicPartition, Reassignment] | None = None,
+        throttles: ThrottleConfigs | None = None,
+        cluster_id: str | None = None,
+        captured_at: str | None = None,
+    ) -> ClusterState:
+        """Build from value objects; convenient for tests and small clusters."""
+        parts = list(partitions)
+        roff, rids = _ragged([p.replicas for p in parts])
+        ioff, iids = _ragged([p.isr if p.isr else p.replicas for p in parts])
+        leader = [
+            (p.leader if p.leader is not None else (p.replicas[0] if p.replicas else NO_LEADER))
+            for p in parts
+        ]
+        return cls.from_arrays(
+            brokers=list(brokers), topic=[p.topic for p in parts],
+            partition=[p.partition for p in parts], replica_offsets=roff, replica_ids=rids,
+            leader=leader, isr_offsets=ioff, isr_ids=iids,
+            size_bytes=[p.size_bytes for p in parts], produce_bps=[p.produce_bps for p in parts],
+            consume_bps=[p.consume_bps for p in parts], reassignments=reassignments,
+            throttles=throttles, cluster_id=cluster_id, captured_at=captured_at,
+        )
+
+    # ---- lookups ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.partition)
+
+    def __repr__(self) -> str:
+        return (f"ClusterState(brokers={len(self.brokers)}, topics={len(self.topics)}, "
+                f"partitions={len(self)}, reassignments={len(self.reassignments)})")
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(b.id for b in self.brokers)
+
+    def broker(self, broker_id: int) -> Broker:
+        """The broker with this id. Raises KeyError if it is not in the cluster."""
+        return self.brokers[self._broker_pos[broker_id]]
+
+    def has_broker(self, broker_id: int) -> bool:
+        return broker_id in self._broker_pos
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._topic_pos
+
+    def topic_rows(self, topic: str) -> range:
+        """Rows of a topic's partitions, in partition order (empty if unknown)."""
+        pos = self._topic_pos.get(topic)
+        if pos is None:
+            return range(0)
+        return range(int(self._topic_start[pos]), int(self._topic_start[pos + 1]))
+
+    def find_row(self, topic: str, partition: int) -> int:
+        """Row of a partition, or -1 if the cluster has no such partition."""
+        rows = self.topic_rows(topic)
+        if not rows:
+            return -1
+        parts = self.partition[rows.start:rows.stop]
+        i = int(np.searchsorted(parts, partition))
+        return rows.start + i if i < len(parts) and parts[i] == partition else -1
+
+    def find_rows(self, topics: Sequence[str], partitions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Vectorised `find_row`: rows for many (topic, partition) pairs, -1 where unknown."""
+        part = np.asarray(partitions, dtype=np.int64)
+        tpos = np.fromiter((self._topic_pos.get(t, -1) for t in topics), dtype=np.int64, count=len(part))
+        key = self.topic_index.astype(np.int64) * (1 << 32) + self.partition
+        want = np.where(tpos >= 0, tpos * (1 << 32) + part, -1)
+        idx = np.searchsorted(key, want)
+        idx_c = np.minimum(idx, max(len(key) - 1, 0))
+        ok = (tpos >= 0) & (idx < len(key)) & (key[idx_c] == want) if len(key) else np.zeros(len(part), bool)
+        return np.where(ok, idx_c, -1)
+
+    def topic_of(self, row: int) -> str:
+        return self.topics[int(self.topic_index[row])]
+
+    def tp(self, row: int) -> TopicPartition:
+        return TopicPartition(self.topics[int(self.topic_index[row])], int(self.partition[row]))
+
+    def replicas(self, row: int) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.replica_ids[self.replica_offsets[row]:self.replica_offsets[row + 1]])
+
+    def isr(self, row: int) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.isr_ids[self.isr_offsets[row]:self.isr_offsets[row + 1]])
+
+    def leader_of(self, row: int) -> int | None:
+        value = int(self.leader[row])
+        return None if value == NO_LEADER else value
+
+    def partition_info(self, row: int) -> PartitionInfo:
+        return PartitionInfo(
+            topic=self.topic_of(row), partition=int(self.partition[row]),
+            replicas=self.replicas(row), leader=self.leader_of(row), isr=self.isr(row),
+            size_bytes=int(self.size_bytes[row]), produce_bps=float(self.produce_bps[row]),
+            consume_bps=float(self.consume_bps[row]),
+        )
+
+    def iter_partitions(self) -> Iterator[PartitionInfo]:
+        for row in range(len(self)):
+            yield self.partition_info(row)
+
+    def assignment(self, topics: Iterable[str] | None = None) -> dict[TopicPartition, tuple[int, ...]]:
+        """Current replica lists, by partition, for some topics or all."""
+        names = self.topics if topics is None else topics
+        return {self.tp(r): self.replicas(r) for t in names for r in self.topic_rows(t)}
+
+    @property
+    def replication_factors(self) -> np.ndarray:
+        return np.diff(self.replica_offsets)
+
+    def replica_matrix(self) -> np.ndarray:
+        """Replica ids as an (n, max RF) matrix padded with -1, for vectorised planners."""
+        rf = self.replication_factors
+        width = int(rf.max()) if len(rf) else 0
+        out = np.full((len(self), width), -1, dtype=np.int32)
+        rows = np.repeat(np.arange(len(self)), rf)
+        cols = np.arange(len(self.replica_ids)) - np.repeat(self.replica_offsets[:-1], rf)
+        out[rows, cols] = self.replica_ids
+        return out
+
+    # ---- per-broker aggregates ---------------------------------------------------------
+    def _per_broker(self, ids: np.ndarray, weights: np.ndarray | None = None) -> dict[int, float]:
+        pos = np.array([self._broker_pos.get(int(b), -1) for b in range(int(ids.max()) + 1)]) if len(ids) else np.zeros(0, int)
+        mapped = pos[ids] if len(ids) else ids
+        known = mapped >= 0
+        counts = np.bincount(mapped[known], weights=None if weights is None else weights[known],
+                             minlength=len(self.brokers))
+        return {b.id: counts[i].item() for i, b in enumerate(self.brokers)}
+
+    def replicas_per_broker(self) -> dict[int, int]:
+        return {k: int(v) for k, v in self._per_broker(self.replica_ids).items()}
+
+    def leaders_per_broker(self) -> dict[int, int]:
+        lead = self.leader[self.leader != NO_LEADER]
+        return {k: int(v) for k, v in self._per_broker(lead).items()}
+
+    def bytes_per_broker(self) -> dict[int, int]:
+        weights = np.repeat(self.size_bytes, self.replication_factors).astype(np.float64)
+        return {k: int(v) for k, v in self._per_broker(self.replica_ids, weights).items()}
+
+    def racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self.brokers}
+
+    # ---- derived states -------------------------------------------------------------------
+    def with_assignment(self, targets: Mapping[TopicPartition, Sequence[int]]) -> ClusterState:
+        """The state after `targets` complete: replicas replaced, leader kept if still a
+        replica (else the first target replica), ISR = the new replicas, no reassignments."""
+        lists = [self.replicas(r) for r in range(len(self))]
+        leaders = self.leader.astype(np.int64).copy()
+        for tp, target in targets.items():
+            row = self.find_row(tp.topic, tp.partition)
+            if row < 0:
+                raise InputError(f"partition {tp} does not exist in the cluster")
+            lists[row] = tuple(target)
+            if int(leaders[row]) not in target:
+                leaders[row] = target[0] if target else NO_LEADER
+        roff, rids = _ragged(lists)
+        return ClusterState(
+            brokers=self.brokers, topics=self.topics, topic_index=self.topic_index,
+            partition=self.partition, replica_offsets=roff, replica_ids=rids,
+            leader=leaders.astype(np.int32), isr_offsets=roff, isr_ids=rids,
+            size_bytes=self.size_bytes, produce_bps=self.produce_bps,
+            consume_bps=self.consume_bps, reassignments={}, throttles=self.throttles,
+            cluster_id=self.cluster_id, captured_at=self.captured_at,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"brokers": len(self.brokers), "topics": len(self.topics), "partitions": len(self),
+                "replicas": int(len(self.replica_ids)), "bytes": int(self.size_bytes.sum())}
+
+
+def _take_ragged(offsets: np.ndarray, ids: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reorder a ragged array's rows by `order` without a Python loop."""
+    lengths = np.diff(offsets)[order]
+    new_off = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_off[1:])
+    starts = offsets[:-1][order]
+    idx = np.repeat(starts - new_off[:-1], lengths) + np.arange(int(new_off[-1]))
+    return new_off, ids[idx]
+
+
+@dataclass(frozen=True)
+class PartitionTarget:
+    """One entry of a reassignment: the replicas (and optional log dirs) a partition should have.
+
+    `log_dirs` is None when every replica may use any log dir ("any" in Kafka's JSON).
+    """
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    log_dirs: tuple[str, ...] | None = None
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def dirs(self) -> tuple[str, ...]:
+        """The log dir of each replica, "any" where none was given."""
+        return self.log_dirs if self.log_dirs is not None else ("any",) * len(self.replicas)

@@ -1,0 +1,95 @@
+"""Parsing and formatting of byte sizes, rates and durations given by people."""
+from __future__ import annotations
+
+import math
+import re
+
+from kreassign.cluster.errors import InputError
+
+_UNITS: dict[str, int] = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4,
+    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
+    "ti": 1024**4, "tib": 1024**4,
+}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)")
+_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_bytes(text: str) -> int:
+    """Parse `1073741824`, `50MB`, `1.5GiB` into bytes (decimal and binary units)."""
+    match = _SIZE.match(str(text))
+    if not match or match.group(2).lower() not in _UNITS:
+        raise InputError(
+            f"'{text}' is not a size: use a number of bytes or a unit such as 500MB, 20GiB"
+        )
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_rate(text: str) -> int:
+    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`."""
+    raw = str(text).strip()
+    body = raw[:-2] if raw.lower().endswith("/s") else raw
+    try:
+        return parse_bytes(body)
+    except InputError:
+        raise InputError(
+            f"'{text}' is not a rate: use bytes per second or a unit such as 50MB/s, 100MiB/s"
+        ) from None
+
+
+def parse_duration(text: str) -> float:
+    """Parse `90`, `90s`, `15m`, `2h`, `1h30m` into seconds."""
+    raw = str(text).strip().lower()
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(raw):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(raw) or not raw:
+        raise InputError(f"'{text}' is not a duration: use seconds or units such as 90s, 15m, 2h, 1h30m")
+    return total
+
+
+def format_bytes(value: float) -> str:
+    """Render bytes with a binary unit: 1536 -> '1.5 KiB'."""
+    if value is None or math.isnan(value):
+        return "-"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_rate(value: float) -> str:
+    """Render a rate in bytes per second: 52428800 -> '50.0 MiB/s'."""
+    return f"{format_bytes(value)}/s"
+
+
+def format_duration(seconds: float) -> str:
+    """Render seconds as '2h05m', '4m10s', '12s', or 'never' for infinity."""
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    if math.isinf(seconds):
+        return "never"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+    minutes, sec = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"

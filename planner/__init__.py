@@ -1,0 +1,1 @@
+"""Pure planning: Kafka-compatible generate, balanced strategies, plan diff and metrics."""

@@ -1,0 +1,1 @@
+"""A local multi-broker cluster that speaks the Kafka wire protocol."""

@@ -1,0 +1,1 @@
+"""Spark pipeline that simulates rebalances of very large clusters."""

@@ -1,0 +1,1 @@
+"""Throttle configs, the replication model, schedules and the pacing loop."""

@@ -1,0 +1,504 @@
+"""The sandbox cluster's core: brokers, topics, partitions, configs and in-flight moves, with the
+controller's reassignment and election rules (KRaft, broker-semantics §6) and a fixed-tick
+replication step. No sockets and no wall clock: callers advance simulated time explicitly.
+"""
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
+from kreassign.sandbox import codes
+from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
+from kreassign.sandbox.replication import Replication
+from kreassign.sandbox.state import NO_LEADER, BrokerState, PartitionState, TopicState
+from kreassign.sandbox.topics import TopicSpec, assign_replicas, partition_loads
+
+OK: Result = (codes.NONE, None)
+DEFAULT_NETWORK_BPS = 100e6
+DEFAULT_DISK_BYTES = 1_000_000_000_000
+
+
+@dataclass(frozen=True)
+class ReplicaLogInfo:
+    """One replica in a DescribeLogDirs answer."""
+
+    topic: str
+    partition: int
+    size: int
+    log_dir: str
+
+
+class Engine:
+    """A simulated Kafka cluster driven by `advance(seconds)` in fixed ticks."""
+
+    def __init__(self, brokers: Mapping[int, str | None], *, seed: int = 0, tick: float = 0.1,
+                 network_bps: float = DEFAULT_NETWORK_BPS, disk_bytes: int = DEFAULT_DISK_BYTES,
+                 log_dirs_per_broker: int = 1, cluster_id: str | None = None,
+                 controller: int | None = None) -> None:
+        if not brokers:
+            raise ValueError("a cluster needs at least one broker")
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.tick = tick
+        self.network_bps = network_bps
+        self.disk_bytes = disk_bytes
+        self.cluster_id = cluster_id or _cluster_id(seed)
+        self.preferred_controller = controller
+        self.now = 0.0
+        self.brokers: dict[int, BrokerState] = {
+            b: BrokerState(b, rack, _log_dirs(log_dirs_per_broker)) for b, rack in sorted(brokers.items())}
+        self.topics: dict[str, TopicState] = {}
+        self.rows: list[PartitionState] = []
+        self.log_end = np.zeros(0)
+        self.produce_bps = np.zeros(0)
+        self.configs = ConfigStore()
+        self.replication = Replication(list(self.brokers), network_bps=network_bps)
+        self.completed_moves = 0
+
+    # ---- cluster facts ----------------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        """The preferred controller if alive, else the lowest live broker id (-1 if none)."""
+        if self.preferred_controller is not None and self._alive(self.preferred_controller):
+            return self.preferred_controller
+        alive = [b for b, s in self.brokers.items() if s.alive]
+        return min(alive) if alive else -1
+
+    def alive_brokers(self) -> list[BrokerState]:
+        return [b for b in self.brokers.values() if b.alive]
+
+    def _alive(self, broker_id: int) -> bool:
+        b = self.brokers.get(broker_id)
+        return b is not None and b.alive
+
+    def partition(self, topic: str, index: int) -> PartitionState | None:
+        t = self.topics.get(topic)
+        return t.partitions[index] if t is not None and 0 <= index < len(t.partitions) else None
+
+    def static_broker_configs(self, broker_id: int) -> dict[str, str]:
+        dirs = ",".join(self.brokers[broker_id].log_dirs)
+        return {k: v.format(id=broker_id, dir=dirs) for k, (_, v) in BROKER_STATIC.items()}
+
+    def _dirty(self) -> None:
+        self.replication.flush()
+
+    # ---- topics -------------------------------------------------------------------------
+    def add_topics(self, specs: Iterable[TopicSpec]) -> None:
+        """Create topics from specs with seeded sizes and write rates (start-up only)."""
+        for spec in specs:
+            sizes, rates = partition_loads(spec, self.rng)
+            code, msg = self.create_topic(spec.name, spec.partitions, spec.replication_factor,
+                                          sizes=sizes, rates=rates)
+            if code != codes.NONE:
+                raise ValueError(msg)
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, *,
+                     assignments: Mapping[int, Sequence[int]] | None = None,
+                     configs: Mapping[str, str | None] | None = None, validate_only: bool = False,
+                     sizes: Sequence[int] | np.ndarray | None = None,
+                     rates: Sequence[float] | np.ndarray | None = None) -> Result:
+        """CreateTopics for one topic, with Kafka's checks and messages."""
+        if not name or name in (".", "..") or len(name) > 249 or not all(c.isalnum() or c in "._-" for c in name):
+            return codes.INVALID_TOPIC_EXCEPTION, (f"Topic name \"{name}\" is illegal, it contains a character "
+                                                   "other than ASCII alphanumerics, '.', '_' and '-'")
+        if name in self.topics:
+            return codes.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        live = {b.id: b.rack for b in self.alive_brokers()}
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                return codes.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
+                                               "were set. Both cannot be used at the same time.")
+            plan = [list(assignments[i]) if i in assignments else [] for i in range(len(assignments))]
+            for replicas in plan:
+                err = self._check_manual_assignment(replicas)
+                if err is not None:
+                    return err
+        else:
+            n = 1 if num_partitions == -1 else num_partitions
+            rf = 1 if replication_factor == -1 else replication_factor
+            if n <= 0:
+                return codes.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            if rf <= 0:
+                return codes.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to "
+                                                          "use the default value.")
+            if rf > len(live):
+                return codes.INVALID_REPLICATION_FACTOR, (
+                    f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
+                    f"cannot be reached because only {len(live)} broker(s) are registered.")
+            plan = assign_replicas(live, n, rf, self.rng)
+        if configs:
+            probe = ConfigStore()
+            code, msg = probe.alter_topic(name, list(configs.items()), validate_only=False)
+            if code != codes.NONE:
+                return code, msg
+        if validate_only:
+            return OK
+        self._dirty()
+        if configs:
+            self.configs.alter_topic(name, list(configs.items()), validate_only=False)
+        topic = TopicState(name, uuid.UUID(int=int(self.rng.integers(1, 2**63)) << 64 | len(self.topics) + 1))
+        first_row = len(self.rows)
+        for i, replicas in enumerate(plan):
+            isr = [r for r in replicas if self._alive(r)] or replicas[:1]
+            leader = next((r for r in replicas if self._alive(r)), NO_LEADER)
+            p = PartitionState(name, i, first_row + i, list(replicas), isr, leader)
+            p.lagging = {r: 0.0 for r in replicas if r not in isr}
+            topic.partitions.append(p)
+            self.rows.append(p)
+        count = len(plan)
+        self.log_end = np.concatenate([self.log_end, np.zeros(count) if sizes is None else np.asarray(sizes, float)])
+        self.produce_bps = np.concatenate([self.produce_bps, np.zeros(count) if rates is None else np.asarray(rates, float)])
+        self.topics[name] = topic
+        return OK
+
+    def _check_manual_assignment(self, replicas: Sequence[int]) -> Result | None:
+        if not replicas:
+            return codes.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+        prev = None
+        for b in sorted(replicas):
+            if b not in self.brokers:
+                return codes.INVALID_REPLICA_ASSIGNMENT, (
+                    f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+            if b == prev:
+                return codes.INVALID_REPLICA_ASSIGNMENT, (
+                    f"The manual partition assignment includes the broker {b} more than once.")
+            prev = b
+        return None
+
+    # ---- reassignments (controller) -------------------------------------------------------
+    def alter_reassignment(self, topic: str, index: int, target: Sequence[int] | None, *,
+                           allow_rf_change: bool = True) -> Result:
+        """AlterPartitionReassignments for one partition (None target = cancel)."""
+        if topic not in self.topics:
+            return codes.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
+        p = self.partition(topic, index)
+        if p is None:
+            return codes.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{index}."
+        if target is None:
+            return self._cancel(p)
+        err = self._check_manual_assignment(target)
+        if err is not None:
+            return err
+        original = [r for r in p.replicas if r not in set(p.adding)]
+        if not allow_rf_change and len(target) != len(original):
+            return codes.INVALID_REPLICATION_FACTOR, (
+                f"The replication factor is changed from {len(original)} to {len(target)} but "
+                "AllowReplicationFactorChange is false.")
+        self._dirty()
+        current = list(p.replicas)
+        removing = sorted(set(current) - set(target))
+        adding = sorted(set(target) - set(current))
+        p.partition_epoch += 1
+        if not adding and not removing:
+            p.replicas = list(target)
+            p.adding, p.removing = [], []
+            return OK
+        for b in adding:
+            p.lagging[b] = 0.0
+        p.replicas = list(target) + removing
+        p.adding, p.removing = adding, removing
+        self._maybe_complete(p)
+        return OK
+
+    def _cancel(self, p: PartitionState) -> Result:
+        if not p.reassigning:
+            return codes.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+        adding = set(p.adding)
+        replicas = [r for r in p.replicas if r not in adding]
+        isr = [r for r in p.isr if r not in adding]
+        if not isr:
+            if not self._unclean_allowed(p.topic):
+                return codes.INVALID_REPLICA_ASSIGNMENT, (
+                    f"Unable to revert partition assignment for {p.topic}:{p.index} because it would require "
+                    "an unclean leader election.")
+            isr = replicas[:1]
+            self._unclean_truncate(p, isr[0])
+        self._dirty()
+        p.replicas, p.isr = replicas, isr
+        for b in adding:
+            p.lagging.pop(b, None)
+            p.log_dirs.pop(b, None)
+        p.adding, p.removing = [], []
+        self._elect_if_needed(p, order=replicas)
+        p.partition_epoch += 1
+        return OK
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        value = self.configs.topic.get(topic, {}).get("unclean.leader.election.enable", "false")
+        return value.strip().lower() == "true"
+
+    def _unclean_truncate(self, p: PartitionState, new_leader: int) -> None:
+        """An out-of-sync replica becomes leader: the log shrinks to what it holds."""
+        if new_leader in p.lagging:
+            self.log_end[p.row] = p.lagging.pop(new_leader)
+            for b in p.replicas:
+                if b != new_leader:
+                    p.lagging[b] = min(p.lagging.get(b, self.log_end[p.row]), float(self.log_end[p.row]))
+
+    def _elect_if_needed(self, p: PartitionState, order: Sequence[int]) -> None:
+        """Keep the leader if it is in the ISR and alive, else the first of `order` that is."""
+        if p.leader in p.isr and self._alive(p.leader):
+            return
+        p.leader = next((b for b in order if b in p.isr and self._alive(b)), NO_LEADER)
+        p.leader_epoch += 1
+
+    def _maybe_complete(self, p: PartitionState) -> bool:
+        if not p.reassigning:
+            return False
+        removing = set(p.removing)
+        target = [r for r in p.replicas if r not in removing]
+        new_isr = [r for r in p.isr if r not in removing]
+        if not new_isr or not set(target) <= set(new_isr):
+            return False
+        self._dirty()
+        p.replicas, p.isr = target, new_isr
+        for b in removing:
+            p.lagging.pop(b, None)
+            p.log_dirs.pop(b, None)
+        p.adding, p.removing = [], []
+        old_leader = p.leader
+        self._elect_if_needed(p, order=target)
+        if p.leader == old_leader and removing:
+            p.leader_epoch += 1
+        p.partition_epoch += 1
+        self.completed_moves += 1
+        return True
+
+    def list_reassignments(self, wanted: Mapping[str, Sequence[int]] | None = None
+                           ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        """(topic, partition, replicas, adding, removing) for moves in flight; unknown names omitted."""
+        out = []
+        if wanted is None:
+            candidates: Iterable[PartitionState] = (p for p in self.rows if p.reassigning)
+        else:
+            candidates = (p for t, idx in wanted.items() for i in idx
+                          if (p := self.partition(t, i)) is not None and p.reassigning)
+        for p in candidates:
+            out.append((p.topic, p.index, list(p.replicas), list(p.adding), list(p.removing)))
+        return out
+
+    def elect_leaders(self, election_type: int, wanted: Mapping[str, Sequence[int]] | None
+                      ) -> list[tuple[str, int, int, str | None]]:
+        """ElectLeaders: (topic, partition, error code, message) per partition."""
+        if wanted is None:
+            pairs = [(p.topic, p.index) for p in self.rows]
+        else:
+            pairs = [(t, i) for t, idx in wanted.items() for i in idx]
+        out = []
+        for topic, index in pairs:
+            p = self.partition(topic, index)
+            if p is None:
+                code, msg = codes.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            elif election_type == 0:
+                code, msg = self._elect_preferred(p)
+            elif election_type == 1:
+                code, msg = self._elect_unclean(p)
+            else:
+                code, msg = codes.INVALID_REQUEST, f"Unknown election type {election_type}"
+            if wanted is None and code == codes.ELECTION_NOT_NEEDED:
+                continue
+            out.append((topic, index, code, msg))
+        return out
+
+    def _elect_preferred(self, p: PartitionState) -> Result:
+        preferred = p.replicas[0]
+        if p.leader == preferred:
+            return codes.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+        if preferred in p.isr and self._alive(preferred):
+            self._dirty()
+            p.leader = preferred
+            p.leader_epoch += 1
+            p.partition_epoch += 1
+            return OK
+        return codes.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available."
+
+    def _elect_unclean(self, p: PartitionState) -> Result:
+        if p.leader != NO_LEADER and self._alive(p.leader):
+            return codes.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+        choice = next((b for b in p.replicas if self._alive(b)), None)
+        if choice is None:
+            return codes.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Eligible topic partition leaders are not available."
+        self._dirty()
+        self._unclean_truncate(p, choice)
+        p.isr = [choice]
+        p.leader = choice
+        p.leader_epoch += 1
+        p.partition_epoch += 1
+        return OK
+
+    # ---- brokers -----------------------------------------------------------------------------
+    def stop_broker(self, broker_id: int) -> None:
+        """Fence a broker: it leaves every ISR it can leave and gives up leadership."""
+        b = self.brokers[broker_id]
+        if not b.alive:
+            return
+        self._dirty()
+        b.alive = False
+        for p in self.rows:
+            if broker_id not in p.replicas:
+                continue
+            if broker_id in p.isr and len(p.isr) > 1:
+                p.isr.remove(broker_id)
+                p.lagging[broker_id] = float(self.log_end[p.row])
+                p.partition_epoch += 1
+            if p.leader == broker_id:
+                self._elect_if_needed(p, order=p.replicas)
+                p.partition_epoch += 1
+
+    def start_broker(self, broker_id: int) -> None:
+        """Unfence a broker: leaderless partitions whose last ISR member it is get it back as leader."""
+        b = self.brokers[broker_id]
+        if b.alive:
+            return
+        self._dirty()
+        b.alive = True
+        for p in self.rows:
+            if p.leader == NO_LEADER and p.isr == [broker_id]:
+                p.leader = broker_id
+                p.leader_epoch += 1
+                p.partition_epoch += 1
+
+    # ---- time ------------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Step simulated time forward by `seconds` in fixed ticks (a final partial tick if needed)."""
+        if seconds < 0:
+            raise ValueError("time only moves forward")
+        target = self.now + seconds
+        while target - self.now > 1e-9:
+            self.step(min(self.tick, target - self.now))
+
+    def run_until(self, target: float) -> None:
+        if target > self.now:
+            self.advance(target - self.now)
+
+    def step(self, dt: float) -> None:
+        """One tick: writes, throttled copying, ISR joins and completed moves."""
+        rebuild = lambda: self.replication.build(self.rows, self.brokers, self.produce_bps, self.configs, len(self.rows))  # noqa: E731
+        caught = self.replication.step(self.log_end, self.produce_bps, self.now, dt, rebuild)
+        self.now += dt
+        if caught:
+            self.replication.flush()
+            for p, b in caught:
+                if b in p.lagging and b not in p.isr:
+                    del p.lagging[b]
+                    p.isr.append(b)
+                    p.partition_epoch += 1
+                    self._maybe_complete(p)
+
+    # ---- configs -------------------------------------------------------------------------------
+    def config_changed(self) -> None:
+        """Throttle configs may have changed: rebuild the flow table on the next tick."""
+        self._dirty()
+
+    # ---- log dirs ------------------------------------------------------------------------------
+    def replica_size(self, p: PartitionState, broker_id: int) -> int:
+        if broker_id in p.lagging:
+            return int(self.replication.lagging_size(p, broker_id))
+        return int(self.log_end[p.row])
+
+    def describe_log_dirs(self, broker_id: int, wanted: Mapping[str, Sequence[int]] | None
+                          ) -> dict[str, list[ReplicaLogInfo]]:
+        """Replicas hosted by a broker, grouped by log dir (every dir listed, even empty)."""
+        b = self.brokers[broker_id]
+        out: dict[str, list[ReplicaLogInfo]] = {d: [] for d in b.log_dirs}
+        if wanted is None:
+            rows: Iterable[PartitionState] = self.rows
+        else:
+            rows = (p for t, idx in wanted.items() for i in idx if (p := self.partition(t, i)) is not None)
+        for p in rows:
+            if broker_id in p.replicas:
+                d = p.log_dirs.get(broker_id, b.log_dirs[0])
+                out[d].append(ReplicaLogInfo(p.topic, p.index, self.replica_size(p, broker_id), d))
+        return out
+
+    def used_bytes(self, broker_id: int, log_dir: str) -> int:
+        b = self.brokers[broker_id]
+        return sum(self.replica_size(p, broker_id) for p in self.rows
+                   if broker_id in p.replicas and p.log_dirs.get(broker_id, b.log_dirs[0]) == log_dir)
+
+    def alter_replica_log_dir(self, broker_id: int, path: str, topic: str, index: int) -> int:
+        """Move a replica between a broker's log dirs (modelled as instant)."""
+        if path not in self.brokers[broker_id].log_dirs:
+            return codes.LOG_DIR_NOT_FOUND
+        p = self.partition(topic, index)
+        if p is None or broker_id not in p.replicas:
+            return codes.REPLICA_NOT_AVAILABLE
+        p.log_dirs[broker_id] = path
+        return codes.NONE
+
+    # ---- views --------------------------------------------------------------------------------
+    def to_cluster_state(self) -> ClusterState:
+        """A `ClusterState` snapshot of the sandbox (sizes are the leaders' log sizes)."""
+        self.replication.flush()
+        brokers = [Broker(b.id, b.rack) for b in self.brokers.values()]
+        parts = [PartitionInfo(p.topic, p.index, tuple(p.replicas), p.leader if p.leader >= 0 else None,
+                               tuple(p.isr), int(self.log_end[p.row]), float(self.produce_bps[p.row]))
+                 for p in self.rows]
+        moves = {TopicPartition(p.topic, p.index): Reassignment(tuple(p.replicas), tuple(p.adding), tuple(p.removing))
+                 for p in self.rows if p.reassigning}
+        throttles = ThrottleConfigs(broker={k: dict(v) for k, v in self.configs.broker.items()},
+                                    topic={k: dict(v) for k, v in self.configs.topic.items()})
+        return ClusterState.from_partitions(brokers, parts, reassignments=moves, throttles=throttles,
+                                            cluster_id=self.cluster_id)
+
+    # ---- persistence --------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        self.replication.flush()
+        return {
+            "format": "kreassign-sandbox/1", "seed": self.seed, "tick": self.tick, "now": self.now,
+            "network_bps": self.network_bps, "disk_bytes": self.disk_bytes, "cluster_id": self.cluster_id,
+            "controller": self.preferred_controller, "completed_moves": self.completed_moves,
+            "brokers": [b.to_json() for b in self.brokers.values()],
+            "topics": [{"name": t.name, "id": str(t.topic_id),
+                        "partitions": [dict(p.to_json(), size=float(self.log_end[p.row]),
+                                            produce_bps=float(self.produce_bps[p.row])) for p in t.partitions]}
+                       for t in self.topics.values()],
+            "configs": self.configs.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Engine:
+        if data.get("format") != "kreassign-sandbox/1":
+            raise ValueError("not a kreassign sandbox state file")
+        brokers = [BrokerState.from_json(b) for b in data["brokers"]]
+        engine = cls({b.id: b.rack for b in brokers}, seed=int(data["seed"]), tick=float(data["tick"]),
+                     network_bps=float(data["network_bps"]), disk_bytes=int(data["disk_bytes"]),
+                     cluster_id=data["cluster_id"], controller=data.get("controller"))
+        engine.brokers = {b.id: b for b in brokers}
+        engine.now = float(data["now"])
+        engine.completed_moves = int(data.get("completed_moves", 0))
+        sizes: list[float] = []
+        rates: list[float] = []
+        for t in data["topics"]:
+            topic = TopicState(t["name"], uuid.UUID(t["id"]))
+            for d in t["partitions"]:
+                p = PartitionState.from_json(t["name"], len(engine.rows), d)
+                topic.partitions.append(p)
+                engine.rows.append(p)
+                sizes.append(float(d["size"]))
+                rates.append(float(d["produce_bps"]))
+            engine.topics[topic.name] = topic
+        engine.log_end = np.array(sizes, dtype=float)
+        engine.produce_bps = np.array(rates, dtype=float)
+        engine.configs = ConfigStore.from_json(data["configs"])
+        # Draw fresh randomness for later topic creation without replaying the start-up draws.
+        engine.rng = np.random.default_rng([engine.seed, len(engine.rows), int(math.floor(engine.now))])
+        return engine
+
+
+def _log_dirs(n: int) -> tuple[str, ...]:
+    return ("/var/lib/kafka/data",) if n == 1 else tuple(f"/var/lib/kafka/data-{i}" for i in range(n))
+
+
+def _cluster_id(seed: int) -> str:
+    """A 22-character base64url id like Kafka's, derived from the seed so runs are reproducible."""
+    import base64
+
+    raw = uuid.UUID(int=int(np.random.default_rng([seed, 7]).integers(0, 2**63)) << 64 | seed & (2**64 - 1)).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")

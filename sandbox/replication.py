@@ -1,0 +1,188 @@
+"""The replication step: leaders take writes, lagging replicas copy from their leader under
+KIP-73 quotas and the brokers' network capacity, and caught-up replicas are reported for the ISR.
+
+A *flow* is one out-of-sync replica on a live broker fetching from a live leader. The flow table
+is rebuilt (from the engine's partitions) only when membership, leadership or throttle configs
+change; each tick is a handful of numpy operations over flows and brokers.
+
+KIP-73 rules modelled (broker-semantics Part B §2–§3):
+* a flow is throttled on the leader side if its partition is in the leader list as
+  `partition:leader` (or `*`), and on the follower side if it is in the follower list as
+  `partition:follower` (or `*`); in-sync replicas are never throttled;
+* inclusion-based: while a broker's measured rate is above its bound, its throttled flows get
+  no bytes that tick; otherwise they copy as fast as the network allows;
+* bytes are recorded after the transfer: the leader counts every byte it sent for throttled
+  partitions (in-sync followers included), the follower every byte it appended for them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, ConfigStore
+from kreassign.sandbox.quota import SampledRates
+from kreassign.sandbox.state import BrokerState, PartitionState
+
+CAUGHT_UP_BYTES = 0.5
+
+
+@dataclass
+class FlowTable:
+    """Columns of the active flows, plus per-broker constants for the current topology."""
+
+    part: list[PartitionState]
+    broker: np.ndarray        # follower broker id per flow
+    row: np.ndarray           # partition row per flow
+    src: np.ndarray           # leader position per flow
+    dst: np.ndarray           # follower position per flow
+    size: np.ndarray          # bytes the follower holds
+    leader_throttled: np.ndarray
+    follower_throttled: np.ndarray
+    growing: np.ndarray       # rows whose leader is alive (they take writes)
+    out_isr_bps: np.ndarray   # per broker: in-sync replication sent
+    in_isr_bps: np.ndarray    # per broker: in-sync replication received
+    leader_quota_isr_bps: np.ndarray
+    follower_quota_isr_bps: np.ndarray
+    leader_bound: np.ndarray
+    follower_bound: np.ndarray
+    index: dict[tuple[int, int], int]   # (row, follower broker) -> flow
+
+
+class Replication:
+    """Per-broker quota windows and the flow table; `step` advances one tick."""
+
+    def __init__(self, broker_ids: Sequence[int], *, network_bps: float, samples: int = 11,
+                 window: float = 1.0) -> None:
+        self.broker_ids = list(broker_ids)
+        self.pos = {b: i for i, b in enumerate(self.broker_ids)}
+        self.network_bps = network_bps
+        self.leader_rates = SampledRates(len(self.broker_ids), samples=samples, window=window)
+        self.follower_rates = SampledRates(len(self.broker_ids), samples=samples, window=window)
+        self.table: FlowTable | None = None
+
+    def lagging_size(self, p: PartitionState, broker_id: int) -> float:
+        """The current size of an out-of-sync replica, from the live table if it is a flow."""
+        t = self.table
+        i = t.index.get((p.row, broker_id)) if t is not None else None
+        return float(t.size[i]) if t is not None and i is not None else p.lagging[broker_id]
+
+    def flush(self) -> None:
+        """Write flow sizes back to the partitions' `lagging` maps and drop the table."""
+        t = self.table
+        if t is None:
+            return
+        for i, p in enumerate(t.part):
+            b = int(t.broker[i])
+            if b in p.lagging:
+                p.lagging[b] = float(t.size[i])
+        self.table = None
+
+    def build(self, partitions: Sequence[PartitionState], brokers: Mapping[int, BrokerState],
+              produce_bps: np.ndarray, configs: ConfigStore, n_rows: int) -> FlowTable:
+        nb = len(self.broker_ids)
+        parts: list[PartitionState] = []
+        fb: list[int] = []
+        rows: list[int] = []
+        lthr: list[bool] = []
+        fthr: list[bool] = []
+        growing = np.zeros(n_rows, dtype=bool)
+        out_isr = np.zeros(nb)
+        in_isr = np.zeros(nb)
+        lq_isr = np.zeros(nb)
+        fq_isr = np.zeros(nb)
+        lists: dict[str, tuple[object, object]] = {}
+        for p in partitions:
+            lead = p.leader
+            if lead < 0 or not brokers[lead].alive:
+                continue
+            growing[p.row] = True
+            if p.topic not in lists:
+                lists[p.topic] = (configs.throttled(p.topic, LEADER_REPLICAS), configs.throttled(p.topic, FOLLOWER_REPLICAS))
+            ll, fl = lists[p.topic]
+            lt = ll.covers(p.index, lead)  # type: ignore[attr-defined]
+            rate = float(produce_bps[p.row])
+            for b in p.replicas:
+                if b == lead or not brokers[b].alive:
+                    continue
+                ft = fl.covers(p.index, b)  # type: ignore[attr-defined]
+                if b in p.lagging:
+                    parts.append(p)
+                    fb.append(b)
+                    rows.append(p.row)
+                    lthr.append(lt)
+                    fthr.append(ft)
+                elif rate > 0:
+                    li, fi = self.pos[lead], self.pos[b]
+                    out_isr[li] += rate
+                    in_isr[fi] += rate
+                    if lt:
+                        lq_isr[li] += rate
+                    if ft:
+                        fq_isr[fi] += rate
+        broker_arr = np.array(fb, dtype=np.int64)
+        self.table = FlowTable(
+            part=parts, broker=broker_arr, row=np.array(rows, dtype=np.int64),
+            src=np.array([self.pos[p.leader] for p in parts], dtype=np.int64),
+            dst=np.array([self.pos[b] for b in fb], dtype=np.int64),
+            size=np.array([p.lagging[b] for p, b in zip(parts, fb)], dtype=np.float64),
+            leader_throttled=np.array(lthr, dtype=bool), follower_throttled=np.array(fthr, dtype=bool),
+            growing=growing, out_isr_bps=out_isr, in_isr_bps=in_isr, leader_quota_isr_bps=lq_isr,
+            follower_quota_isr_bps=fq_isr,
+            leader_bound=np.array([configs.rate(b, LEADER_RATE) for b in self.broker_ids]),
+            follower_bound=np.array([configs.rate(b, FOLLOWER_RATE) for b in self.broker_ids]),
+            index={(r, b): i for i, (r, b) in enumerate(zip(rows, fb))},
+        )
+        return self.table
+
+    def step(self, log_end: np.ndarray, produce_bps: np.ndarray, now: float, dt: float,
+             rebuild: Callable[[], FlowTable]) -> list[tuple[PartitionState, int]]:
+        """Advance `dt` seconds from `now`; returns the (partition, broker) replicas that caught up."""
+        t = self.table if self.table is not None else rebuild()
+        nb = len(self.broker_ids)
+        leader_over = self.leader_rates.exceeded(t.leader_bound, now)
+        follower_over = self.follower_rates.exceeded(t.follower_bound, now)
+        growing = t.growing[: len(log_end)]
+        log_end[growing] += produce_bps[growing] * dt
+        lrec = t.leader_quota_isr_bps * dt
+        frec = t.follower_quota_isr_bps * dt
+        caught: list[tuple[PartitionState, int]] = []
+        if len(t.row):
+            want = log_end[t.row] - t.size
+            blocked = (t.leader_throttled & leader_over[t.src]) | (t.follower_throttled & follower_over[t.dst])
+            want = np.where(blocked, 0.0, np.maximum(want, 0.0))
+            cap_out = np.maximum(self.network_bps - t.out_isr_bps, 0.0) * dt
+            cap_in = np.maximum(self.network_bps - t.in_isr_bps, 0.0) * dt
+            grant = _water_fill(want, t.src, t.dst, cap_out, cap_in, nb)
+            t.size += grant
+            lrec = lrec + np.bincount(t.src, weights=grant * t.leader_throttled, minlength=nb)
+            frec = frec + np.bincount(t.dst, weights=grant * t.follower_throttled, minlength=nb)
+            done = np.flatnonzero(log_end[t.row] - t.size <= CAUGHT_UP_BYTES)
+            caught = [(t.part[i], int(t.broker[i])) for i in done]
+        self.leader_rates.record(lrec, now + dt)
+        self.follower_rates.record(frec, now + dt)
+        return caught
+
+
+def _water_fill(want: np.ndarray, src: np.ndarray, dst: np.ndarray, cap_out: np.ndarray,
+                cap_in: np.ndarray, nb: int, rounds: int = 3) -> np.ndarray:
+    """Share each broker's send and receive capacity equally among its flows, re-offering what
+    a flow could not use for a few rounds (close to max-min fair, and cheap)."""
+    grant = np.zeros_like(want)
+    want = want.copy()
+    out_left = cap_out.copy()
+    in_left = cap_in.copy()
+    for _ in range(rounds):
+        active = want > 0
+        if not active.any():
+            break
+        n_out = np.bincount(src[active], minlength=nb)
+        n_in = np.bincount(dst[active], minlength=nb)
+        share = np.minimum(out_left[src] / np.maximum(n_out[src], 1), in_left[dst] / np.maximum(n_in[dst], 1))
+        g = np.where(active, np.minimum(want, share), 0.0)
+        grant += g
+        want -= g
+        out_left -= np.bincount(src, weights=g, minlength=nb)
+        in_left -= np.bincount(dst, weights=g, minlength=nb)
+    return grant

@@ -1,0 +1,37 @@
+"""Where cluster state comes from: a live cluster or a snapshot file, behind one function."""
+from __future__ import annotations
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import ClusterState
+
+
+def load_cluster_state(
+    *,
+    bootstrap_server: str | None = None,
+    snapshot: str | None = None,
+    command_config: str | None = None,
+    with_sizes: bool = True,
+    timeout_s: float | None = None,
+) -> ClusterState:
+    """Read the cluster state from exactly one source.
+
+    Raises:
+        InputError: neither or both sources given, or a malformed snapshot.
+        ClusterUnreachable: no broker answered.
+    """
+    if bootstrap_server and snapshot:
+        raise InputError("give either --bootstrap-server or --snapshot, not both")
+    if snapshot:
+        from kreassign.cluster.snapshot import read_snapshot
+
+        return read_snapshot(snapshot)
+    if not bootstrap_server:
+        raise InputError(
+            "no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER), "
+            "or --snapshot FILE"
+        )
+    from kreassign.cluster.admin import open_admin
+    from kreassign.cluster.port import snapshot_state
+
+    with open_admin(bootstrap_server, command_config=command_config, timeout_s=timeout_s) as admin:
+        return snapshot_state(admin, with_sizes=with_sizes)

@@ -1,0 +1,35 @@
+"""Consoles are made once at the CLI edge: data to stdout, everything else to stderr."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def stdout_console() -> Console:
+    """Decorated only when stdout is a terminal (piped output stays plain)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def emit_json(data: Any) -> None:
+    """Machine output: one JSON document on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=_default) + "\n")
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")

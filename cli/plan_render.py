@@ -1,0 +1,74 @@
+"""Rich renderables for a plan report (`kreassign plan`)."""
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from kreassign.cluster.units import format_bytes, format_rate
+from kreassign.throttle.plan_report import PlanReport
+
+_MAX_PARTITION_ROWS = 20
+
+
+def render_plan(report: PlanReport) -> RenderableType:
+    diff = report.diff
+    totals = diff.totals()
+    head = Text()
+    head.append(f"{totals['partitions']} partition(s) in the plan: ", style="bold")
+    head.append(f"{totals['partitions_moved']} move data, {totals['partitions_changed']} change, "
+                f"{totals['replicas_added']} replica(s) added, {totals['replicas_removed']} removed, "
+                f"{format_bytes(totals['bytes_moved'])} to copy, "
+                f"{totals['leader_changes']} preferred-leader change(s).")
+    parts: list[RenderableType] = [head, broker_table(report)]
+    changes = diff.partition_changes
+    if changes:
+        table = Table(title="Partition changes", title_justify="left")
+        for col in ("partition", "current", "target", "adding", "removing", "leader"):
+            table.add_column(col)
+        for c in changes[:_MAX_PARTITION_ROWS]:
+            leader = f"{c.leader_before}->{c.preferred_leader_after}" if c.leader_changes else str(c.leader_before)
+            table.add_row(str(c.tp), _ids(c.current), _ids(c.target), _ids(c.adding), _ids(c.removing), leader)
+        if len(changes) > _MAX_PARTITION_ROWS:
+            table.caption = f"... and {len(changes) - _MAX_PARTITION_ROWS} more (use --output json for all)"
+        parts.append(table)
+    parts.append(throttle_table(report))
+    for warning in report.warnings:
+        parts.append(Text(f"Warning: {warning}", style="yellow"))
+    return Group(*parts)
+
+
+def broker_table(report: PlanReport) -> Table:
+    table = Table(title="Per broker", title_justify="left")
+    for col in ("broker", "rack", "bytes in", "bytes out", "replicas", "leaders"):
+        table.add_column(col, justify="right" if col != "rack" else "left")
+    for b in report.brokers:
+        table.add_row(str(b.broker), b.rack or "-", format_bytes(b.bytes_in), format_bytes(b.bytes_out),
+                      _before_after(b.replicas_before, b.replicas_after),
+                      _before_after(b.leaders_before, b.leaders_after))
+    return table
+
+
+def throttle_table(report: PlanReport) -> RenderableType:
+    throttles = report.throttles
+    if throttles.is_empty():
+        return Text("Throttles: none would be set (give --throttle or --leader-rate/--follower-rate).")
+    table = Table(title="Throttles execute would set", title_justify="left")
+    table.add_column("resource")
+    table.add_column("config")
+    table.add_column("value", overflow="fold")
+    for broker, keys in throttles.broker_rates.items():
+        for key, value in keys.items():
+            table.add_row(f"broker {broker}", key, f"{value} ({format_rate(int(value))})")
+    for topic, keys in throttles.topic_configs.items():
+        for key, value in keys.items():
+            table.add_row(f"topic {topic}", key, value or '""')
+    return table
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return ",".join(map(str, ids)) or "-"
+
+
+def _before_after(before: int, after: int) -> str:
+    return str(before) if before == after else f"{before} -> {after}"

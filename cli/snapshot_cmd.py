@@ -1,0 +1,32 @@
+"""`kreassign snapshot`: capture a cluster (or convert a snapshot) to a file for offline planning."""
+from __future__ import annotations
+
+import click
+
+from kreassign.cli.options import source_options
+
+
+@click.command()
+@source_options
+@click.option("--output-file", "-f", "output_file", required=True, type=click.Path(dir_okay=False),
+              help="Where to write: FILE.json (for people) or FILE.parquet (for big clusters).")
+@click.option("--format", "fmt", type=click.Choice(["json", "parquet"]), default=None,
+              help="File format (default: from the file name).")
+@click.option("--no-sizes", is_flag=True, help="Skip DescribeLogDirs (partition sizes are then 0).")
+def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+             output_file: str, fmt: str | None, no_sizes: bool) -> None:
+    """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
+    reassignments and throttle configs to a snapshot file. With --snapshot, convert a file."""
+    from kreassign.cli.console import stderr_console
+    from kreassign.cluster.snapshot import write_snapshot
+    from kreassign.cluster.source import load_cluster_state
+    from kreassign.cluster.units import format_bytes
+
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot,
+                               command_config=command_config, with_sizes=not no_sizes)
+    write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
+    facts = state.describe()
+    stderr_console().print(
+        f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
+        f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "
+        f"{len(state.reassignments)} reassignment(s) in flight.")

@@ -1,0 +1,124 @@
+"""What a reassignment would do: moves, bytes per broker, leader changes, and the throttles
+execution would set. Pure: one function from (state, plan, rates) to a serialisable report."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartitionReplica
+from kreassign.planner.diff import PlanDiff, diff_plan
+from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
+
+_MAX_WARNED = 5
+
+
+@dataclass(frozen=True)
+class BrokerLoad:
+    """One broker's part in a plan."""
+
+    broker: int
+    rack: str | None
+    bytes_in: int
+    bytes_out: int
+    replicas_before: int
+    replicas_after: int
+    leaders_before: int
+    leaders_after: int
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """A plan against a cluster: the diff, the per-broker view, throttles, and warnings."""
+
+    diff: PlanDiff
+    throttles: ThrottlePlan
+    brokers: tuple[BrokerLoad, ...]
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A stable JSON-ready form (the `--output json` schema of `kreassign plan`)."""
+        return {
+            "totals": self.diff.totals(),
+            "brokers": [vars(b) for b in self.brokers],
+            "partitions": [
+                {"topic": c.tp.topic, "partition": c.tp.partition, "current": list(c.current),
+                 "target": list(c.target), "adding": list(c.adding), "removing": list(c.removing),
+                 "leader_before": c.leader_before, "preferred_leader_after": c.preferred_leader_after,
+                 "reorder_only": c.reorder_only}
+                for c in self.diff.partition_changes
+            ],
+            "throttles": {
+                "topics": self.throttles.topic_configs,
+                "brokers": {str(b): v for b, v in self.throttles.broker_rates.items()},
+            },
+            "warnings": list(self.warnings),
+        }
+
+
+def build_plan_report(
+    state: ClusterState,
+    entries: Iterable[PartitionTarget],
+    *,
+    rate: int | None = None,
+    leader_rate: int | None = None,
+    follower_rate: int | None = None,
+    replica_log_dirs: Mapping[TopicPartitionReplica, str] | None = None,
+) -> PlanReport:
+    """Compare a plan with the cluster and work out the throttles Kafka's rules would set.
+
+    Raises:
+        InputError: the plan names partitions the cluster does not have, or is malformed.
+    """
+    targets = list(entries)
+    diff = diff_plan(state, targets)
+    current = {c.tp: c.current for c in diff.partition_changes}
+    for target in targets:
+        current.setdefault(target.tp, state.replicas(state.find_row(target.topic, target.partition)))
+    move_map = compute_move_map(current, [(t.tp, t.replicas) for t in targets], state.reassignments)
+    throttles = throttle_plan(move_map, rate=rate, leader_rate=leader_rate,
+                              follower_rate=follower_rate,
+                              replica_log_dirs=list(replica_log_dirs or {}))
+    brokers = sorted(set(diff.replicas_before) | set(diff.replicas_after))
+    racks = state.racks()
+    loads = tuple(
+        BrokerLoad(broker=b, rack=racks.get(b), bytes_in=diff.bytes_in_per_broker.get(b, 0),
+                   bytes_out=diff.bytes_out_per_broker.get(b, 0),
+                   replicas_before=diff.replicas_before.get(b, 0),
+                   replicas_after=diff.replicas_after.get(b, 0),
+                   leaders_before=diff.leaders_before.get(b, 0),
+                   leaders_after=diff.leaders_after.get(b, 0))
+        for b in brokers
+    )
+    return PlanReport(diff=diff, throttles=throttles, brokers=loads,
+                      warnings=tuple(plan_warnings(state, diff)))
+
+
+def plan_warnings(state: ClusterState, diff: PlanDiff) -> list[str]:
+    """Things an operator should know before executing the plan."""
+    warnings: list[str] = []
+    if diff.unknown_brokers:
+        warnings.append("the plan names brokers the cluster does not list: "
+                        + ",".join(map(str, diff.unknown_brokers))
+                        + " (Kafka will refuse it with 'Unknown broker id')")
+    changes = diff.partition_changes
+    rf_changed = [c for c in changes if len(c.target) != len(c.current)]
+    if rf_changed:
+        warnings.append(f"{len(rf_changed)} partition(s) change replication factor, e.g. "
+                        + ", ".join(f"{c.tp} {len(c.current)}->{len(c.target)}"
+                                    for c in rf_changed[:_MAX_WARNED]))
+    moving = [c.tp for c in changes if c.tp in state.reassignments]
+    if moving:
+        warnings.append(f"{len(moving)} partition(s) are already being reassigned; submitting "
+                        "replaces their targets (needs --additional), e.g. "
+                        + ", ".join(map(str, moving[:_MAX_WARNED])))
+    racks = state.racks()
+    distinct_racks = len({r for r in racks.values() if r is not None})
+    if distinct_racks:
+        crowded = [c.tp for c in changes
+                   if len({racks.get(b) for b in c.target}) < min(len(c.target), distinct_racks)]
+        if crowded:
+            warnings.append(f"{len(crowded)} partition(s) would put two replicas in one rack "
+                            "although enough racks exist, e.g. "
+                            + ", ".join(map(str, crowded[:_MAX_WARNED])))
+    return warnings

@@ -1,0 +1,243 @@
+"""KIP-73 throttle configs exactly as Kafka's reassignment tool writes and clears them.
+
+Reference kafka-reassign-tool.md §3: the move map (in-flight reassignments plus the plan), the
+leader and follower throttled-replica lists per topic (string-sorted, every topic of the move
+map, an empty follower list still SET), rates only on the brokers that take part, and which
+brokers and topics a clear touches. Pure: callers apply the result through the admin adapter.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kreassign.cluster.errors import AdminCommandFailed, InputError
+from kreassign.cluster.model import Reassignment, TopicPartition, TopicPartitionReplica
+
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+
+BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)
+"""What a clear DELETEs on every broker (Kafka deletes the log-dir rate too)."""
+TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+"""What a clear DELETEs on every topic of the plan."""
+
+ALL_REPLICAS: Literal["*"] = "*"
+_REPLICA_ENTRY = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class PartitionMove:
+    """One partition's part in a reassignment: where data comes from and where it goes."""
+
+    sources: frozenset[int]
+    """replicas before the move; any of them may lead, so all are leader-throttled"""
+    destinations: frozenset[int]
+    """replicas the move adds (never overlaps sources); they are follower-throttled"""
+
+
+def compute_move_map(
+    current: Mapping[TopicPartition, Sequence[int]],
+    proposed: Iterable[tuple[TopicPartition, Sequence[int]]],
+    in_flight: Mapping[TopicPartition, Reassignment],
+) -> dict[str, dict[int, PartitionMove]]:
+    """Kafka's `calculateProposedMoveMap`: every in-flight move, overridden by the plan.
+
+    Args:
+        current: the replicas the cluster reports for the planned partitions.
+        proposed: (partition, target replicas) of the plan.
+        in_flight: every reassignment running in the cluster, whatever its topic.
+
+    Returns:
+        topic -> partition -> move. A planned partition that is already moving keeps the
+        sources of the running move (its original replicas, KAFKA-10779), so replicas being
+        added by the running move are not leader-throttled.
+
+    Raises:
+        AdminCommandFailed: a planned partition is neither moving nor in `current`.
+    """
+    moves: dict[str, dict[int, PartitionMove]] = {}
+    for tp, reassignment in in_flight.items():
+        adding = frozenset(reassignment.adding)
+        moves.setdefault(tp.topic, {})[tp.partition] = PartitionMove(
+            sources=frozenset(reassignment.replicas) - adding, destinations=adding)
+    for tp, target in proposed:
+        by_partition = moves.setdefault(tp.topic, {})
+        if tp.partition in by_partition:
+            sources = by_partition[tp.partition].sources
+        elif tp in current:
+            sources = frozenset(current[tp])
+        else:
+            raise AdminCommandFailed(f"Trying to reassign a topic partition {tp} with 0 replicas")
+        by_partition[tp.partition] = PartitionMove(
+            sources=sources, destinations=frozenset(target) - sources)
+    return moves
+
+
+def leader_throttled_replicas(moves: Mapping[int, PartitionMove]) -> str:
+    """A topic's `leader.replication.throttled.replicas`: every source, sorted as strings."""
+    return ",".join(sorted({f"{p}:{b}" for p, m in moves.items() for b in m.sources}))
+
+
+def follower_throttled_replicas(moves: Mapping[int, PartitionMove]) -> str:
+    """A topic's `follower.replication.throttled.replicas`: new replicas, sorted as strings."""
+    return ",".join(sorted({f"{p}:{b}" for p, m in moves.items()
+                            for b in m.destinations if b not in m.sources}))
+
+
+def reassigning_brokers(move_map: Mapping[str, Mapping[int, PartitionMove]]) -> tuple[int, ...]:
+    """Every source and destination of every move, ascending: where the rates go."""
+    brokers: set[int] = set()
+    for moves in move_map.values():
+        for m in moves.values():
+            brokers |= m.sources | m.destinations
+    return tuple(sorted(brokers))
+
+
+@dataclass(frozen=True)
+class ThrottlePlan:
+    """The configs to SET, as Kafka's `--execute --throttle` would.
+
+    `topic_configs` is empty when no inter-broker rate is given (Kafka leaves the lists alone
+    then); `broker_rates` holds, per broker, only the keys being set.
+    """
+
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    broker_rates: dict[int, dict[str, str]] = field(default_factory=dict)
+    reassigning_brokers: tuple[int, ...] = ()
+    """brokers that get the inter-broker rates (when a rate is given)"""
+    log_dir_brokers: tuple[int, ...] = ()
+    """brokers that get the log-dir rate (when one is given)"""
+
+    def is_empty(self) -> bool:
+        return not self.topic_configs and not self.broker_rates
+
+
+def _check_rate(name: str, value: int | None) -> None:
+    if value is not None and value < 0:
+        raise InputError(f"{name} must be at least 0 bytes/s, got {value}; leave it out to keep "
+                         "the current throttle")
+
+
+def throttle_plan(
+    move_map: Mapping[str, Mapping[int, PartitionMove]],
+    *,
+    rate: int | None,
+    log_dir_rate: int | None = None,
+    replica_log_dirs: Iterable[TopicPartitionReplica] = (),
+    leader_rate: int | None = None,
+    follower_rate: int | None = None,
+) -> ThrottlePlan:
+    """The throttle configs for a move map.
+
+    Args:
+        move_map: from `compute_move_map`.
+        rate: the inter-broker rate in bytes/s (Kafka's `--throttle`); None leaves the
+            inter-broker throttles untouched (Kafka's default of -1). 0 is a valid rate.
+        log_dir_rate: the log-dir move rate (`--replica-alter-log-dirs-throttle`), or None.
+        replica_log_dirs: replicas with an explicit (non-"any") log dir; a mapping of them to
+            dirs works too. Their brokers get the log-dir rate.
+        leader_rate, follower_rate: set the two sides separately; each defaults to `rate`
+            (Kafka always sets both to the same value).
+
+    Raises:
+        InputError: a negative rate.
+    """
+    leader = rate if leader_rate is None else leader_rate
+    follower = rate if follower_rate is None else follower_rate
+    for name, value in (("The leader throttle", leader), ("The follower throttle", follower),
+                        ("The log-dir throttle", log_dir_rate)):
+        _check_rate(name, value)
+
+    topic_configs: dict[str, dict[str, str]] = {}
+    broker_rates: dict[int, dict[str, str]] = {}
+    brokers = reassigning_brokers(move_map)
+    if leader is not None or follower is not None:
+        for topic in sorted(move_map):
+            moves = move_map[topic]
+            topic_configs[topic] = {LEADER_REPLICAS: leader_throttled_replicas(moves),
+                                    FOLLOWER_REPLICAS: follower_throttled_replicas(moves)}
+        for broker in brokers:
+            keys = broker_rates.setdefault(broker, {})
+            if leader is not None:
+                keys[LEADER_RATE] = str(int(leader))
+            if follower is not None:
+                keys[FOLLOWER_RATE] = str(int(follower))
+    log_dir_brokers = tuple(sorted({r.broker for r in replica_log_dirs}))
+    if log_dir_rate is not None:
+        for broker in log_dir_brokers:
+            broker_rates.setdefault(broker, {})[LOG_DIR_RATE] = str(int(log_dir_rate))
+    return ThrottlePlan(topic_configs=topic_configs,
+                        broker_rates=dict(sorted(broker_rates.items())),
+                        reassigning_brokers=brokers, log_dir_brokers=log_dir_brokers)
+
+
+def clear_targets(
+    cluster_brokers: Iterable[int],
+    file_targets: Iterable[tuple[TopicPartition, Sequence[int]]],
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Where Kafka's `clearAllThrottles` DELETEs throttles (reference §3.6).
+
+    Args:
+        cluster_brokers: the brokers the cluster reports.
+        file_targets: (partition, target replicas) of the reassignment file.
+
+    Returns:
+        (brokers, topics), both ascending: every cluster broker plus every broker in the
+        file's target lists (these lose `BROKER_THROTTLE_KEYS`), and only the file's topics
+        (these lose `TOPIC_THROTTLE_KEYS`).
+    """
+    brokers = set(cluster_brokers)
+    topics: set[str] = set()
+    for tp, replicas in file_targets:
+        brokers.update(replicas)
+        topics.add(tp.topic)
+    return tuple(sorted(brokers)), tuple(sorted(topics))
+
+
+def _elements(value: str) -> list[str]:
+    # How a LIST config is parsed before validation: empty means no elements, else split on
+    # commas (empty elements kept) with surrounding whitespace dropped.
+    stripped = value.strip()
+    return [] if not stripped else [e.strip() for e in stripped.split(",")]
+
+
+def validate_throttled_replicas(value: str) -> bool:
+    """Whether a broker accepts this `*.replication.throttled.replicas` value.
+
+    The broker's ThrottledReplicaListValidator rule: every trimmed element is empty or
+    `partition:broker` in decimal digits, or the elements joined together are exactly `*`.
+    An empty value is valid and throttles nothing.
+    """
+    elements = _elements(value)
+    return (all(_REPLICA_ENTRY.fullmatch(e) for e in elements)
+            or "".join(elements) == ALL_REPLICAS)
+
+
+def parse_throttled_replicas(value: str) -> set[tuple[int, int]] | Literal["*"]:
+    """The (partition, broker) pairs a throttled-replicas value names, or "*" for all.
+
+    Raises:
+        InputError: the value is not one a broker would accept.
+    """
+    if not validate_throttled_replicas(value):
+        raise InputError(
+            f"{value!r} must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    elements = [e for e in _elements(value) if e]
+    if elements == [ALL_REPLICAS]:
+        return ALL_REPLICAS
+    pairs: set[tuple[int, int]] = set()
+    for element in elements:
+        partition, broker = element.split(":")
+        pairs.add((int(partition), int(broker)))
+    return pairs
+
+
+def format_throttled_replicas(pairs: Iterable[tuple[int, int]]) -> str:
+    """A throttled-replicas value for (partition, broker) pairs, in Kafka's string order."""
+    return ",".join(sorted({f"{p}:{b}" for p, b in pairs}))

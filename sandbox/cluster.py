@@ -1,0 +1,231 @@
+"""`SandboxCluster`: the Python API that starts, steers and stops a sandbox cluster.
+
+    with SandboxCluster(brokers=6, racks=3, clock=ManualClock(), seed=1) as sb:
+        admin = KafkaAdminClient(bootstrap_servers=sb.bootstrap)
+        ...
+        sb.advance(30)             # 30 sandbox seconds, in fixed ticks
+        sb.stop_broker(3)          # listener closes, replicas leave the ISR
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kreassign.cluster.errors import InputError
+from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
+from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
+from kreassign.sandbox.faults import Faults, Rule, api_key
+from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
+from kreassign.sandbox.wire import advertised_versions
+
+STATE_FILE = "state.json"
+
+
+def rack_names(brokers: int, racks: int) -> dict[int, str | None]:
+    """Broker ids 1..N spread over racks rack-1..rack-R in turn (no racks when R is 0)."""
+    return {b: (f"rack-{(b - 1) % racks + 1}" if racks > 0 else None) for b in range(1, brokers + 1)}
+
+
+class SandboxCluster:
+    """A local multi-broker cluster speaking the Kafka protocol, with an accelerated replication model.
+
+    Args:
+        brokers: number of brokers (ids 1..N).
+        racks: number of racks (0 = no rack information).
+        topics: topics to create at start-up; None gives the demo default set.
+        speed: sandbox seconds per wall second when no clock is given.
+        clock: a `ManualClock` for tests (time moves only through `advance`), or a `ScaledClock`.
+        seed: seed for sizes, rates, assignments and ids.
+        port_base: first port (broker i listens on port_base + i - 1); 0 = any free ports.
+        state_dir: where the state is saved (and restored from on start).
+        network_bps: per-broker network capacity that bounds unthrottled copying.
+        tick: the fixed step of simulated time, in sandbox seconds.
+        controller: the controller broker id (default: lowest live id).
+        describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
+    """
+
+    def __init__(self, brokers: int = 6, racks: int = 3, topics: Sequence[TopicSpec] | None = None, *,
+                 speed: float = 60.0, clock: Clock | None = None, seed: int = 0, port_base: int = 0,
+                 state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
+                 tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
+                 fresh: bool = False) -> None:
+        if brokers < 1:
+            raise InputError("a sandbox needs at least one broker")
+        if racks < 0:
+            raise InputError("the number of racks must not be negative")
+        if port_base and not 1024 <= port_base <= 65535 - brokers:
+            raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self.clock: Clock = clock if clock is not None else ScaledClock(speed)
+        self.lock = threading.RLock()
+        self.faults = Faults()
+        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only)
+        saved = self.state_path if self.state_path is not None and self.state_path.exists() and not fresh else None
+        if saved is not None:
+            self.engine = _load(saved)
+        else:
+            specs = list(DEFAULT_TOPICS if topics is None else topics)
+            spec_names_unique(specs)
+            for s in specs:
+                if s.replication_factor > brokers:
+                    raise InputError(f"topic {s.name} wants {s.replication_factor} replicas but the sandbox has "
+                                     f"only {brokers} brokers")
+            self.engine = Engine(rack_names(brokers, racks), seed=seed, tick=tick, network_bps=network_bps,
+                                 controller=controller)
+            self.engine.add_topics(specs)
+        self.clock.reset(self.engine.now)
+        ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
+        self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
+                                    ports=ports, on_save=self.save if self.state_dir is not None else None)
+        self._running = False
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    def start(self) -> SandboxCluster:
+        """Open every live broker's listener and start the ticker; returns self."""
+        if not self._running:
+            try:
+                self.server.start()
+            except OSError as exc:
+                raise InputError(f"cannot listen on 127.0.0.1 ({exc.strerror}); pick another --port-base "
+                                 "or leave it at 0 for free ports") from exc
+            self._running = True
+        return self
+
+    def stop(self) -> None:
+        """Close every listener, stop the ticker and save the state (with a state dir)."""
+        if self._running:
+            self.server.stop()
+            self._running = False
+            if self.state_dir is not None:
+                self.save()
+
+    def __enter__(self) -> SandboxCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def ports(self) -> dict[int, int]:
+        return self.server.ports
+
+    @property
+    def bootstrap(self) -> str:
+        """`127.0.0.1:p1,127.0.0.1:p2,...` for the live brokers."""
+        with self.lock:
+            alive = [b for b, s in self.engine.brokers.items() if s.alive]
+        return ",".join(f"127.0.0.1:{self.ports[b]}" for b in alive)
+
+    @property
+    def state_path(self) -> Path | None:
+        return self.state_dir / STATE_FILE if self.state_dir is not None else None
+
+    # ---- time -------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Move sandbox time forward by `seconds` (deterministic with a ManualClock)."""
+        self.clock.advance(seconds)
+        with self.lock:
+            self.engine.run_until(self.clock.now() if isinstance(self.clock, ManualClock)
+                                  else self.engine.now + seconds)
+
+    @property
+    def now(self) -> float:
+        with self.lock:
+            return self.engine.now
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Engine]:
+        """The engine, with the lock held: read or change state without racing the server."""
+        with self.lock:
+            yield self.engine
+
+    # ---- faults -------------------------------------------------------------------------------
+    def stop_broker(self, broker_id: int) -> None:
+        """Stop a broker: its listener and connections close, it leaves metadata and every ISR."""
+        self._known(broker_id)
+        with self.lock:
+            self.engine.stop_broker(broker_id)
+        if self._running:
+            self.server.call(self.server.close_listener(broker_id))
+
+    def start_broker(self, broker_id: int) -> None:
+        """Restart a stopped broker on its old port; its replicas catch up and rejoin the ISR."""
+        self._known(broker_id)
+        if self._running:
+            self.server.call(self.server.open_listener(broker_id))
+        with self.lock:
+            self.engine.start_broker(broker_id)
+
+    def delay_responses(self, seconds: float | None = None, *, api: int | str | None = None,
+                        broker: int | None = None, count: int | None = None) -> None:
+        """Hold matching responses for `seconds` of wall time (None: until `release_responses`)."""
+        self.faults.add(Rule("delay", api_key(api), broker, count, seconds=seconds))
+
+    def release_responses(self) -> None:
+        """Send every held response now and stop delaying."""
+        self.faults.clear("delay")
+        if self._running:
+            self.server.call(self.server.release())
+
+    def drop_connections(self, broker: int | None = None) -> None:
+        """Close every open client connection (to one broker or all) right now."""
+        if self._running:
+            self.server.call(self.server.drop_connections(broker))
+
+    def drop_requests(self, api: int | str | None = None, *, broker: int | None = None, count: int | None = 1) -> None:
+        """Close the connection instead of answering the next `count` matching requests."""
+        self.faults.add(Rule("drop", api_key(api), broker, count))
+
+    def inject_error(self, api: int | str, code: int, *, broker: int | None = None, count: int | None = None,
+                     message: str | None = None) -> None:
+        """Answer matching requests with every error code in the response set to `code`."""
+        self.faults.add(Rule("error", api_key(api), broker, count, code=code, message=message))
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+        if self._running:
+            self.server.call(self.server.release())
+
+    def _known(self, broker_id: int) -> None:
+        if broker_id not in self.engine.brokers:
+            raise InputError(f"broker {broker_id} is not part of the sandbox (brokers: "
+                             f"{', '.join(map(str, self.engine.brokers))})")
+
+    # ---- state --------------------------------------------------------------------------------
+    def save(self) -> Path:
+        """Write the state (topics, assignments, sizes, configs, moves) as JSON; returns the path."""
+        path = self.state_path
+        if path is None:
+            raise InputError("this sandbox has no state dir; start it with --state-dir to save its state")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            data = self.engine.to_json()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, path)
+        return path
+
+    def summary(self) -> dict[str, Any]:
+        with self.lock:
+            e = self.engine
+            return {"brokers": len(e.brokers), "alive": sum(b.alive for b in e.brokers.values()),
+                    "topics": len(e.topics), "partitions": len(e.rows),
+                    "reassigning": sum(p.reassigning for p in e.rows), "bytes": int(e.log_end.sum()),
+                    "sandbox_seconds": round(e.now, 3), "controller": e.controller_id}
+
+
+def _load(path: Path) -> Engine:
+    try:
+        return Engine.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"cannot read the sandbox state {path}: {exc}; delete it or start with --fresh") from exc

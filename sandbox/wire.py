@@ -1,0 +1,83 @@
+"""Framing and the API table: which kafka-python message classes serve which API key, and the
+version ranges each broker advertises in ApiVersions."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.admin import (
+    AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse, AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+)
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+API_VERSIONS = 18
+DESCRIBE_CLUSTER = 60
+
+# api key -> (request class, response class)
+APIS: dict[int, tuple[Any, Any]] = {
+    cls_req.API_KEY: (cls_req, cls_resp)
+    for cls_req, cls_resp in (
+        (ApiVersionsRequest, ApiVersionsResponse),
+        (MetadataRequest, MetadataResponse),
+        (CreateTopicsRequest, CreateTopicsResponse),
+        (DescribeConfigsRequest, DescribeConfigsResponse),
+        (AlterConfigsRequest, AlterConfigsResponse),
+        (AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
+        (DescribeLogDirsRequest, DescribeLogDirsResponse),
+        (ElectLeadersRequest, ElectLeadersResponse),
+        (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+        (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
+        (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
+        (DescribeClusterRequest, DescribeClusterResponse),
+        (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+    )
+}
+
+
+def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, tuple[int, int]]:
+    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0)."""
+    ranges = {key: tuple(req._valid_versions) for key, (req, _) in APIS.items()}
+    if describe_cluster_v0_only:
+        ranges[DESCRIBE_CLUSTER] = (0, 0)
+    return ranges  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class RequestHead:
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def peek(payload: bytes) -> RequestHead:
+    """The first 8 bytes are the same in every request header version."""
+    key, version, corr = struct.unpack_from(">hhi", payload, 0)
+    return RequestHead(key, version, corr)
+
+
+def decode_request(payload: bytes, head: RequestHead) -> Any:
+    request_cls = APIS[head.api_key][0]
+    return request_cls.decode(payload, version=head.api_version, header=True)
+
+
+def encode_response(response: Any, correlation_id: int) -> bytes:
+    """Frame a response with the right header (ApiVersions always uses header v0)."""
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+def unsupported_api_versions(correlation_id: int, ranges: dict[int, tuple[int, int]]) -> bytes:
+    """KIP-511: an ApiVersions version we do not know gets a v0 body with error 35 and our ranges."""
+    from kreassign.sandbox.codes import UNSUPPORTED_VERSION
+
+    keys = [ApiVersionsResponse.ApiVersion(version=0, api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(ranges.items())]
+    resp = ApiVersionsResponse(version=0, error_code=UNSUPPORTED_VERSION, api_keys=keys)
+    return encode_response(resp, correlation_id)

@@ -82,7 +82,8 @@ def assign_replicas_to_brokers(
         dup = sorted(b for b, c in Counter(ids).items() if c > 1)
         raise InputError(f"broker ids must be distinct, got {', '.join(map(str, dup))} more than once")
     racks = {b: r for b, r in brokers}
-    if all(r is None for r in racks.values()):
+    rack_unaware = all(r is None for r in racks.values())
+    if rack_unaware:
         arranged = ids
     elif any(r is None for r in racks.values()):
         raise AdminCommandFailed("Not all brokers have rack information for replica rack aware assignment.")
@@ -97,7 +98,7 @@ def assign_replicas_to_brokers(
         start = start_index if start_index is not None else rng.randrange(n)
         first_shift = shift if shift is not None else rng.randrange(n)
     first_pid = max(0, start_partition_id)
-    if all(r is None for r in racks.values()):
+    if rack_unaware:
         return _rack_unaware(arranged, n_partitions, rf, start, first_shift, first_pid)
     return _rack_aware(arranged, racks, n_partitions, rf, start, first_shift, first_pid)
 

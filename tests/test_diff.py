@@ -230,3 +230,15 @@ def test_diff_rows_accepts_columns_directly(state: ClusterState) -> None:
         diff_rows(state, np.array([99]), np.array([0, 1]), np.array([1]))
     with pytest.raises(InputError, match="offsets"):
         diff_rows(state, rows, np.array([0, 3]), np.array([1, 2, 3]))
+
+
+def test_large_broker_ids_take_the_sorted_lookup_path() -> None:
+    big = [2_000_000_000, 2_000_000_001, 7, 2_147_483_647]
+    state = ClusterState.from_partitions(
+        [Broker(b) for b in big],
+        [PartitionInfo("t", 0, (big[0], big[1]), size_bytes=3), PartitionInfo("t", 1, (7, big[0]), size_bytes=5)])
+    diff = diff_plan(state, {tp("t", 0): (big[3], big[1]), tp("t", 1): (7, big[3])})
+    assert diff.bytes_in_per_broker == {7: 0, big[0]: 0, big[1]: 0, big[3]: 8}
+    assert diff.bytes_out_per_broker == {7: 5, big[0]: 3, big[1]: 0, big[3]: 0}
+    assert diff.replicas_after == {7: 1, big[0]: 0, big[1]: 1, big[3]: 2}
+    assert diff.leaders_after == {7: 1, big[0]: 0, big[1]: 0, big[3]: 1}

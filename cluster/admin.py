@@ -1,0 +1,676 @@
+"""`KafkaAdmin`: the cluster port over kafka-python 3.0.12's public KafkaAdminClient.
+
+What this adapter hides:
+* Retries like Kafka's admin client: every operation has a deadline (`default.api.timeout.ms`);
+  errors whose kafka.errors class is `retriable` are retried with jittered exponential backoff
+  (`retry.backoff.ms` doubling up to `retry.backoff.max.ms`); anything else fails at once.
+* Per-broker operations (broker configs, log dirs, log-dir moves) go to one broker at a time, so
+  a broker that is down becomes an "unreachable" entry in the result instead of an exception.
+* DescribeCluster v0 (Kafka 2.8-3.6) makes kafka-python raise KeyError('endpoint_type'); we fall
+  back to Metadata through a second client pinned to Kafka 2.7's API versions.
+* Config changes use IncrementalAlterConfigs with raise_on_unknown=False, because the throttle
+  rates are absent from DescribeConfigs until set and read-only afterwards.
+* Mixed error styles (returned classes, "Name: message" strings, raised exceptions) become
+  `ApiError` values or `ClusterError` exceptions.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from kafka.structs import TopicPartition as KafkaTopicPartition
+from kafka.structs import TopicPartitionReplica as KafkaReplica
+
+from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError
+from kreassign.cluster.model import (
+    Broker,
+    PartitionInfo,
+    Reassignment,
+    TopicPartition,
+    TopicPartitionReplica,
+)
+from kreassign.cluster.port import (
+    ELECTION_NOT_NEEDED,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNREACHABLE,
+    AlterConfigsResult,
+    ApiError,
+    ClusterInfo,
+    ConfigEntry,
+    ConfigOps,
+    ConfigsResult,
+    LogDir,
+    LogDirReport,
+    ReplicaLogDir,
+    UnknownTopicError,
+)
+
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
+
+# The newest Kafka without DescribeCluster: a client pinned to it describes the cluster
+# through Metadata, kafka-python's own fallback, which its public API offers no other way to reach.
+_PRE_DESCRIBE_CLUSTER_API = (2, 7)
+# kafka-python 3.0.12 KafkaConnection._maybe_throttle logs this with (connection, response
+# class name, throttle_time_ms) after pausing the connection for that long.
+_THROTTLE_LOG_FORMAT = "%s: %s throttled by broker (%d ms)"
+# Raised by kafka-python's _send_request_to_controller when NOT_CONTROLLER persists.
+_CONTROLLER_MOVED = "Failed to find active controller id"
+_CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
+                      Errors.RequestTimedOutError, Errors.KafkaTimeoutError)
+
+
+class _ThrottleGate:
+    """Per-broker "not before" times from broker throttle_time_ms (KIP-13/KIP-219)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._until: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def note(self, broker: int, throttle_ms: int) -> None:
+        if throttle_ms <= 0:
+            return
+        until = self._clock() + throttle_ms / 1000
+        with self._lock:
+            self._until[broker] = max(until, self._until.get(broker, 0.0))
+
+    def remaining(self, broker: int | None) -> float:
+        if broker is None:
+            return 0.0
+        with self._lock:
+            until = self._until.get(broker, 0.0)
+        return max(0.0, until - self._clock())
+
+
+class _KafkaLogTap(logging.Filter):
+    """Reads the two facts kafka-python logs but does not return from its public methods: the
+    throttle_time_ms of each response (it pauses the connection itself, but public results drop
+    the field) and the last connection error (bootstrap only says "Unable to bootstrap").
+    A pure observer: it never suppresses a record."""
+
+    LOGGERS = ("kafka.net.connection", "kafka.net.manager")
+
+    def __init__(self, gate: _ThrottleGate) -> None:
+        super().__init__()
+        self._gate = gate
+        self.last_error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == _THROTTLE_LOG_FORMAT and len(args) == 3:
+            node_id = getattr(args[0], "node_id", None)
+            if isinstance(node_id, int) and isinstance(args[2], int):
+                self._gate.note(node_id, args[2])
+        elif record.levelno >= logging.WARNING:
+            error = next((a for a in args if isinstance(a, BaseException)), None)
+            if error is not None:
+                self.last_error = error
+        return True
+
+    def attach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addFilter(self)
+
+    def detach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+
+def api_error(error: type[Errors.KafkaError] | Errors.KafkaError, message: str | None = None) -> ApiError:
+    """An `ApiError` for a kafka.errors class or instance."""
+    cls = error if isinstance(error, type) else type(error)
+    code = getattr(cls, "errno", None)
+    name = getattr(cls, "message", None) or cls.__name__
+    if message is None and not isinstance(error, type):
+        message = _detail(error) or None
+    text = message or getattr(cls, "description", None) or cls.__name__
+    return ApiError(code=code if isinstance(code, int) else -1, name=str(name),
+                    message=str(text), retriable=bool(cls.retriable))
+
+
+def _detail(error: BaseException) -> str:
+    """The exception's own text, unless it is kafka-python's dump of a whole request."""
+    detail = str(error.args[0]) if error.args and error.args[0] is not None else ""
+    return "" if len(detail) > 300 or detail.startswith("Request '") else detail
+
+
+def _short(error: Errors.KafkaError) -> str:
+    """One readable line for an error: NAME (detail) or NAME: description."""
+    failure = api_error(type(error))
+    detail = _detail(error)
+    if detail:
+        return f"{failure.name} ({detail})"
+    return failure.name if failure.message == failure.name else f"{failure.name}: {failure.message}"
+
+
+def _error_from_text(text: str) -> ApiError | None:
+    """Parse kafka-python's alter_configs result: 'OK' or '<ErrorClass>: <message>'."""
+    if text == "OK":
+        return None
+    name, _, message = text.partition(": ")
+    cls = getattr(Errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, Errors.KafkaError):
+        return api_error(cls, None if message in ("", "None") else message)
+    return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
+
+
+def _unreachable(broker: int, reason: str) -> ApiError:
+    return ApiError(code=-1, name=UNREACHABLE, message=f"broker {broker} did not answer: {reason}")
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None or value < 0 else int(value)
+
+
+class KafkaAdmin:
+    """The cluster port over a `kafka.KafkaAdminClient` (public methods only).
+
+    Build one with `open_admin` or `KafkaAdmin.connect`. The constructor takes any object with
+    KafkaAdminClient's methods, plus a clock and sleep so retries can be tested without waiting.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        timeouts: AdminTimeouts | None = None,
+        fallback_factory: Callable[[], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._client = client
+        self._timeouts = timeouts or AdminTimeouts()
+        self._fallback_factory = fallback_factory
+        self._fallback: Any = None
+        self._describe_cluster_v0 = False
+        self._controller_id: int | None = None
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._gate = _ThrottleGate(clock)
+        self._tap = _KafkaLogTap(self._gate)
+        self._tap.attach()
+        self._closed = False
+
+    @classmethod
+    def connect(cls, config: ClientConfig, *, client_factory: Callable[..., Any] | None = None,
+                **kwargs: Any) -> KafkaAdmin:
+        """Connect to the cluster described by `config`.
+
+        Raises:
+            ClusterUnreachable: no bootstrap server answered within the connect timeout.
+            ClusterError: authentication failed.
+            InputError: kafka-python rejected a setting.
+        """
+        if client_factory is None:
+            from kafka import KafkaAdminClient
+
+            client_factory = KafkaAdminClient
+        factory = client_factory
+        gate = _ThrottleGate(time.monotonic)
+        tap = _KafkaLogTap(gate)
+        tap.attach()
+        try:
+            client = factory(**config.admin_kwargs())
+        except Errors.KafkaTimeoutError:
+            raise ClusterUnreachable(_bootstrap_message(config, tap.last_error)) from None
+        except Errors.KafkaConfigurationError as exc:
+            raise InputError(f"kafka-python rejected the client settings: {exc}") from None
+        except Errors.KafkaError as exc:
+            raise _translate(exc, "connect to the cluster") from None
+        finally:
+            tap.detach()
+
+        def fallback() -> Any:
+            return factory(**config.admin_kwargs(), api_version=_PRE_DESCRIBE_CLUSTER_API)
+
+        return cls(client, timeouts=config.timeouts, fallback_factory=fallback, **kwargs)
+
+    # ---- the retry loop ----------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], T], *, broker: int | None = None) -> T:
+        """Run `fn` until it succeeds, fails for good, or the operation deadline passes.
+
+        With `broker` set, waits out that broker's throttle first and gives up on connection
+        errors after `connect_timeout_s` (a stopped broker stays stopped)."""
+        start = self._clock()
+        deadline = start + self._timeouts.api_timeout_s
+        first_connection_error: float | None = None
+        attempt = 0
+        while True:
+            wait = self._gate.remaining(broker)
+            if wait > 0:
+                if self._clock() + wait >= deadline:
+                    raise ClusterUnreachable(f"Could not {what}: broker {broker} throttles us for "
+                                             f"{wait:.1f}s more (quota), beyond the "
+                                             f"{self._timeouts.api_timeout_s:g}s timeout.")
+                self._sleep(wait)
+            try:
+                return fn()
+            except RuntimeError as exc:
+                if _CONTROLLER_MOVED not in str(exc):
+                    raise
+                error: Errors.KafkaError = Errors.NotControllerError(str(exc))
+            except Errors.KafkaError as exc:
+                error = exc
+            if not _should_retry(error):
+                raise _translate(error, what) from error
+            now = self._clock()
+            if broker is not None and isinstance(error, _CONNECTION_ERRORS):
+                first_connection_error = first_connection_error or now
+                if now - first_connection_error >= self._timeouts.connect_timeout_s:
+                    raise ClusterUnreachable(f"Could not {what}: broker {broker} did not answer within "
+                                             f"{self._timeouts.connect_timeout_s:g}s ({_short(error)}).") from error
+            delay = self._backoff(attempt)
+            if now + delay >= deadline:
+                raise ClusterUnreachable(
+                    f"Could not {what} within {self._timeouts.api_timeout_s:g}s; the last error was "
+                    f"{_short(error)}. Check that the brokers are running and reachable."
+                ) from error
+            _log.debug("%s: retrying in %.2fs after %s", what, delay, error)
+            self._sleep(delay)
+            attempt += 1
+
+    def _backoff(self, attempt: int) -> float:
+        """Kafka's ExponentialBackoff: base * 2^attempt, capped, with +/-20% jitter."""
+        base = self._timeouts.retry_backoff_s * (2 ** attempt)
+        return min(base, self._timeouts.retry_backoff_max_s) * self._rng.uniform(0.8, 1.2)
+
+    def _per_broker(self, what: str, broker: int, fn: Callable[[], T]) -> T | ApiError:
+        """`_call` for one broker; an unreachable broker becomes an ApiError value."""
+        try:
+            return self._call(what, fn, broker=broker)
+        except ClusterUnreachable as exc:
+            cause = exc.__cause__
+            return _unreachable(broker, _short(cause) if isinstance(cause, Errors.KafkaError) else str(exc))
+        except ClusterError as exc:
+            if isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
+                return ApiError(code=-1, name=UNREACHABLE, message=(
+                    f"broker {broker} is not in the cluster metadata (stopped, fenced or wrong id)"))
+            raise
+
+    # ---- brokers and topics ----------------------------------------------------------------
+    def describe_brokers(self) -> ClusterInfo:
+        """Live brokers, controller and cluster id (DescribeCluster, or Metadata on old brokers)."""
+        raw: dict[str, Any] | None = None
+        if not self._describe_cluster_v0:
+            try:
+                raw = self._call("describe the cluster", self._client.describe_cluster)
+            except KeyError:
+                # kafka-python 3.0.12 pops 'endpoint_type', which DescribeCluster v0 lacks.
+                self._describe_cluster_v0 = True
+        if raw is None:
+            raw = self._call("describe the cluster", lambda: self._fallback_client().describe_cluster())
+        brokers = []
+        fenced = []
+        for b in raw.get("brokers", []):
+            broker_id = int(b.get("broker_id", b.get("node_id")))
+            if b.get("is_fenced"):
+                fenced.append(broker_id)
+                continue
+            brokers.append(Broker(id=broker_id, rack=b.get("rack"), host=b.get("host"), port=b.get("port")))
+        controller = _int_or_none(raw.get("controller_id"))
+        self._controller_id = controller
+        return ClusterInfo(brokers=tuple(sorted(brokers, key=lambda x: x.id)),
+                           controller_id=controller, cluster_id=raw.get("cluster_id"),
+                           fenced=tuple(sorted(fenced)))
+
+    def _fallback_client(self) -> Any:
+        if self._fallback is None:
+            if self._fallback_factory is None:
+                raise ClusterError("the broker only offers DescribeCluster v0 and no Metadata "
+                                   "fallback client is configured")
+            self._fallback = self._fallback_factory()
+        return self._fallback
+
+    def describe_topics(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
+        """Partitions of some topics or all, sorted. Raises UnknownTopicError for missing ones."""
+        names = None if topics is None else sorted(set(topics))
+        if names == []:
+            return []
+
+        def fetch() -> list[dict[str, Any]]:
+            result: list[dict[str, Any]] = self._client.describe_topics(names)
+            for topic in result:
+                error = Errors.for_code(topic.get("error_code", 0))
+                if error.retriable and error is not Errors.UnknownTopicOrPartitionError:
+                    raise error(f"topic {topic.get('name')}")
+            return result
+
+        raw = self._call("describe topics", fetch)
+        unknown = [t["name"] for t in raw if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION]
+        if unknown:
+            raise UnknownTopicError(unknown)
+        for topic in raw:
+            if topic.get("error_code", 0):
+                raise _translate(Errors.for_code(topic["error_code"])(), f"describe topic {topic['name']}")
+        out = [
+            PartitionInfo(topic=t["name"], partition=int(p["partition_index"]),
+                          replicas=tuple(int(r) for r in p["replica_nodes"]),
+                          leader=_int_or_none(p.get("leader_id")),
+                          isr=tuple(int(r) for r in p.get("isr_nodes") or ()))
+            for t in raw for p in t.get("partitions", [])
+        ]
+        return sorted(out, key=lambda p: (p.topic, p.partition))
+
+    # ---- log dirs ----------------------------------------------------------------------------
+    def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
+                      partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
+        """DescribeLogDirs, one broker at a time; brokers that do not answer are reported."""
+        ids = sorted(set(brokers)) if brokers is not None else [b.id for b in self.describe_brokers().brokers]
+        parts = [p.tp for p in self.describe_topics()] if partitions is None else list(partitions)
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in sorted(set(parts)):
+            by_topic[tp.topic].append(tp.partition)
+        replicas: dict[TopicPartitionReplica, ReplicaLogDir] = {}
+        dirs: dict[int, tuple[LogDir, ...]] = {}
+        unreachable: dict[int, ApiError] = {}
+        for broker in ids:
+            result = self._per_broker(
+                f"describe the log dirs of broker {broker}", broker,
+                lambda b=broker: self._client.describe_log_dirs(topic_partitions=dict(by_topic), brokers=[b]))
+            if isinstance(result, ApiError):
+                unreachable[broker] = result
+                continue
+            for entry in result:
+                dirs[broker] = _merge_log_dirs(int(entry["broker"]), entry["log_dirs"], replicas)
+        return LogDirReport(replicas=replicas, dirs=dirs, unreachable=unreachable)
+
+    def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
+                               ) -> dict[TopicPartitionReplica, ApiError | None]:
+        """AlterReplicaLogDirs, one broker at a time."""
+        by_broker: dict[int, dict[TopicPartitionReplica, str]] = defaultdict(dict)
+        for replica, path in moves.items():
+            by_broker[replica.broker][replica] = path
+        out: dict[TopicPartitionReplica, ApiError | None] = {}
+        for broker, wanted in sorted(by_broker.items()):
+            request = {KafkaReplica(r.topic, r.partition, r.broker): d for r, d in wanted.items()}
+            result = self._per_broker(f"move replicas between log dirs of broker {broker}", broker,
+                                      lambda req=request: self._client.alter_replica_log_dirs(req))
+            for replica in wanted:
+                if isinstance(result, ApiError):
+                    out[replica] = result
+                    continue
+                error = result.get(KafkaReplica(replica.topic, replica.partition, replica.broker))
+                out[replica] = (None if error is None or error is Errors.NoError else api_error(error))
+        return out
+
+    # ---- reassignments -----------------------------------------------------------------------
+    def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
+                           ) -> dict[TopicPartition, Reassignment]:
+        request = None if partitions is None else [KafkaTopicPartition(p.topic, p.partition)
+                                                   for p in sorted(set(partitions))]
+        if request == []:
+            return {}
+        raw = self._call("list partition reassignments", lambda: self._client.list_partition_reassignments(
+            request, timeout_ms=self._request_timeout_ms()), broker=self._controller_id)
+        return {TopicPartition(tp.topic, tp.partition): Reassignment(
+                    replicas=tuple(v["replicas"]), adding=tuple(v["adding_replicas"]),
+                    removing=tuple(v["removing_replicas"]))
+                for tp, v in sorted(raw.items())}
+
+    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None],
+                            ) -> dict[TopicPartition, ApiError | None]:
+        """Start (replica list) or cancel (None) reassignments; the controller checks each one."""
+        out: dict[TopicPartition, ApiError | None] = {}
+        request: dict[KafkaTopicPartition, list[int] | None] = {}
+        for tp, replicas in sorted(targets.items()):
+            if replicas is not None and len(replicas) == 0:
+                out[tp] = api_error(Errors.InvalidReplicationAssignmentError,
+                                    "The manual partition assignment includes an empty replica list.")
+                continue
+            request[KafkaTopicPartition(tp.topic, tp.partition)] = (
+                None if replicas is None else [int(r) for r in replicas])
+        if request:
+            raw = self._call("alter partition reassignments",
+                             lambda: self._client.alter_partition_reassignments(
+                                 request, timeout_ms=self._request_timeout_ms()),
+                             broker=self._controller_id)
+            for ktp in request:
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                if ktp not in raw:
+                    out[tp] = ApiError(code=-1, name="UNKNOWN_SERVER_ERROR",
+                                       message="the controller did not report on this partition")
+                else:
+                    error = raw[ktp]
+                    out[tp] = None if error is None or error is Errors.NoError else api_error(error)
+        return dict(sorted(out.items()))
+
+    def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,
+                      preferred: bool = True) -> dict[TopicPartition, ApiError | None]:
+        """Preferred (or unclean) leader election; ELECTION_NOT_NEEDED counts as success."""
+        request: dict[str, list[int]] | None = None
+        if partitions is not None:
+            request = defaultdict(list)
+            for tp in sorted(set(partitions)):
+                request[tp.topic].append(tp.partition)
+            if not request:
+                return {}
+
+        def elect() -> Any:
+            response = self._client.elect_leaders(0 if preferred else 1, dict(request) if request else None,
+                                                  timeout_ms=self._request_timeout_ms(), raise_errors=False)
+            if self._controller_id is not None:
+                self._gate.note(self._controller_id, int(getattr(response, "throttle_time_ms", 0) or 0))
+            top = Errors.for_code(getattr(response, "error_code", 0) or 0)
+            if top is not Errors.NoError:
+                raise top("ElectLeaders")
+            return response
+
+        response = self._call("elect leaders", elect, broker=self._controller_id)
+        out: dict[TopicPartition, ApiError | None] = {}
+        for topic in response.replica_election_results:
+            for p in topic.partition_result:
+                tp = TopicPartition(topic.topic, p.partition_id)
+                if p.error_code in (0, ELECTION_NOT_NEEDED):
+                    out[tp] = None
+                else:
+                    out[tp] = api_error(Errors.for_code(p.error_code), p.error_message)
+        return dict(sorted(out.items()))
+
+    # ---- configs -----------------------------------------------------------------------------
+    def describe_broker_configs(self, broker_ids: Iterable[int],
+                                keys: Iterable[str] | None = None) -> ConfigsResult[int]:
+        """DescribeConfigs sent to each broker; unreachable brokers are reported, not raised."""
+        wanted = None if keys is None else sorted(set(keys))
+        configs: dict[int, dict[str, ConfigEntry]] = {}
+        errors: dict[int, ApiError] = {}
+        for broker in sorted(set(broker_ids)):
+            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), wanted)
+            result = self._per_broker(
+                f"describe the configs of broker {broker}", broker,
+                lambda r=resource: self._client.describe_configs([r], config_filter="all"))
+            if isinstance(result, ApiError):
+                errors[broker] = result
+                continue
+            configs[broker] = _config_entries(result.get("broker", {}).get(str(broker), {}))
+        return ConfigsResult(configs=configs, errors=errors)
+
+    def describe_topic_configs(self, topics: Iterable[str],
+                               keys: Iterable[str] | None = None) -> ConfigsResult[str]:
+        """DescribeConfigs for topics; a topic that does not exist is reported as an error."""
+        names = sorted(set(topics))
+        if not names:
+            return ConfigsResult()
+        wanted = None if keys is None else sorted(set(keys))
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t, wanted) for t in names]
+        raw = self._call("describe topic configs",
+                         lambda: self._client.describe_configs(resources, config_filter="all"))
+        by_topic = raw.get("topic", {})
+        configs = {t: _config_entries(by_topic.get(t, {})) for t in names}
+        # kafka-python drops DescribeConfigs' per-resource error codes: an unknown topic just
+        # comes back empty, so check whether empty ones exist at all.
+        empty = [t for t in names if not configs[t] and wanted != []]
+        errors: dict[str, ApiError] = {}
+        if empty:
+            for t in self._missing_topics(empty):
+                errors[t] = api_error(Errors.UnknownTopicOrPartitionError, f"Topic {t} not found.")
+                del configs[t]
+        return ConfigsResult(configs=configs, errors=errors)
+
+    def _missing_topics(self, topics: list[str]) -> list[str]:
+        raw = self._call("describe topics", lambda: self._client.describe_topics(topics))
+        return sorted(t["name"] for t in raw if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION)
+
+    def incremental_alter_configs(self, broker_ops: Mapping[int, ConfigOps] | None = None,
+                                  topic_ops: Mapping[str, ConfigOps] | None = None, *,
+                                  validate_only: bool = False) -> AlterConfigsResult:
+        """IncrementalAlterConfigs: BROKER resources each to their own broker, topics together."""
+        brokers: dict[int, ApiError | None] = {}
+        for broker, ops in sorted((broker_ops or {}).items()):
+            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), _alter_ops(ops))
+            result = self._per_broker(f"alter the configs of broker {broker}", broker,
+                                      lambda r=resource: self._alter_configs([r], validate_only))
+            brokers[broker] = result if isinstance(result, ApiError) else _alter_result(result, "broker", str(broker))
+        topics: dict[str, ApiError | None] = {}
+        if topic_ops:
+            resources = [ConfigResource(ConfigResourceType.TOPIC, t, _alter_ops(ops))
+                         for t, ops in sorted(topic_ops.items())]
+            raw = self._call("alter topic configs", lambda: self._alter_configs(resources, validate_only))
+            topics = {t: _alter_result(raw, "topic", t) for t in sorted(topic_ops)}
+        return AlterConfigsResult(brokers=brokers, topics=topics)
+
+    def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
+        # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
+        # and read-only once set, so kafka-python's pre-check would reject them.
+        result: dict[str, dict[str, str]] = self._client.alter_configs(
+            resources, validate_only=validate_only, raise_on_unknown=False, incremental=True)
+        return result
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def _request_timeout_ms(self) -> int:
+        return int(self._timeouts.request_timeout_s * 1000)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._tap.detach()
+        for client in (self._fallback, self._client):
+            if client is not None:
+                client.close()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _should_retry(error: Errors.KafkaError) -> bool:
+    # Unknown topics are "retriable" in kafka.errors (metadata may be stale), but a topic the
+    # user named that does not exist should fail now, not after a minute of retries.
+    if isinstance(error, Errors.UnknownTopicOrPartitionError):
+        return False
+    return bool(error.retriable)
+
+
+def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
+    """A kafka-python exception as a ClusterError with a message that says what to do."""
+    if isinstance(error, Errors.SaslAuthenticationFailedError):
+        return ClusterError(f"Authentication failed while trying to {what}: {_short(error)}. Check "
+                            "sasl.mechanism and the username and password in sasl.jaas.config "
+                            "(--command-config).")
+    if isinstance(error, Errors.AuthorizationError):
+        return ClusterError(f"Not authorized to {what}: {api_error(type(error)).name}. The principal "
+                            "in --command-config needs the matching ACLs (for reassignments and "
+                            "throttles: ALTER and DESCRIBE on CLUSTER, ALTER_CONFIGS and "
+                            "DESCRIBE_CONFIGS on the topics and brokers).")
+    if isinstance(error, Errors.UnknownTopicOrPartitionError):
+        return ClusterError(f"Could not {what}: unknown topic or partition ({_short(error)}).")
+    if isinstance(error, Errors.UnknownBrokerIdError):
+        return ClusterError(f"Could not {what}: broker {_detail(error) or '?'} is not in the "
+                            "cluster metadata.")
+    return ClusterError(f"Could not {what}: {_short(error)}.")
+
+
+def _bootstrap_message(config: ClientConfig, last_error: BaseException | None) -> str:
+    servers = ",".join(config.bootstrap_servers)
+    message = (f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s. "
+               "Check --bootstrap-server and that the brokers are running.")
+    if config.security_protocol != "PLAINTEXT":
+        message += (f" The connection uses {config.security_protocol}: also check the ssl.* and "
+                    "sasl.* settings in --command-config.")
+    if last_error is not None:
+        message += f" Last error: {last_error}"
+    return message
+
+
+def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],
+                    replicas: dict[TopicPartitionReplica, ReplicaLogDir]) -> tuple[LogDir, ...]:
+    out: list[LogDir] = []
+    for d in log_dirs:
+        code = int(d.get("error_code", 0))
+        out.append(LogDir(path=d["log_dir"], error=None if code == 0 else api_error(Errors.for_code(code)),
+                          total_bytes=_int_or_none(d.get("total_bytes")),
+                          usable_bytes=_int_or_none(d.get("usable_bytes"))))
+        for topic in d.get("topics", []):
+            for p in topic["partitions"]:
+                key = TopicPartitionReplica(topic["name"], int(p["partition_index"]), broker)
+                old = replicas.get(key, ReplicaLogDir(log_dir=None, size_bytes=0, offset_lag=0))
+                if p.get("is_future_key"):
+                    new = ReplicaLogDir(log_dir=old.log_dir, size_bytes=old.size_bytes,
+                                        offset_lag=old.offset_lag, future_dir=d["log_dir"],
+                                        future_size_bytes=int(p["partition_size"]),
+                                        future_offset_lag=int(p["offset_lag"]))
+                else:
+                    new = ReplicaLogDir(log_dir=d["log_dir"], size_bytes=int(p["partition_size"]),
+                                        offset_lag=int(p["offset_lag"]), future_dir=old.future_dir,
+                                        future_size_bytes=old.future_size_bytes,
+                                        future_offset_lag=old.future_offset_lag)
+                replicas[key] = new
+    return tuple(sorted(out, key=lambda x: x.path))
+
+
+def _config_entries(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, ConfigEntry]:
+    return {key: ConfigEntry(value=v.get("value"), source=str(v.get("config_source", "UNKNOWN")),
+                             read_only=bool(v.get("read_only")), sensitive=bool(v.get("is_sensitive")))
+            for key, v in sorted(raw.items())}
+
+
+def _alter_ops(ops: ConfigOps) -> dict[str, tuple[AlterConfigOp, str | None]]:
+    return {key: (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
+            for key, value in sorted(ops.items())}
+
+
+def _alter_result(raw: Mapping[str, Mapping[str, str]], kind: str, name: str) -> ApiError | None:
+    text = raw.get(kind, {}).get(name)
+    if text is None:
+        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR",
+                        message=f"the broker did not report on {kind} {name}")
+    return _error_from_text(text)
+
+
+@contextmanager
+def open_admin(
+    bootstrap_server: str | None,
+    *,
+    command_config: str | None = None,
+    timeout_s: float | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Iterator[KafkaAdmin]:
+    """Connect with `--bootstrap-server`, `--command-config` and an optional operation timeout;
+    closes the client and removes temporary PEM files on exit.
+
+    Raises:
+        InputError: a bad --command-config.
+        ClusterUnreachable: no broker answered.
+    """
+    config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=timeout_s)
+    for line in config.warnings:
+        (warn or _log.warning)(line)
+    try:
+        with KafkaAdmin.connect(config) as admin:
+            yield admin
+    finally:
+        config.cleanup()

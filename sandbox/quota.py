@@ -21,27 +21,30 @@ class SampledRates:
         self.value = np.zeros((n, samples))
         self.current = np.zeros(n, dtype=np.int64)
         self._fresh = np.ones(n, dtype=bool)
+        self._rows = np.arange(n)
 
     def _purge(self, now: float) -> None:
         stale = (now - self.last) >= self.samples * self.window
-        self.value[stale] = 0.0
-        self.start[stale] = now
-        self.last[stale] = -np.inf
+        if stale.any():
+            self.value[stale] = 0.0
+            self.start[stale] = now
+            self.last[stale] = -np.inf
 
     def record(self, amounts: np.ndarray, now: float) -> None:
         """Add `amounts[i]` bytes to broker i's current sample at time `now`."""
-        rows = np.arange(len(self.current))
+        rows = self._rows
         cur = self.current
-        complete = (now - self.start[rows, cur]) >= self.window
-        advance = complete & ~self._fresh
-        cur = np.where(advance, (cur + 1) % self.samples, cur)
+        advance = ((now - self.start[rows, cur]) >= self.window) & ~self._fresh
+        if advance.any():
+            cur = np.where(advance, (cur + 1) % self.samples, cur)
         restart = advance | self._fresh
-        self.start[rows[restart], cur[restart]] = now
-        self.value[rows[restart], cur[restart]] = 0.0
+        if restart.any():
+            self.start[rows[restart], cur[restart]] = now
+            self.value[rows[restart], cur[restart]] = 0.0
+            self._fresh[:] = False
         self.value[rows, cur] += amounts
         self.last[rows, cur] = now
         self.current = cur
-        self._fresh[:] = False
 
     def rates(self, now: float) -> np.ndarray:
         """Bytes per second per broker over the retained samples."""

@@ -45,8 +45,7 @@ class FlowTable:
     in_isr_bps: np.ndarray    # per broker: in-sync replication received
     leader_quota_isr_bps: np.ndarray
     follower_quota_isr_bps: np.ndarray
-    leader_bound: np.ndarray
-    follower_bound: np.ndarray
+    bounds: np.ndarray        # leader bounds of every broker, then follower bounds
     index: dict[tuple[int, int], int]   # (row, follower broker) -> flow
 
 
@@ -58,8 +57,8 @@ class Replication:
         self.broker_ids = list(broker_ids)
         self.pos = {b: i for i, b in enumerate(self.broker_ids)}
         self.network_bps = network_bps
-        self.leader_rates = SampledRates(len(self.broker_ids), samples=samples, window=window)
-        self.follower_rates = SampledRates(len(self.broker_ids), samples=samples, window=window)
+        # rows 0..n-1: leader-side quota of each broker; rows n..2n-1: follower-side quota
+        self.rates = SampledRates(2 * len(self.broker_ids), samples=samples, window=window)
         self.table: FlowTable | None = None
 
     def lagging_size(self, p: PartitionState, broker_id: int) -> float:
@@ -130,8 +129,8 @@ class Replication:
             leader_throttled=np.array(lthr, dtype=bool), follower_throttled=np.array(fthr, dtype=bool),
             growing=growing, out_isr_bps=out_isr, in_isr_bps=in_isr, leader_quota_isr_bps=lq_isr,
             follower_quota_isr_bps=fq_isr,
-            leader_bound=np.array([configs.rate(b, LEADER_RATE) for b in self.broker_ids]),
-            follower_bound=np.array([configs.rate(b, FOLLOWER_RATE) for b in self.broker_ids]),
+            bounds=np.array([configs.rate(b, LEADER_RATE) for b in self.broker_ids]
+                            + [configs.rate(b, FOLLOWER_RATE) for b in self.broker_ids]),
             index={(r, b): i for i, (r, b) in enumerate(zip(rows, fb))},
         )
         return self.table
@@ -141,8 +140,8 @@ class Replication:
         """Advance `dt` seconds from `now`; returns the (partition, broker) replicas that caught up."""
         t = self.table if self.table is not None else rebuild()
         nb = len(self.broker_ids)
-        leader_over = self.leader_rates.exceeded(t.leader_bound, now)
-        follower_over = self.follower_rates.exceeded(t.follower_bound, now)
+        over = self.rates.exceeded(t.bounds, now)
+        leader_over, follower_over = over[:nb], over[nb:]
         growing = t.growing[: len(log_end)]
         log_end[growing] += produce_bps[growing] * dt
         lrec = t.leader_quota_isr_bps * dt
@@ -160,8 +159,7 @@ class Replication:
             frec = frec + np.bincount(t.dst, weights=grant * t.follower_throttled, minlength=nb)
             done = np.flatnonzero(log_end[t.row] - t.size <= CAUGHT_UP_BYTES)
             caught = [(t.part[i], int(t.broker[i])) for i in done]
-        self.leader_rates.record(lrec, now + dt)
-        self.follower_rates.record(frec, now + dt)
+        self.rates.record(np.concatenate([lrec, frec]), now + dt)
         return caught
 
 
@@ -185,4 +183,7 @@ def _water_fill(want: np.ndarray, src: np.ndarray, dst: np.ndarray, cap_out: np.
         want -= g
         out_left -= np.bincount(src, weights=g, minlength=nb)
         in_left -= np.bincount(dst, weights=g, minlength=nb)
+        # another round only helps a flow that still wants bytes while both its ends have room
+        if not np.any((want > 0) & (out_left[src] > 1e-9) & (in_left[dst] > 1e-9)):
+            break
     return grant

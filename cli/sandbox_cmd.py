@@ -1,0 +1,120 @@
+"""`kreassign sandbox start|stop|status`: a local Kafka-protocol cluster for demos and tests."""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from kreassign.cli.options import RATE
+
+
+def _state_dir_option(f: Any) -> Any:
+    return click.option("--state-dir", type=click.Path(file_okay=False),
+                        help="Where the sandbox keeps its state, pid and log "
+                             "(default for --daemon, stop, status: ~/.local/state/kreassign/sandbox).")(f)
+
+
+@click.group()
+def sandbox() -> None:
+    """Run a local multi-broker cluster that speaks the Kafka protocol, with throttled replication
+    in accelerated time (--speed sandbox seconds per wall second)."""
+
+
+@sandbox.command()
+@click.option("--brokers", default=6, show_default=True, type=click.IntRange(1, 1000), help="Number of brokers (ids 1..N).")
+@click.option("--racks", default=3, show_default=True, type=click.IntRange(0, 1000), help="Racks to spread brokers over (0: none).")
+@click.option("--topics", "topics", multiple=True, metavar="SPEC",
+              help="name:partitions:rf[:size[:rate]], e.g. orders:12:3:200MB:1MB/s (repeatable, or comma-separated). "
+                   "Default: five demo topics, 50 partitions.")
+@click.option("--speed", default=60.0, show_default=True, type=click.FloatRange(min=0.001),
+              help="Sandbox seconds per wall second.")
+@_state_dir_option
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sizes, rates and assignments.")
+@click.option("--port-base", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="Broker i listens on PORT_BASE+i-1 (0: free ports chosen by the OS).")
+@click.option("--network", "network_bps", default="100MB/s", show_default=True, type=RATE,
+              help="Per-broker network capacity; bounds unthrottled copying.")
+@click.option("--daemon", is_flag=True, help="Run in the background; print the bootstrap servers and exit.")
+@click.option("--fresh", is_flag=True, help="Ignore state saved in --state-dir and start from the topic specs.")
+@click.option("--describe-cluster-v0-only", is_flag=True,
+              help="Offer only DescribeCluster v0, like Kafka 2.8-3.6 (reproduces kafka-python's KeyError).")
+def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
+          port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool) -> None:
+    """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
+    import threading
+    from pathlib import Path
+
+    from kreassign.sandbox.daemon import SandboxOptions, default_state_dir, serve, start_daemon
+    from kreassign.sandbox.topics import parse_topic_spec
+
+    specs = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
+    for spec in specs or ():
+        parse_topic_spec(spec)
+    options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
+                             describe_cluster_v0_only, fresh)
+    if daemon:
+        directory = Path(state_dir) if state_dir else default_state_dir()
+        info = start_daemon(options, directory)
+        click.echo(info.bootstrap)
+        click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
+                   f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
+        return
+    cluster = options.build(Path(state_dir) if state_dir else None)
+    stop = threading.Event()
+
+    def ready(sb: Any) -> None:
+        click.echo(sb.bootstrap)
+        summary = sb.summary()
+        click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
+                   f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
+
+    try:
+        serve(cluster, stop, ready)
+    except KeyboardInterrupt:
+        click.echo("Sandbox stopped.", err=True)
+
+
+@sandbox.command()
+@_state_dir_option
+def stop(state_dir: str | None) -> None:
+    """Stop a sandbox started with --daemon."""
+    from pathlib import Path
+
+    from kreassign.sandbox.daemon import default_state_dir, stop_daemon
+
+    directory = Path(state_dir) if state_dir else default_state_dir()
+    info = stop_daemon(directory)
+    if info is None:
+        click.echo(f"No sandbox is running from {directory}.", err=True)
+    else:
+        click.echo(f"Stopped the sandbox (pid {info.pid}); its state is saved in {directory}.", err=True)
+
+
+@sandbox.command()
+@_state_dir_option
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Human-readable text, or JSON with a stable schema.")
+def status(state_dir: str | None, output: str) -> None:
+    """Show whether a background sandbox runs, where it listens and what it holds."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from kreassign.cli.console import emit_json
+    from kreassign.cluster.errors import ExitStatus
+    from kreassign.sandbox.daemon import default_state_dir, read_status
+
+    directory = Path(state_dir) if state_dir else default_state_dir()
+    info = read_status(directory)
+    if output == "json":
+        emit_json({"running": info is not None, **(asdict(info) if info else {"state_dir": str(directory)})})
+    elif info is None:
+        click.echo(f"No sandbox is running from {directory}.", err=True)
+    else:
+        click.echo(f"bootstrap: {info.bootstrap}")
+        click.echo(f"pid:       {info.pid}")
+        click.echo(f"speed:     {info.speed:g}x")
+        click.echo(f"started:   {info.started_at}")
+        click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
+        click.echo(f"state:     {info.state_dir}")
+    if info is None:
+        raise click.exceptions.Exit(int(ExitStatus.ERROR))

@@ -1,0 +1,215 @@
+"""Running the sandbox as a background process: options file, pid/ports file, start, stop, status.
+
+`start_daemon` writes `options.json` into the state dir and launches
+`python -m kreassign.sandbox.daemon STATE_DIR`, which starts the cluster, writes `sandbox.json`
+(pid, ports, bootstrap) once every listener is up, and removes it again on a clean stop.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreassign.cluster.errors import InputError
+from kreassign.sandbox.cluster import SandboxCluster
+from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS
+from kreassign.sandbox.topics import parse_topic_spec
+
+PID_FILE = "sandbox.json"
+LOG_FILE = "sandbox.log"
+OPTIONS_FILE = "options.json"
+
+
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/kreassign/sandbox`, or `~/.local/state/kreassign/sandbox`."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kreassign" / "sandbox"
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """Everything `kreassign sandbox start` accepts, in a form that survives a JSON round trip."""
+
+    brokers: int = 6
+    racks: int = 3
+    topics: tuple[str, ...] | None = None
+    speed: float = 60.0
+    seed: int = 0
+    port_base: int = 0
+    network_bps: float = DEFAULT_NETWORK_BPS
+    describe_cluster_v0_only: bool = False
+    fresh: bool = False
+
+    def build(self, state_dir: Path | None) -> SandboxCluster:
+        specs = None if self.topics is None else [parse_topic_spec(t) for t in self.topics]
+        return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
+                              port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
+                              describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh)
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """What `sandbox.json` records about a running sandbox."""
+
+    pid: int
+    bootstrap: str
+    ports: dict[int, int]
+    state_dir: str
+    speed: float
+    started_at: str
+    log: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> DaemonInfo:
+        d = json.loads(path.read_text())
+        return cls(int(d["pid"]), d["bootstrap"], {int(k): int(v) for k, v in d["ports"].items()}, d["state_dir"],
+                   float(d["speed"]), d["started_at"], d.get("log", ""), d.get("extra", {}))
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        os.replace(tmp, path)
+
+
+def serve(cluster: SandboxCluster, stop: threading.Event, on_ready: Callable[[SandboxCluster], None]) -> None:
+    """Start the cluster, call `on_ready`, block until `stop` is set (or Ctrl-C), then stop cleanly."""
+    cluster.start()
+    try:
+        on_ready(cluster)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        cluster.stop()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_status(state_dir: Path) -> DaemonInfo | None:
+    """The running sandbox for this state dir, or None (a stale pid file is removed)."""
+    path = state_dir / PID_FILE
+    try:
+        info = DaemonInfo.read(path)
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError) as exc:
+        raise InputError(f"{path} is damaged ({exc}); delete it if no sandbox is running") from exc
+    if not _pid_alive(info.pid):
+        path.unlink(missing_ok=True)
+        return None
+    return info
+
+
+def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float = 30.0) -> DaemonInfo:
+    """Launch the sandbox in the background and wait until it listens.
+
+    Raises:
+        InputError: a sandbox already runs from this state dir, or the child failed to start.
+    """
+    running = read_status(state_dir)
+    if running is not None:
+        raise InputError(f"a sandbox is already running from {state_dir} (pid {running.pid}, bootstrap "
+                         f"{running.bootstrap}); stop it with: kreassign sandbox stop --state-dir {state_dir}")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / OPTIONS_FILE).write_text(json.dumps(asdict(options)))
+    log_path = state_dir / LOG_FILE
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "kreassign.sandbox.daemon", str(state_dir)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise InputError(f"the sandbox exited during start-up (code {proc.returncode}):\n"
+                             f"{_tail(log_path)}\nfull log: {log_path}")
+        try:
+            info = DaemonInfo.read(state_dir / PID_FILE)
+        except (FileNotFoundError, ValueError, KeyError):
+            info = None
+        if info is not None and info.pid == proc.pid:
+            return info
+        time.sleep(0.05)
+    proc.terminate()
+    raise InputError(f"the sandbox did not start within {timeout:.0f}s; see {log_path}")
+
+
+def stop_daemon(state_dir: Path, *, timeout: float = 15.0) -> DaemonInfo | None:
+    """Stop the sandbox running from this state dir (SIGTERM, then SIGKILL); None if none runs."""
+    info = read_status(state_dir)
+    if info is None:
+        return None
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _pid_alive(info.pid):
+        if time.monotonic() > deadline:
+            os.kill(info.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    (state_dir / PID_FILE).unlink(missing_ok=True)
+    return info
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def main(argv: list[str]) -> int:
+    """Child process entry point: `python -m kreassign.sandbox.daemon STATE_DIR`."""
+    state_dir = Path(argv[0])
+    raw = json.loads((state_dir / OPTIONS_FILE).read_text())
+    raw["topics"] = tuple(raw["topics"]) if raw.get("topics") is not None else None
+    options = SandboxOptions(**raw)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+
+    def ready(cluster: SandboxCluster) -> None:
+        DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), options.speed,
+                   dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                   str(state_dir / LOG_FILE)).write(state_dir / PID_FILE)
+        print(f"sandbox ready: {cluster.bootstrap}", flush=True)
+
+    try:
+        serve(options.build(state_dir), stop, ready)
+    except InputError as exc:
+        print(f"Error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        info_path = state_dir / PID_FILE
+        try:
+            if DaemonInfo.read(info_path).pid == os.getpid():
+                info_path.unlink()
+        except (FileNotFoundError, ValueError, KeyError):
+            pass
+    print("sandbox stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

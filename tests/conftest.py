@@ -1,0 +1,1 @@
+pytest_plugins = ["conftest_sandbox", "conftest_spark"]

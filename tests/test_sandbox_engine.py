@@ -1,0 +1,320 @@
+"""The sandbox engine without sockets: KIP-73 timing, KRaft reassignment rules, brokers, state."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kreassign.sandbox import codes
+from kreassign.sandbox.codes import AlterOp
+from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.quota import SampledRates
+
+MB = 1_000_000
+
+
+def two_brokers(size: float, write_bps: float = 0.0, **kwargs: float) -> Engine:
+    engine = Engine({1: "a", 2: "b"}, **kwargs)  # type: ignore[arg-type]
+    assert engine.create_topic("t", assignments={0: [1]}, sizes=[size], rates=[write_bps]) == (0, None)
+    return engine
+
+
+def throttle(engine: Engine, rate: float, leader_list: str = "0:1", follower_list: str = "0:2") -> None:
+    for b in engine.brokers:
+        ops = [(LEADER_RATE, AlterOp.SET, str(int(rate))), (FOLLOWER_RATE, AlterOp.SET, str(int(rate)))]
+        assert engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False) == (0, None)
+    ops = [(LEADER_REPLICAS, AlterOp.SET, leader_list), (FOLLOWER_REPLICAS, AlterOp.SET, follower_list)]
+    assert engine.configs.incremental_alter_topic("t", ops, False) == (0, None)
+    engine.config_changed()
+
+
+def time_to_finish(engine: Engine, limit: float = 2000.0) -> float:
+    start = engine.now
+    while engine.rows[0].reassigning and engine.now - start < limit:
+        engine.advance(1.0)
+    return engine.now - start
+
+
+@pytest.mark.parametrize("size,rate", [(1000 * MB, 10 * MB), (300 * MB, 5 * MB), (2000 * MB, 40 * MB)])
+def test_throttled_move_takes_size_over_rate(size: float, rate: float) -> None:
+    engine = two_brokers(size)
+    throttle(engine, rate)
+    assert engine.alter_reassignment("t", 0, [2]) == (0, None)
+    assert time_to_finish(engine) == pytest.approx(size / rate, rel=0.10)
+    assert engine.rows[0].replicas == [2] and engine.rows[0].isr == [2] and engine.rows[0].leader == 2
+
+
+def test_writes_slow_a_throttled_move_to_size_over_rate_minus_writes() -> None:
+    engine = two_brokers(1000 * MB, write_bps=4 * MB)
+    throttle(engine, 10 * MB)
+    engine.alter_reassignment("t", 0, [2])
+    assert time_to_finish(engine) == pytest.approx(1000 / (10 - 4), rel=0.10)
+
+
+def test_a_move_throttled_below_the_write_rate_never_completes() -> None:
+    engine = two_brokers(100 * MB, write_bps=6 * MB)
+    throttle(engine, 5 * MB)
+    engine.alter_reassignment("t", 0, [2])
+    engine.advance(300)
+    p = engine.rows[0]
+    assert p.reassigning and p.isr == [1]
+    lag = engine.log_end[0] - engine.replica_size(p, 2)
+    assert lag > 100 * MB + 200 * MB  # the backlog grows: ~1 MB/s more is written than copied
+
+
+def test_unthrottled_move_is_bounded_by_network_capacity() -> None:
+    engine = two_brokers(1000 * MB, network_bps=50 * MB)
+    engine.alter_reassignment("t", 0, [2])
+    assert time_to_finish(engine) == pytest.approx(1000 / 50, rel=0.10)
+
+
+def test_throttle_applies_only_to_listed_replicas() -> None:
+    engine = two_brokers(1000 * MB, network_bps=100 * MB)
+    throttle(engine, 1 * MB, leader_list="5:1", follower_list="5:2")  # other partition listed
+    engine.alter_reassignment("t", 0, [2])
+    assert time_to_finish(engine) == pytest.approx(10, rel=0.10)
+
+
+def test_follower_side_throttle_alone_limits_the_move() -> None:
+    engine = two_brokers(200 * MB)
+    throttle(engine, 10 * MB, leader_list="", follower_list="*")
+    engine.alter_reassignment("t", 0, [2])
+    assert time_to_finish(engine) == pytest.approx(20, rel=0.10)
+
+
+def test_in_sync_replication_uses_up_the_leader_quota() -> None:
+    # a modest network keeps each inclusion burst small, so the window average sits near the bound
+    engine = Engine({1: None, 2: None, 3: None}, network_bps=20 * MB)
+    engine.create_topic("t", assignments={0: [1, 2]}, sizes=[300 * MB], rates=[4 * MB])
+    for b in engine.brokers:
+        ops = [(LEADER_RATE, AlterOp.SET, str(10 * MB))]
+        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+    engine.configs.incremental_alter_topic("t", [(LEADER_REPLICAS, AlterOp.SET, "0:1,0:2")], False)
+    engine.config_changed()
+    engine.alter_reassignment("t", 0, [1, 3])
+    # leader 1 sends 4 MB/s to in-sync follower 2, leaving 6 MB/s; the new replica must also
+    # absorb 4 MB/s of writes, so it gains 2 MB/s on a 300 MB backlog
+    assert time_to_finish(engine) == pytest.approx(300 / (10 - 4 - 4), rel=0.10)
+
+
+def test_describe_log_dirs_shows_the_new_replica_growing() -> None:
+    engine = two_brokers(100 * MB)
+    throttle(engine, 10 * MB)
+    engine.alter_reassignment("t", 0, [2])
+    sizes = []
+    for _ in range(3):
+        engine.advance(2.0)
+        (info,) = engine.describe_log_dirs(2, None)["/var/lib/kafka/data"]
+        sizes.append(info.size)
+    assert sizes[0] < sizes[1] < sizes[2] < 100 * MB
+    assert engine.describe_log_dirs(1, None)["/var/lib/kafka/data"][0].size == 100 * MB
+
+
+# ---- KRaft reassignment rules -------------------------------------------------------------------
+def six() -> Engine:
+    engine = Engine({b: None for b in range(1, 7)}, network_bps=1e12)
+    engine.create_topic("t", assignments={0: [1, 2, 3], 1: [2]}, sizes=[10 * MB, 10 * MB])
+    return engine
+
+
+def test_union_replica_list_while_moving() -> None:
+    engine = six()
+    throttle_all(engine)
+    assert engine.alter_reassignment("t", 0, [4, 5, 6]) == (0, None)
+    assert engine.alter_reassignment("t", 1, [1, 3]) == (0, None)
+    assert engine.list_reassignments() == [("t", 0, [4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3]),
+                                           ("t", 1, [1, 3, 2], [1, 3], [2])]
+    p = engine.rows[0]
+    assert p.isr == [1, 2, 3] and p.leader == 1
+
+
+def throttle_all(engine: Engine) -> None:
+    """A tiny throttle so moves stay in flight while a test looks at them."""
+    for b in engine.brokers:
+        ops = [(LEADER_RATE, AlterOp.SET, "1"), (FOLLOWER_RATE, AlterOp.SET, "1")]
+        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+    engine.configs.incremental_alter_topic("t", [(FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)
+    engine.config_changed()
+
+
+def test_completion_drops_removed_replicas_and_elects_first_target_in_isr() -> None:
+    engine = six()
+    engine.alter_reassignment("t", 0, [4, 5, 6])
+    engine.advance(1.0)
+    p = engine.rows[0]
+    assert (p.replicas, p.isr, p.adding, p.removing) == ([4, 5, 6], [4, 5, 6], [], [])
+    assert p.leader == 4 and p.leader_epoch == 1
+    assert engine.list_reassignments() == []
+
+
+def test_leader_is_kept_when_it_stays_in_the_isr() -> None:
+    engine = six()
+    engine.alter_reassignment("t", 0, [4, 1])
+    engine.advance(1.0)
+    p = engine.rows[0]
+    assert p.replicas == [4, 1] and p.leader == 1 and p.leader_epoch == 1  # bumped: replicas were dropped
+
+
+def test_pure_removal_and_reorder_apply_at_once() -> None:
+    engine = six()
+    assert engine.alter_reassignment("t", 0, [3, 1]) == (0, None)
+    assert engine.rows[0].replicas == [3, 1] and not engine.rows[0].reassigning
+    assert engine.alter_reassignment("t", 0, [1, 3]) == (0, None)
+    assert engine.rows[0].replicas == [1, 3] and engine.rows[0].leader == 1
+
+
+def test_new_target_replaces_an_ongoing_one_against_the_union() -> None:
+    engine = six()
+    throttle_all(engine)
+    engine.alter_reassignment("t", 0, [4, 5, 6])
+    engine.alter_reassignment("t", 0, [4, 5, 1])
+    assert engine.list_reassignments() == [("t", 0, [4, 5, 1, 2, 3, 6], [], [2, 3, 6])]
+
+
+def test_cancel_reverts_to_the_original_replicas() -> None:
+    engine = six()
+    throttle_all(engine)
+    engine.alter_reassignment("t", 0, [4, 5, 6])
+    assert engine.alter_reassignment("t", 0, None) == (0, None)
+    p = engine.rows[0]
+    assert (p.replicas, p.isr, p.leader, p.reassigning) == ([1, 2, 3], [1, 2, 3], 1, False)
+    assert engine.describe_log_dirs(4, None)["/var/lib/kafka/data"] == []
+
+
+@pytest.mark.parametrize("topic,partition,target,expected", [
+    ("nope", 0, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope.")),
+    ("t", 9, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:9.")),
+    ("t", 0, None, (codes.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")),
+    ("t", 0, [], (codes.INVALID_REPLICA_ASSIGNMENT,
+                  "The manual partition assignment includes an empty replica list.")),
+    ("t", 0, [1, 9], (codes.INVALID_REPLICA_ASSIGNMENT,
+                      "The manual partition assignment includes broker 9, but no such broker is registered.")),
+    ("t", 0, [4, 2, 4], (codes.INVALID_REPLICA_ASSIGNMENT,
+                         "The manual partition assignment includes the broker 4 more than once.")),
+])
+def test_reassignment_errors(topic: str, partition: int, target: list[int] | None,
+                             expected: tuple[int, str]) -> None:
+    engine = six()
+    assert engine.alter_reassignment(topic, partition, target) == expected
+    assert engine.list_reassignments() == []
+
+
+def test_cancel_that_needs_an_unclean_election_is_refused() -> None:
+    engine = six()
+    engine.stop_broker(5)
+    engine.alter_reassignment("t", 1, [4, 5])  # [2] -> [4, 5]; 5 is down, so the move cannot finish
+    engine.advance(1.0)
+    assert engine.rows[1].isr == [2, 4]
+    engine.stop_broker(2)                       # now only an adding replica is in sync
+    assert engine.rows[1].isr == [4] and engine.rows[1].leader == 4
+    code, msg = engine.alter_reassignment("t", 1, None)
+    assert code == codes.INVALID_REPLICA_ASSIGNMENT and "unclean leader election" in (msg or "")
+    assert engine.rows[1].reassigning
+
+
+def test_list_reassignments_omits_unknown_and_idle_partitions() -> None:
+    engine = six()
+    throttle_all(engine)
+    engine.alter_reassignment("t", 0, [4, 5, 6])
+    assert engine.list_reassignments({"t": [0, 1, 7], "ghost": [0]}) == [("t", 0, [4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3])]
+
+
+# ---- brokers and elections -------------------------------------------------------------------------
+def test_stopped_broker_leaves_the_isr_and_catches_up_after_restart() -> None:
+    engine = Engine({1: None, 2: None, 3: None}, network_bps=10 * MB)
+    engine.create_topic("t", assignments={0: [1, 2, 3]}, sizes=[50 * MB], rates=[1 * MB])
+    engine.stop_broker(1)
+    p = engine.rows[0]
+    assert p.isr == [2, 3] and p.leader == 2 and p.leader_epoch == 1
+    engine.advance(20)
+    engine.start_broker(1)
+    assert p.isr == [2, 3]
+    engine.advance(1)
+    assert 1 not in p.isr  # 20 MB behind, copying at ~9 MB/s net of writes
+    engine.advance(5)
+    assert p.isr == [2, 3, 1] and p.leader == 2
+
+
+def test_preferred_election() -> None:
+    engine = Engine({1: None, 2: None, 3: None})
+    engine.create_topic("t", assignments={0: [1, 2, 3], 1: [2, 3]}, sizes=[MB, MB])
+    engine.stop_broker(1)
+    assert engine.elect_leaders(0, {"t": [0]}) == [("t", 0, codes.PREFERRED_LEADER_NOT_AVAILABLE,
+                                                     "The preferred leader was not available.")]
+    engine.start_broker(1)
+    engine.advance(1)
+    assert engine.elect_leaders(0, {"t": [0, 1], "x": [0]}) == [
+        ("t", 0, codes.NONE, None),
+        ("t", 1, codes.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."),
+        ("x", 0, codes.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")]
+    assert engine.rows[0].leader == 1
+    assert engine.elect_leaders(0, None) == []  # ELECTION_NOT_NEEDED results are omitted for "all"
+
+
+def test_unclean_election_picks_a_live_replica() -> None:
+    engine = Engine({1: None, 2: None})
+    engine.create_topic("t", assignments={0: [1, 2]}, sizes=[MB])
+    engine.stop_broker(2)
+    engine.stop_broker(1)
+    assert engine.rows[0].leader == -1 and engine.rows[0].isr == [1]
+    engine.start_broker(2)
+    assert engine.elect_leaders(1, {"t": [0]}) == [("t", 0, codes.NONE, None)]
+    assert engine.rows[0].leader == 2 and engine.rows[0].isr == [2]
+    assert engine.elect_leaders(1, {"t": [0]})[0][2] == codes.ELECTION_NOT_NEEDED
+
+
+def test_controller_moves_when_it_stops() -> None:
+    engine = Engine({1: None, 2: None, 3: None})
+    assert engine.controller_id == 1
+    engine.stop_broker(1)
+    assert engine.controller_id == 2
+
+
+# ---- topics, state -------------------------------------------------------------------------------
+def test_create_topic_errors() -> None:
+    engine = Engine({1: None, 2: None})
+    assert engine.create_topic("t", 2, 2) == (0, None)
+    assert engine.create_topic("t", 1, 1) == (codes.TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")
+    assert engine.create_topic("u", 1, 3)[0] == codes.INVALID_REPLICATION_FACTOR
+    assert engine.create_topic("u", 0, 1)[0] == codes.INVALID_PARTITIONS
+    assert engine.create_topic("bad name", 1, 1)[0] == codes.INVALID_TOPIC_EXCEPTION
+    assert engine.create_topic("u", 1, 1, configs={"retention.ms": "x"})[0] == codes.INVALID_CONFIG
+    assert [len(p.replicas) for p in engine.topics["t"].partitions] == [2, 2]
+
+
+def test_state_round_trips_through_json_with_a_move_in_flight() -> None:
+    engine = two_brokers(100 * MB, write_bps=MB)
+    throttle(engine, 10 * MB)
+    engine.alter_reassignment("t", 0, [2])
+    engine.advance(3)
+    restored = Engine.from_json(json.loads(json.dumps(engine.to_json())))
+    assert restored.list_reassignments() == engine.list_reassignments()
+    assert restored.now == engine.now
+    assert restored.replica_size(restored.rows[0], 2) == engine.replica_size(engine.rows[0], 2)
+    assert restored.configs == engine.configs
+    for e in (engine, restored):
+        e.advance(20)
+    assert restored.replica_size(restored.rows[0], 2) == engine.replica_size(engine.rows[0], 2)
+    assert restored.rows[0].reassigning == engine.rows[0].reassigning
+
+
+def test_seeded_topics_are_reproducible_and_heavy_tailed() -> None:
+    from kreassign.sandbox.topics import DEFAULT_TOPICS
+
+    a, b = Engine({i: None for i in range(1, 7)}, seed=3), Engine({i: None for i in range(1, 7)}, seed=3)
+    a.add_topics(DEFAULT_TOPICS)
+    b.add_topics(DEFAULT_TOPICS)
+    assert np.array_equal(a.log_end, b.log_end) and [p.replicas for p in a.rows] == [p.replicas for p in b.rows]
+    assert len(a.rows) == 50 and a.log_end.max() > 5 * np.median(a.log_end)
+
+
+# ---- quota windows ---------------------------------------------------------------------------------
+def test_simple_rate_divides_by_elapsed_with_a_one_window_floor() -> None:
+    rates = SampledRates(1)
+    rates.record(np.array([5.0]), 0.0)
+    assert rates.rates(0.5)[0] == pytest.approx(5.0)      # floor of one window
+    rates.record(np.array([5.0]), 2.0)
+    assert rates.rates(4.0)[0] == pytest.approx(10.0 / 4.0)
+    assert rates.rates(40.0)[0] == 0.0                     # purged after 11 idle windows

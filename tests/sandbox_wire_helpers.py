@@ -1,0 +1,39 @@
+"""Raw-socket helpers for sandbox tests: send one request to one broker, read the answer."""
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed by the sandbox")
+            buf += chunk
+        return buf
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
+def encode(request: Any, version: int, correlation_id: int) -> bytes:
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation_id, client_id="raw-test")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def roundtrip(port: int, request: Any, version: int, correlation_id: int = 7) -> Any:
+    """Send `request` at `version` to the broker on `port` and decode its response."""
+    from kreassign.sandbox.wire import APIS
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(encode(request, version, correlation_id))
+        payload = read_frame(sock)
+    response_cls = APIS[request.API_KEY][1]
+    response = response_cls.decode(payload, version=version, header=True)
+    assert response.header.correlation_id == correlation_id
+    return response

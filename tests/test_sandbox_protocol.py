@@ -15,10 +15,10 @@ from kafka.protocol.admin import (
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.structs import TopicPartitionReplica
-from sandbox_wire_helpers import encode, read_frame, roundtrip
 
 from kreassign.sandbox import codes
 from kreassign.sandbox.cluster import SandboxCluster
+from kreassign.sandbox.rawclient import encode, read_frame, roundtrip
 from kreassign.sandbox.topics import TopicSpec
 
 LEADER_RATE = "leader.replication.throttled.rate"

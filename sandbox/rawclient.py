@@ -1,4 +1,8 @@
-"""Raw-socket helpers for sandbox tests: send one request to one broker, read the answer."""
+"""A minimal raw client: send one request to one broker and decode the answer.
+
+For tests that must reach a *specific* broker (routing, NOT_CONTROLLER, header versions) or
+send bytes kafka-python would never send; kafka-python's admin client cannot do either.
+"""
 from __future__ import annotations
 
 import socket
@@ -7,6 +11,7 @@ from typing import Any
 
 
 def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed frame (without the size)."""
     def exactly(n: int) -> bytes:
         buf = b""
         while len(buf) < n:
@@ -21,6 +26,7 @@ def read_frame(sock: socket.socket) -> bytes:
 
 
 def encode(request: Any, version: int, correlation_id: int) -> bytes:
+    """A framed request with header, as a client would write it."""
     request.API_VERSION = version
     request.with_header(correlation_id=correlation_id, client_id="raw-test")
     return bytes(request.encode(header=True, framed=True))

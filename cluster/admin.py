@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections import defaultdict
@@ -153,15 +154,23 @@ def _short(error: Errors.KafkaError) -> str:
     return failure.name if failure.message == failure.name else f"{failure.name}: {failure.message}"
 
 
+_RESULT_TEXT = re.compile(r"^(?:\[Error (-?\d+)\] )?(\w+)(?:: (.*))?$", re.S)
+
+
 def _error_from_text(text: str) -> ApiError | None:
-    """Parse kafka-python's alter_configs result: 'OK' or '<ErrorClass>: <message>'."""
+    """Parse kafka-python's alter_configs result: 'OK' or '[Error <code>] <ErrorClass>: <message>'."""
     if text == "OK":
         return None
-    name, _, message = text.partition(": ")
+    match = _RESULT_TEXT.match(text)
+    if match is None:
+        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
+    code, name, message = match.groups()
     cls = getattr(Errors, name, None)
-    if isinstance(cls, type) and issubclass(cls, Errors.KafkaError):
-        return api_error(cls, None if message in ("", "None") else message)
-    return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
+    if not (isinstance(cls, type) and issubclass(cls, Errors.KafkaError)):
+        cls = Errors.for_code(int(code)) if code is not None else None
+    if cls is None:
+        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
+    return api_error(cls, None if message in (None, "", "None") else message)
 
 
 def _unreachable(broker: int, reason: str) -> ApiError:
@@ -238,11 +247,13 @@ class KafkaAdmin:
         return cls(client, timeouts=config.timeouts, fallback_factory=fallback, **kwargs)
 
     # ---- the retry loop ----------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], T], *, broker: int | None = None) -> T:
+    def _call(self, what: str, fn: Callable[[], T], *, broker: int | None = None,
+              per_broker: bool = False) -> T:
         """Run `fn` until it succeeds, fails for good, or the operation deadline passes.
 
-        With `broker` set, waits out that broker's throttle first and gives up on connection
-        errors after `connect_timeout_s` (a stopped broker stays stopped)."""
+        `broker` is the broker the request goes to, if known: its quota throttle is waited out
+        first. With `per_broker`, connection errors end the attempts after `connect_timeout_s`
+        (a stopped broker stays stopped, and the other brokers' results should not wait)."""
         start = self._clock()
         deadline = start + self._timeouts.api_timeout_s
         first_connection_error: float | None = None
@@ -266,11 +277,11 @@ class KafkaAdmin:
             if not _should_retry(error):
                 raise _translate(error, what) from error
             now = self._clock()
-            if broker is not None and isinstance(error, _CONNECTION_ERRORS):
+            if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now
                 if now - first_connection_error >= self._timeouts.connect_timeout_s:
                     raise ClusterUnreachable(f"Could not {what}: broker {broker} did not answer within "
-                                             f"{self._timeouts.connect_timeout_s:g}s ({_short(error)}).") from error
+                                             f"{self._timeouts.connect_timeout_s:g}s: {_short(error)}.") from error
             delay = self._backoff(attempt)
             if now + delay >= deadline:
                 raise ClusterUnreachable(
@@ -289,7 +300,7 @@ class KafkaAdmin:
     def _per_broker(self, what: str, broker: int, fn: Callable[[], T]) -> T | ApiError:
         """`_call` for one broker; an unreachable broker becomes an ApiError value."""
         try:
-            return self._call(what, fn, broker=broker)
+            return self._call(what, fn, broker=broker, per_broker=True)
         except ClusterUnreachable as exc:
             cause = exc.__cause__
             return _unreachable(broker, _short(cause) if isinstance(cause, Errors.KafkaError) else str(exc))

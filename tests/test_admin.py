@@ -3,6 +3,7 @@ the DescribeCluster v0 fallback, throttle back-off and snapshot_state. No networ
 the adapter gets a fake clock whose sleep only advances time."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import socket
@@ -567,20 +568,24 @@ def test_describe_topic_configs_flags_unknown_topics(make_admin: Callable[..., K
 
 def test_incremental_alter_configs(make_admin: Callable[..., KafkaAdmin], client: FakeAdminClient) -> None:
     client.alter_results = {
-        "broker": {"2": "InvalidRequestError: Invalid value -5 for configuration leader.replication.throttled.rate"},
-        "topic": {"gone": "UnknownTopicOrPartitionError: None"}}
+        "broker": {"2": "[Error 42] InvalidRequestError: Invalid value -5 for configuration "
+                        "leader.replication.throttled.rate"},
+        "topic": {"gone": "[Error 3] UnknownTopicOrPartitionError: None", "odd": "[Error 10042] Whatever: x"}}
     client.down = {3}
     result = make_admin().incremental_alter_configs(
         {1: {LEADER_THROTTLED_RATE: "1000", FOLLOWER_THROTTLED_RATE: None},
          2: {LEADER_THROTTLED_RATE: "-5"}, 3: {LEADER_THROTTLED_RATE: "1"}},
-        {"a": {LEADER_THROTTLED_REPLICAS: "0:1"}, "gone": {LEADER_THROTTLED_REPLICAS: None}})
+        {"a": {LEADER_THROTTLED_REPLICAS: "0:1"}, "gone": {LEADER_THROTTLED_REPLICAS: None},
+         "odd": {LEADER_THROTTLED_REPLICAS: ""}})
     assert result.brokers[1] is None
     assert result.brokers[2] == ApiError(42, "INVALID_REQUEST",
                                          "Invalid value -5 for configuration leader.replication.throttled.rate")
     assert result.brokers[3] is not None and result.brokers[3].unreachable
-    assert result.topics == {"a": None, "gone": api_error(Errors.UnknownTopicOrPartitionError)}
+    assert result.topics["a"] is None
+    assert result.topics["gone"] == api_error(Errors.UnknownTopicOrPartitionError)
+    assert result.topics["odd"] == ApiError(10042, "UNKNOWN", "x")
     assert not result.ok
-    assert [w for w, _ in result.failures()] == ["broker 2", "broker 3", "topic gone"]
+    assert [w for w, _ in result.failures()] == ["broker 2", "broker 3", "topic gone", "topic odd"]
     calls = [a for c, a in client.calls if c == "alter_configs"]
     first_resources, validate_only, raise_on_unknown, incremental = calls[0]
     assert (validate_only, raise_on_unknown, incremental) == (False, False, True)
@@ -588,7 +593,7 @@ def test_incremental_alter_configs(make_admin: Callable[..., KafkaAdmin], client
     assert first_resources[0].configs == {FOLLOWER_THROTTLED_RATE: (AlterConfigOp.DELETE, None),
                                           LEADER_THROTTLED_RATE: (AlterConfigOp.SET, "1000")}
     topic_resources = calls[-1][0]
-    assert [r.name for r in topic_resources] == ["a", "gone"]
+    assert [r.name for r in topic_resources] == ["a", "gone", "odd"]
     assert topic_resources[1].configs == {LEADER_THROTTLED_REPLICAS: (AlterConfigOp.DELETE, None)}
 
 
@@ -727,3 +732,249 @@ def test_open_admin_reports_config_warnings_and_cleans_up(tmp_path: Any) -> None
     assert warnings == [
         f"{props}: ssl.* settings are ignored because security.protocol is PLAINTEXT: ssl.truststore.certificates",
         f"{props}: kreassign does not use these settings: acks"]
+
+
+# ==== end to end, against the sandbox cluster over TCP ============================================
+# The sandbox runs on a manual clock (nothing moves unless a test advances it). The adapter keeps
+# real time here because kafka-python's own request timeouts are real; tests that wait for a
+# timeout use sub-second request timeouts.
+
+E2E_TIMEOUTS = AdminTimeouts(request_timeout_s=5.0, api_timeout_s=10.0, connect_timeout_s=1.0)
+SHORT_TIMEOUTS = AdminTimeouts(request_timeout_s=0.5, api_timeout_s=1.5, connect_timeout_s=0.5)
+
+
+def connect(sb: Any, timeouts: AdminTimeouts = E2E_TIMEOUTS) -> KafkaAdmin:
+    config = build_client_config({}, bootstrap_server=sb.bootstrap)
+    return KafkaAdmin.connect(dataclasses.replace(config, timeouts=timeouts))
+
+
+@pytest.fixture
+def live(sandbox: Any) -> Any:
+    admin = connect(sandbox)
+    yield admin
+    admin.close()
+
+
+def moved_target(replicas: tuple[int, ...], brokers: range = range(1, 7)) -> list[int]:
+    """The replica list with its last replica swapped for a broker that holds none."""
+    spare = next(b for b in brokers if b not in replicas)
+    return [*replicas[:-1], spare]
+
+
+@pytest.mark.e2e
+def test_e2e_describe_brokers_and_topics(sandbox: Any, live: KafkaAdmin) -> None:
+    info = live.describe_brokers()
+    with sandbox.locked() as engine:
+        cluster_id, controller = engine.cluster_id, engine.controller_id
+    assert [(b.id, b.rack, b.port) for b in info.brokers] == [
+        (b, f"rack-{(b - 1) % 3 + 1}", sandbox.ports[b]) for b in range(1, 7)]
+    assert (info.cluster_id, info.controller_id, info.fenced) == (cluster_id, controller, ())
+    everything = live.describe_topics()
+    assert len(everything) == 50
+    orders = live.describe_topics(["orders"])
+    assert [p.partition for p in orders] == list(range(12))
+    assert all(len(p.replicas) == 3 and p.leader in p.isr for p in orders)
+    assert orders == [p for p in everything if p.topic == "orders"]
+    with pytest.raises(UnknownTopicError, match="Topic nope not found"):
+        live.describe_topics(["orders", "nope"])
+
+
+@pytest.mark.e2e
+def test_e2e_describe_cluster_v0_falls_back_to_metadata(sandbox_factory: Callable[..., Any]) -> None:
+    sb = sandbox_factory(describe_cluster_v0_only=True)
+    from kafka.admin import KafkaAdminClient
+
+    raw = KafkaAdminClient(bootstrap_servers=sb.bootstrap, request_timeout_ms=5000)
+    try:
+        with pytest.raises(KeyError, match="endpoint_type"):  # the kafka-python 3.0.12 pitfall
+            raw.describe_cluster()
+    finally:
+        raw.close()
+    admin = connect(sb)
+    try:
+        info = admin.describe_brokers()
+        assert [b.id for b in info.brokers] == [1, 2, 3, 4, 5, 6]
+        assert info.brokers[0].rack == "rack-1" and info.controller_id == 1 and info.cluster_id
+        assert admin.describe_brokers() == info
+    finally:
+        admin.close()
+
+
+@pytest.mark.e2e
+def test_e2e_log_dir_sizes_and_snapshot(sandbox: Any, live: KafkaAdmin) -> None:
+    partitions = live.describe_topics()
+    report = live.log_dir_sizes()
+    assert report.unreachable == {}
+    expected = {TopicPartitionReplica(p.topic, p.partition, b) for p in partitions for b in p.replicas}
+    assert set(report.replicas) == expected
+    assert all(d.size_bytes > 0 and d.log_dir and d.future_dir is None for d in report.replicas.values())
+    assert sorted(report.dirs) == [1, 2, 3, 4, 5, 6]
+    assert all(len(dirs) == 1 and dirs[0].error is None for dirs in report.dirs.values())
+    some = live.log_dir_sizes([2], partitions=[TopicPartition("orders", 0)])
+    assert set(some.replicas) <= {TopicPartitionReplica("orders", 0, 2)}
+
+    state = snapshot_state(live, warn=pytest.fail)
+    assert len(state) == 50 and state.broker_ids == (1, 2, 3, 4, 5, 6)
+    for p in state.iter_partitions():
+        assert p.size_bytes == report.size(p.tp, p.leader)  # type: ignore[arg-type]
+    assert state.reassignments == {} and state.throttles.is_empty()
+    assert int(snapshot_state(live, with_sizes=False).size_bytes.sum()) == 0
+
+
+@pytest.mark.e2e
+def test_e2e_reassignment_lifecycle(sandbox: Any, live: KafkaAdmin) -> None:
+    p = live.describe_topics(["orders"])[0]
+    target = moved_target(p.replicas)
+    assert live.alter_reassignments({p.tp: target}) == {p.tp: None}
+    moving = live.list_reassignments()
+    assert list(moving) == [p.tp]
+    assert moving[p.tp].target == tuple(target) and moving[p.tp].original == p.replicas
+    assert live.list_reassignments([TopicPartition("payments", 0)]) == {}
+
+    bad = live.alter_reassignments({TopicPartition("orders", 1): [1, 99],
+                                    TopicPartition("orders", 99): [1, 2],
+                                    TopicPartition("orders", 2): [1, 1]})
+    assert {tp.partition: e.code for tp, e in bad.items() if e is not None} == {1: 39, 99: 3, 2: 39}
+
+    assert live.alter_reassignments({p.tp: None}) == {p.tp: None}
+    assert live.list_reassignments() == {}
+    again = live.alter_reassignments({p.tp: None})[p.tp]
+    assert again is not None and again.name == "NO_REASSIGNMENT_IN_PROGRESS"
+
+    live.alter_reassignments({p.tp: target})
+    sandbox.advance(600)
+    assert live.list_reassignments() == {}
+    assert live.describe_topics(["orders"])[0].replicas == tuple(target)
+
+
+@pytest.mark.e2e
+def test_e2e_throttle_configs_round_trip(sandbox: Any, live: KafkaAdmin) -> None:
+    rates = {LEADER_THROTTLED_RATE: "10000000", FOLLOWER_THROTTLED_RATE: "10000000"}
+    applied = live.incremental_alter_configs(
+        {1: rates, 2: rates}, {"orders": {LEADER_THROTTLED_REPLICAS: "0:1,0:2",
+                                          FOLLOWER_THROTTLED_REPLICAS: "0:3"}})
+    assert applied.ok, applied.failures()
+    brokers = live.describe_broker_configs([1, 2, 3], [LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE])
+    assert brokers.errors == {}
+    assert brokers.configs[1][LEADER_THROTTLED_RATE] == ConfigEntry("10000000", "DYNAMIC_BROKER_CONFIG", True)
+    assert brokers.configs[3] == {}  # absent until set, as on a real broker
+    topics = live.describe_topic_configs(["orders", "payments", "nope"], TOPIC_KEYS)
+    assert topics.configs["orders"][FOLLOWER_THROTTLED_REPLICAS].value == "0:3"
+    assert topics.configs["payments"][LEADER_THROTTLED_REPLICAS].value in ("", None)
+    assert topics.errors["nope"].code == 3
+    assert snapshot_state(live, with_sizes=False).throttles == ThrottleConfigs(
+        broker={1: rates, 2: rates},
+        topic={"orders": {FOLLOWER_THROTTLED_REPLICAS: "0:3", LEADER_THROTTLED_REPLICAS: "0:1,0:2"}})
+
+    bad = live.incremental_alter_configs({1: {LEADER_THROTTLED_RATE: "fast"}},
+                                         {"orders": {LEADER_THROTTLED_REPLICAS: "a:b"},
+                                          "nope": {LEADER_THROTTLED_REPLICAS: "0:1"}})
+    assert bad.brokers[1] is not None and bad.brokers[1].name == "INVALID_REQUEST"
+    assert bad.topics["orders"] is not None and bad.topics["orders"].name == "INVALID_CONFIG"
+    assert bad.topics["nope"] is not None and bad.topics["nope"].code == 3
+
+    cleared = live.incremental_alter_configs(
+        {1: dict.fromkeys(rates), 2: dict.fromkeys(rates)},
+        {"orders": dict.fromkeys(TOPIC_KEYS)})
+    assert cleared.ok
+    assert snapshot_state(live, with_sizes=False).throttles.is_empty()
+
+
+TOPIC_KEYS = [LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS]
+
+
+@pytest.mark.e2e
+def test_e2e_elect_leaders_and_log_dirs(sandbox: Any, live: KafkaAdmin) -> None:
+    parts = live.describe_topics(["payments"])
+    result = live.elect_leaders([p.tp for p in parts] + [TopicPartition("payments", 99)])
+    assert all(result[p.tp] is None for p in parts)
+    assert result[TopicPartition("payments", 99)] is not None
+    assert result[TopicPartition("payments", 99)].code == 3  # type: ignore[union-attr]
+
+    p = parts[0]
+    here = live.log_dir_sizes([p.replicas[0]]).dirs[p.replicas[0]][0].path
+    moves = {TopicPartitionReplica(p.topic, p.partition, p.replicas[0]): here,
+             TopicPartitionReplica(p.topic, p.partition, p.replicas[1]): "/no/such/dir"}
+    outcome = live.alter_replica_log_dirs(moves)
+    assert outcome[TopicPartitionReplica(p.topic, p.partition, p.replicas[0])] is None
+    failed = outcome[TopicPartitionReplica(p.topic, p.partition, p.replicas[1])]
+    assert failed is not None and failed.name == "LOG_DIR_NOT_FOUND"
+
+
+@pytest.mark.e2e
+def test_e2e_stopped_broker_is_reported_not_hanging(sandbox: Any, live: KafkaAdmin) -> None:
+    live.describe_broker_configs([3])  # a connection to broker 3 exists before it stops
+    sandbox.stop_broker(3)
+    assert [b.id for b in live.describe_brokers().brokers] == [1, 2, 4, 5, 6]
+    configs = live.describe_broker_configs([1, 3], [LEADER_THROTTLED_RATE])
+    assert list(configs.configs) == [1] and configs.errors[3].unreachable
+    assert "broker 3" in configs.errors[3].message
+    assert list(live.log_dir_sizes([2, 3]).unreachable) == [3]
+    applied = live.incremental_alter_configs({2: {LEADER_THROTTLED_RATE: "1"}, 3: {LEADER_THROTTLED_RATE: "1"}})
+    assert applied.brokers[2] is None and applied.brokers[3] is not None and applied.brokers[3].unreachable
+    moves = live.alter_replica_log_dirs({TopicPartitionReplica("orders", 0, 3): "/var/lib/kafka/data"})
+    assert list(moves.values())[0] is not None and list(moves.values())[0].unreachable  # type: ignore[union-attr]
+    warnings: list[str] = []
+    state = snapshot_state(live, warn=warnings.append)
+    assert state.broker_ids == (1, 2, 4, 5, 6) and len(state) == 50
+
+
+@pytest.mark.e2e
+def test_e2e_broker_dropping_connections_is_reported_after_connect_timeout(sandbox: Any) -> None:
+    admin = connect(sandbox, SHORT_TIMEOUTS)
+    try:
+        sandbox.drop_requests("DescribeConfigs", broker=4, count=None)
+        result = admin.describe_broker_configs([4, 5], [LEADER_THROTTLED_RATE])
+        assert list(result.configs) == [5]
+        assert result.errors[4].unreachable
+        assert result.errors[4].message.startswith("broker 4 did not answer: ")
+        sandbox.clear_faults()
+        assert admin.describe_broker_configs([4]).errors == {}
+    finally:
+        admin.close()
+
+
+@pytest.mark.e2e
+def test_e2e_unreachable_bootstrap_fails_fast(sandbox: Any) -> None:
+    bootstrap = sandbox.bootstrap
+    sandbox.stop()
+    with pytest.raises(ClusterUnreachable) as err:
+        with open_admin(bootstrap, timeout_s=0.5):
+            pass
+    assert str(err.value).startswith(f"Could not reach any broker at {bootstrap} within 0.5s. "
+                                     "Check --bootstrap-server and that the brokers are running.")
+
+
+@pytest.mark.e2e
+def test_e2e_timeout_in_the_middle(sandbox: Any) -> None:
+    admin = connect(sandbox, SHORT_TIMEOUTS)
+    try:
+        assert admin.list_reassignments() == {}
+        sandbox.delay_responses(None, api="ListPartitionReassignments")
+        with pytest.raises(ClusterUnreachable) as err:
+            admin.list_reassignments()
+        assert str(err.value).startswith("Could not list partition reassignments within 1.5s; the last "
+                                         "error was REQUEST_TIMED_OUT")
+        sandbox.release_responses()
+        assert admin.list_reassignments() == {}
+        assert len(admin.describe_topics(["orders"])) == 12
+    finally:
+        admin.close()
+
+
+@pytest.mark.e2e
+def test_e2e_retries_in_the_middle(sandbox: Any) -> None:
+    admin = connect(sandbox, AdminTimeouts(request_timeout_s=0.5, api_timeout_s=5.0, connect_timeout_s=2.0))
+    try:
+        sandbox.delay_responses(None, api="ListPartitionReassignments", count=1)
+        assert admin.list_reassignments() == {}  # the held request timed out and was retried
+        sandbox.drop_requests("DescribeLogDirs", broker=2, count=1)
+        assert admin.log_dir_sizes([2]).unreachable == {}
+        sandbox.inject_error("ListPartitionReassignments", 41, count=3)  # NOT_CONTROLLER
+        assert admin.list_reassignments() == {}
+        sandbox.inject_error("AlterPartitionReassignments", 31, count=1)
+        with pytest.raises(ClusterError, match="Not authorized to alter partition reassignments: "
+                                               "CLUSTER_AUTHORIZATION_FAILED"):
+            admin.alter_reassignments({TopicPartition("orders", 0): [1, 2, 3]})
+    finally:
+        admin.close()

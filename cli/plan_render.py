@@ -50,20 +50,27 @@ def broker_table(report: PlanReport) -> Table:
 
 
 def throttle_table(report: PlanReport) -> RenderableType:
+    from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
+
     throttles = report.throttles
     if throttles.is_empty():
         return Text("Throttles: none would be set (give --throttle or --leader-rate/--follower-rate).")
-    table = Table(title="Throttles execute would set", title_justify="left")
-    table.add_column("resource")
-    table.add_column("config")
-    table.add_column("value", overflow="fold")
+    rates = Table(title="Broker rates execute would set", title_justify="left")
+    for col in ("broker", "leader rate", "follower rate", "log-dir rate"):
+        rates.add_column(col, justify="right")
     for broker, keys in throttles.broker_rates.items():
-        for key, value in keys.items():
-            table.add_row(f"broker {broker}", key, f"{value} ({format_rate(int(value))})")
+        rates.add_row(str(broker), *(_rate(keys.get(k)) for k in (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)))
+    lists = Table(title="Throttled replicas (partition:broker) execute would set", title_justify="left")
+    lists.add_column("topic")
+    lists.add_column("leader side", overflow="fold")
+    lists.add_column("follower side", overflow="fold")
     for topic, keys in throttles.topic_configs.items():
-        for key, value in keys.items():
-            table.add_row(f"topic {topic}", key, value or '""')
-    return table
+        lists.add_row(topic, keys.get(LEADER_REPLICAS) or '""', keys.get(FOLLOWER_REPLICAS) or '""')
+    return Group(rates, lists)
+
+
+def _rate(value: str | None) -> str:
+    return "-" if value is None else format_rate(int(value))
 
 
 def _ids(ids: tuple[int, ...]) -> str:

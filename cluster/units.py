@@ -72,8 +72,16 @@ def format_bytes(value: float) -> str:
 
 
 def format_rate(value: float) -> str:
-    """Render a rate in bytes per second: 52428800 -> '50.0 MiB/s'."""
-    return f"{format_bytes(value)}/s"
+    """Render a rate in bytes/s with decimal units, as operators type them: 5e7 -> '50.0 MB/s'."""
+    if value is None or math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "unlimited"
+    for unit in ("B/s", "kB/s", "MB/s", "GB/s", "TB/s"):
+        if abs(value) < 1000 or unit == "TB/s":
+            return f"{value:.0f} {unit}" if unit == "B/s" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
 
 
 def format_duration(seconds: float) -> str:

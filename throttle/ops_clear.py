@@ -1,0 +1,83 @@
+"""Clearing throttles at the end of a run, restoring what the operator had set before.
+
+Kafka's tool DELETEs the three broker rates on every broker and both replica lists on the
+plan's topics (reference §3.6). kreassign touches the same resources, but where the execution
+journal recorded a value that existed before the run, it SETs that value back instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kreassign.cluster.errors import KreassignError
+from kreassign.cluster.port import ApiError, ClusterPort
+from kreassign.throttle.journal import Journal
+from kreassign.throttle.ops_throttles import apply_configs, restore_ops
+
+
+@dataclass(frozen=True)
+class ClearResult:
+    """What a clear did. `brokers`/`topics` are every resource it covered (as Kafka prints them)."""
+
+    brokers: tuple[int, ...]
+    topics: tuple[str, ...]
+    restored_brokers: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    """previous values SET back instead of deleted"""
+    restored_topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    skipped: Mapping[int, ApiError] = field(default_factory=dict)
+    """brokers that did not answer: their throttles are still in place"""
+    dry_run: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return not self.skipped
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "brokers": list(self.brokers), "topics": list(self.topics),
+            "restored": {"brokers": {str(b): dict(v) for b, v in self.restored_brokers.items()},
+                         "topics": {t: dict(v) for t, v in self.restored_topics.items()}},
+            "skipped_brokers": {str(b): e.message for b, e in self.skipped.items()},
+            "complete": self.complete, "dry_run": self.dry_run,
+        }
+
+
+def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str], *,
+                    journal: Journal | None = None, dry_run: bool = False) -> ClearResult:
+    """Clear (restore) throttles on these brokers and topics: brokers first, then topics, as Kafka.
+
+    With a journal, recorded previous values are restored and the journal is closed ("finished")
+    once every broker answered; brokers that did not answer stay "pending" in it for `resume`.
+
+    Raises:
+        ClusterError: the cluster refused a change (already-applied changes stay applied and the
+            journal records the failure).
+    """
+    broker_ids = tuple(sorted(set(brokers)))
+    topic_names = tuple(sorted(set(topics)))
+    broker_ops, topic_ops = restore_ops(
+        broker_ids, topic_names,
+        previous_brokers=journal.previous_brokers if journal else None,
+        previous_topics=journal.previous_topics if journal else None)
+    restored_b = {b: {k: v for k, v in ops.items() if v is not None} for b, ops in broker_ops.items()}
+    restored_t = {t: {k: v for k, v in ops.items() if v is not None} for t, ops in topic_ops.items()}
+    restored_b = {b: v for b, v in restored_b.items() if v}
+    restored_t = {t: v for t, v in restored_t.items() if v}
+    if dry_run:
+        return ClearResult(broker_ids, topic_names, restored_b, restored_t, dry_run=True)
+    if journal is not None:
+        journal.state = "clearing"
+        journal.record("clear-throttles", "intent", brokers=list(broker_ids), topics=list(topic_names))
+    try:
+        skipped = dict(apply_configs(port, brokers=broker_ops).skipped)
+        apply_configs(port, topics=topic_ops)
+    except (KreassignError, KeyboardInterrupt) as exc:
+        if journal is not None:
+            journal.record("clear-throttles", "failed", error=str(exc) or type(exc).__name__)
+        raise
+    if journal is not None:
+        journal.pending_brokers = {b: dict(broker_ops[b]) for b in skipped}
+        journal.record("clear-throttles", "done", skipped=sorted(skipped))
+        journal.set_state("clearing" if skipped else "finished")
+    return ClearResult(broker_ids, topic_names, restored_b, restored_t, skipped)

@@ -1,0 +1,446 @@
+"""Execute a reassignment: Kafka's checks and steps, journaled, with rollback on failure.
+
+`prepare_execute` runs Kafka's checks in Kafka's order (reference §5 steps 4-6) and works out
+the throttle configs; it changes nothing, so it also serves `--dry-run`. `apply_execute` then
+records the throttle values already in place, and runs Kafka's steps (§3.4): topic throttles,
+broker rates, log-dir rates, submission, log-dir moves. Each step is written to the journal as
+an intent before and as done (or failed) after. If the submission fails as a whole, the throttles
+just set are restored; if the process dies, `resume` or `abort` finish the job from the journal.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kreassign.cluster.errors import AdminCommandFailed, ClusterError, KreassignError, TerseError
+from kreassign.cluster.kafka_json import ParsedReassignment
+from kreassign.cluster.model import (
+    PartitionTarget,
+    Reassignment,
+    TopicPartition,
+    TopicPartitionReplica,
+)
+from kreassign.cluster.port import ApiError, ClusterPort, UnknownTopicError
+from kreassign.throttle.configs import (
+    FOLLOWER_RATE,
+    LEADER_RATE,
+    LOG_DIR_RATE,
+    ThrottlePlan,
+    clear_targets,
+    compute_move_map,
+    throttle_plan,
+)
+from kreassign.throttle.journal import Journal, JournalStore
+from kreassign.throttle.ops_logdirs import MoveStart, start_log_dir_moves
+from kreassign.throttle.ops_throttles import (
+    ApplyOutcome,
+    ThrottleSnapshot,
+    apply_configs,
+    inherit_previous,
+    read_throttles,
+    restore_ops,
+)
+
+CANNOT_EXECUTE_MESSAGE = (
+    "Cannot execute because there is an existing partition assignment.  Use --additional to "
+    "override this and create a new partition assignment in addition to the existing one. The "
+    "--additional flag can also be used to change the throttle by resubmitting the current "
+    "reassignment.")
+UNKNOWN_TOPIC_OR_PARTITION = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+
+
+class ReassignmentInProgress(TerseError):
+    """`--execute` without `--additional` while a reassignment runs somewhere in the cluster."""
+
+
+class ExecuteFailed(ClusterError):
+    """A step failed; the message says what was rolled back or how to recover from the journal."""
+
+
+@dataclass(frozen=True)
+class ExecuteRequest:
+    """What to execute and with which throttles (None leaves a throttle untouched)."""
+
+    targets: tuple[PartitionTarget, ...]
+    additional: bool = False
+    leader_rate: int | None = None
+    follower_rate: int | None = None
+    log_dir_rate: int | None = None
+    log_dir_timeout_s: float = 10.0
+
+    @classmethod
+    def from_parsed(cls, parsed: ParsedReassignment, **options: Any) -> ExecuteRequest:
+        return cls(targets=tuple(parsed.entries), **options)
+
+    @property
+    def replica_log_dirs(self) -> dict[TopicPartitionReplica, str]:
+        """Replicas given an explicit (non-"any") log dir, with that dir."""
+        out: dict[TopicPartitionReplica, str] = {}
+        for t in self.targets:
+            for broker, log_dir in zip(t.replicas, t.dirs()):
+                if log_dir != "any":
+                    out[TopicPartitionReplica(t.topic, t.partition, broker)] = log_dir
+        return out
+
+    @property
+    def throttled(self) -> bool:
+        return any(r is not None for r in (self.leader_rate, self.follower_rate, self.log_dir_rate))
+
+
+@dataclass(frozen=True)
+class ExecutePlan:
+    """Everything `apply_execute` will do, worked out without changing the cluster."""
+
+    request: ExecuteRequest
+    cluster_id: str | None
+    live_brokers: tuple[int, ...]
+    current: Mapping[TopicPartition, tuple[int, ...]]
+    """replicas now, for the partitions of the plan (the rollback plan)"""
+    in_flight: Mapping[TopicPartition, Reassignment]
+    throttles: ThrottlePlan
+    previous: ThrottleSnapshot
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def inter_broker_ops(self) -> dict[int, dict[str, str | None]]:
+        return {b: {k: v for k, v in keys.items() if k in (LEADER_RATE, FOLLOWER_RATE)}
+                for b, keys in self.throttles.broker_rates.items()
+                if LEADER_RATE in keys or FOLLOWER_RATE in keys}
+
+    @property
+    def log_dir_ops(self) -> dict[int, dict[str, str | None]]:
+        return {b: {LOG_DIR_RATE: keys[LOG_DIR_RATE]}
+                for b, keys in self.throttles.broker_rates.items() if LOG_DIR_RATE in keys}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cluster_id": self.cluster_id,
+            "partitions": [{"topic": t.topic, "partition": t.partition, "current": list(self.current[t.tp]),
+                            "target": list(t.replicas), "log_dirs": list(t.dirs())}
+                           for t in sorted(self.request.targets, key=lambda t: t.tp)],
+            "throttles": {"topics": self.throttles.topic_configs,
+                          "brokers": {str(b): v for b, v in self.throttles.broker_rates.items()}},
+            "previous_throttles": {"brokers": {str(b): v for b, v in self.previous.brokers.items()},
+                                   "topics": self.previous.topics},
+            "unreachable_brokers": sorted(self.previous.unreadable),
+            "other_reassignments_in_flight": len(set(self.in_flight) - {t.tp for t in self.request.targets}),
+            "warnings": list(self.warnings),
+        }
+
+
+EventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set",
+                    "submitted", "log-dir-moves-started"]
+
+
+@dataclass(frozen=True)
+class ExecuteEvent:
+    """Progress while applying, so a front end can print lines as Kafka's tool does."""
+
+    kind: EventKind
+    outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
+    moves: tuple[tuple[TopicPartitionReplica, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ExecuteResult:
+    """What `apply_execute` did."""
+
+    plan: ExecutePlan
+    journal_path: Path | None
+    submitted: tuple[TopicPartition, ...] = ()
+    submit_errors: Mapping[TopicPartition, ApiError] = field(default_factory=dict)
+    skipped_brokers: Mapping[int, ApiError] = field(default_factory=dict)
+    """brokers that did not answer: their throttles were not set (the journal keeps them pending)"""
+    rolled_back: bool = False
+    log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
+
+    @property
+    def ok(self) -> bool:
+        return not self.submit_errors and not self.log_dir_moves.timed_out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.as_dict(),
+            "journal": str(self.journal_path) if self.journal_path else None,
+            "submitted": [str(tp) for tp in self.submitted],
+            "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.submit_errors.items()},
+            "skipped_brokers": {str(b): e.message for b, e in self.skipped_brokers.items()},
+            "rolled_back": self.rolled_back,
+            "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
+            "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
+        }
+
+
+# ---- checks ----------------------------------------------------------------------------------
+def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
+    """The replicas of these partitions, with Kafka's messages for unknown topics and partitions.
+
+    Raises:
+        AdminCommandFailed: a topic or partition does not exist.
+    """
+    wanted = sorted(set(partitions))
+    try:
+        infos = port.describe_topics(sorted({tp.topic for tp in wanted}))
+    except UnknownTopicError as exc:
+        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {exc.topics[0]} not found.") from None
+    known = {p.tp: p.replicas for p in infos}
+    missing = [tp for tp in wanted if tp not in known]
+    if missing:
+        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Unable to find partition: "
+                                 + ", ".join(str(tp) for tp in missing))
+    return {tp: known[tp] for tp in wanted}
+
+
+def prepare_execute(port: ClusterPort, request: ExecuteRequest) -> ExecutePlan:
+    """Check the request against the cluster in Kafka's order and plan the throttles.
+
+    Raises:
+        ReassignmentInProgress: a reassignment runs and `additional` is False.
+        AdminCommandFailed: `Unknown broker id N`, an unknown topic or partition.
+        ClusterError: the cluster could not be read.
+    """
+    in_flight = port.list_reassignments()
+    if in_flight and not request.additional:
+        raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
+    info = port.describe_brokers()
+    live = tuple(b.id for b in info.brokers)
+    unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
+    if unknown:
+        raise AdminCommandFailed(f"Unknown broker id {unknown[0]}")
+    current = current_replicas(port, [t.tp for t in request.targets])
+    proposed = [(t.tp, t.replicas) for t in request.targets]
+    move_map = compute_move_map(current, proposed, in_flight)
+    log_dirs = request.replica_log_dirs
+    throttles = throttle_plan(move_map, rate=None, leader_rate=request.leader_rate,
+                              follower_rate=request.follower_rate, log_dir_rate=request.log_dir_rate,
+                              replica_log_dirs=log_dirs)
+    clear_brokers, clear_topics = clear_targets(live, proposed)
+    previous = read_throttles(port, set(clear_brokers) | set(throttles.broker_rates),
+                              set(clear_topics) | set(throttles.topic_configs))
+    warnings = [f"broker {b} did not answer ({e.message}); its throttles cannot be set now and will "
+                "be retried by `kreassign resume` once it is back" for b, e in sorted(previous.unreadable.items())]
+    return ExecutePlan(request=request, cluster_id=info.cluster_id, live_brokers=live, current=current,
+                       in_flight=in_flight, throttles=throttles, previous=previous, warnings=tuple(warnings))
+
+
+# ---- applying --------------------------------------------------------------------------------
+def _journal_for(store: JournalStore, plan: ExecutePlan, command: str) -> Journal:
+    targets = list(plan.request.targets)
+    others = [j for j in store.journals(plan.cluster_id, open_only=True)]
+    existing = store.find(plan.cluster_id, targets)
+    if existing is not None and existing.is_open:
+        others = [j for j in others if j.path != existing.path]
+    previous = inherit_previous(plan.previous, others)
+    options = {"additional": plan.request.additional, "leader_rate": plan.request.leader_rate,
+               "follower_rate": plan.request.follower_rate, "log_dir_rate": plan.request.log_dir_rate,
+               "log_dir_timeout_s": plan.request.log_dir_timeout_s}
+    planned_brokers = {b: dict(v) for b, v in plan.throttles.broker_rates.items()}
+    planned_topics = {t: dict(v) for t, v in plan.throttles.topic_configs.items()}
+    if existing is not None and existing.is_open:
+        # A re-run of the same plan (e.g. --additional to change the rate): keep the values found
+        # before the first run; record only resources seen for the first time.
+        for b, keys in previous.brokers.items():
+            existing.previous_brokers.setdefault(b, keys)
+        for t, keys in previous.topics.items():
+            existing.previous_topics.setdefault(t, keys)
+        for b, keys in planned_brokers.items():
+            existing.planned_brokers.setdefault(b, {}).update(keys)
+        for t, keys in planned_topics.items():
+            existing.planned_topics.setdefault(t, {}).update(keys)
+        existing.update(state="running", options=options, command=command,
+                        unreadable_brokers=sorted((set(existing.unreadable_brokers) | set(previous.unreadable))
+                                                  - set(existing.previous_brokers)))
+        existing.record("record-previous", "done", reused=True)
+        return existing
+    journal = store.create(
+        cluster_id=plan.cluster_id, targets=targets, command=command,
+        original=dict(plan.current), previous_brokers=previous.brokers, previous_topics=previous.topics,
+        unreadable_brokers=sorted(previous.unreadable), planned_brokers=planned_brokers,
+        planned_topics=planned_topics, options=options)
+    journal.record("record-previous", "done", brokers=sorted(previous.brokers), topics=sorted(previous.topics))
+    return journal
+
+
+def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
+    if journal is not None:
+        journal.record(name, "intent", **detail)
+    try:
+        outcome = run()
+    except (KreassignError, KeyboardInterrupt) as exc:
+        if journal is not None:
+            journal.record(name, "failed", error=str(exc) or type(exc).__name__)
+        raise
+    if journal is not None:
+        journal.applied_brokers = sorted(set(journal.applied_brokers) | set(outcome.brokers))
+        journal.applied_topics = sorted(set(journal.applied_topics) | set(outcome.topics))
+        for b in outcome.skipped:
+            journal.pending_brokers.setdefault(b, {}).update(journal.planned_brokers.get(b, {}))
+        journal.record(name, "done", skipped=sorted(outcome.skipped))
+    return outcome
+
+
+def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan) -> bool:
+    """Put back the throttle values found before the run on every resource the plan SETs.
+
+    Returns True when every resource answered (False leaves the journal open for `abort`).
+    """
+    broker_ops, topic_ops = restore_ops(
+        plan.throttles.broker_rates, plan.throttles.topic_configs,
+        previous_brokers=journal.previous_brokers if journal else plan.previous.brokers,
+        previous_topics=journal.previous_topics if journal else plan.previous.topics)
+    # Restore only the keys the plan touched: other keys were never changed.
+    broker_ops = {b: {k: v for k, v in ops.items() if k in plan.throttles.broker_rates[b]}
+                  for b, ops in broker_ops.items()}
+    if journal is not None:
+        journal.record("rollback-throttles", "intent")
+    try:
+        outcome = apply_configs(port, brokers=broker_ops, topics=topic_ops)
+    except (KreassignError, KeyboardInterrupt) as exc:
+        if journal is not None:
+            journal.record("rollback-throttles", "failed", error=str(exc))
+        return False
+    if journal is not None:
+        journal.pending_brokers = {b: broker_ops[b] for b in outcome.skipped}
+        journal.record("rollback-throttles", "done", skipped=sorted(outcome.skipped))
+        if not outcome.skipped:
+            journal.set_state("rolled-back")
+    return not outcome.skipped
+
+
+def _recovery_hint(journal: Journal | None) -> str:
+    if journal is None:
+        return ""
+    return (f" The journal {journal.path} records what was done: run `kreassign resume --journal "
+            f"{journal.path}` to finish, or `kreassign abort --journal {journal.path}` to undo.")
+
+
+def probe_submitted(port: ClusterPort, targets: Mapping[TopicPartition, Sequence[int]]) -> set[TopicPartition]:
+    """Partitions of `targets` that are moving to their target or already have it."""
+    running = port.list_reassignments(list(targets))
+    done_or_moving = {tp for tp, r in running.items() if tuple(r.target) == tuple(targets[tp])}
+    rest = [tp for tp in targets if tp not in running]
+    if rest:
+        try:
+            current = current_replicas(port, rest)
+        except AdminCommandFailed:
+            current = {}
+        done_or_moving |= {tp for tp, r in current.items() if tuple(r) == tuple(targets[tp])}
+    return done_or_moving
+
+
+def apply_execute(
+    port: ClusterPort,
+    plan: ExecutePlan,
+    *,
+    store: JournalStore | None = None,
+    command: str = "execute",
+    progress: Callable[[ExecuteEvent], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ExecuteResult:
+    """Set the throttles, submit the reassignment and start log-dir moves, journaling each step.
+
+    Raises:
+        ExecuteFailed: a throttle change or the submission failed as a whole; the message says
+            whether the throttles were rolled back or how to resume or abort from the journal.
+        AdminCommandFailed: a broker refused a log-dir move.
+        KeyboardInterrupt: passed on after journaling; `resume`/`abort` continue from there.
+    """
+    notify = progress or (lambda event: None)
+    journal = _journal_for(store, plan, command) if store is not None else None
+    skipped: dict[int, ApiError] = {}
+    request = plan.request
+    try:
+        if plan.throttles.topic_configs:
+            out = journaled_step(journal, "set-topic-throttles",
+                                 lambda: apply_configs(port, topics=plan.throttles.topic_configs),
+                                 topics=sorted(plan.throttles.topic_configs))
+            notify(ExecuteEvent("topic-throttles-set", out))
+        if request.leader_rate is not None or request.follower_rate is not None:
+            out = journaled_step(journal, "set-broker-throttles",
+                                 lambda: apply_configs(port, brokers=plan.inter_broker_ops),
+                                 brokers=sorted(plan.inter_broker_ops))
+            skipped.update(out.skipped)
+            notify(ExecuteEvent("broker-throttles-set", out))
+        if request.log_dir_rate is not None:
+            out = journaled_step(journal, "set-log-dir-throttles",
+                                 lambda: apply_configs(port, brokers=plan.log_dir_ops),
+                                 brokers=sorted(plan.log_dir_ops))
+            skipped.update(out.skipped)
+            notify(ExecuteEvent("log-dir-throttles-set", out))
+    except KreassignError as exc:
+        restored = rollback_throttles(port, journal, plan)
+        what = ("The throttles set so far were restored and nothing was submitted."
+                if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
+        raise ExecuteFailed(f"setting throttles failed: {exc}. {what}") from exc
+
+    targets = {t.tp: t.replicas for t in plan.request.targets}
+    if journal is not None:
+        journal.record("submit-reassignments", "intent", partitions=len(targets))
+    try:
+        results = port.alter_reassignments(targets)
+    except KreassignError as exc:
+        return _after_failed_submit(port, plan, journal, targets, exc)
+    except KeyboardInterrupt:
+        if journal is not None:
+            journal.record("submit-reassignments", "failed", error="interrupted")
+        raise
+    errors = {tp: e for tp, e in results.items() if e is not None}
+    accepted = tuple(sorted(tp for tp in targets if tp not in errors))
+    if journal is not None:
+        journal.submitted = sorted(set(journal.submitted) | set(accepted))
+        journal.record("submit-reassignments", "done" if not errors else "failed",
+                       accepted=len(accepted), errors={str(tp): str(e) for tp, e in sorted(errors.items())})
+    if not accepted:
+        throttled = bool(plan.throttles.broker_rates or plan.throttles.topic_configs)
+        rolled = rollback_throttles(port, journal, plan) if throttled else True
+        if journal is not None and not throttled:
+            journal.set_state("rolled-back")
+        return ExecuteResult(plan, journal.path if journal else None, (), errors, skipped, rolled_back=rolled)
+    if journal is not None:
+        journal.set_state("submitted")
+    if errors:
+        return ExecuteResult(plan, journal.path if journal else None, accepted, errors, skipped)
+    notify(ExecuteEvent("submitted"))
+
+    moves = MoveStart(())
+    log_dirs = plan.request.replica_log_dirs
+    if log_dirs:
+        if journal is not None:
+            journal.record("start-log-dir-moves", "intent", replicas=len(log_dirs))
+        moves = start_log_dir_moves(
+            port, log_dirs, timeout_s=plan.request.log_dir_timeout_s, clock=clock, sleep=sleep,
+            on_started=lambda batch: notify(ExecuteEvent("log-dir-moves-started", moves=tuple(batch))))
+        if journal is not None:
+            journal.record("start-log-dir-moves", "failed" if moves.timed_out else "done",
+                           timed_out=[str(r) for r in moves.timed_out])
+    return ExecuteResult(plan, journal.path if journal else None, accepted, {}, skipped, log_dir_moves=moves)
+
+
+def _after_failed_submit(port: ClusterPort, plan: ExecutePlan, journal: Journal | None,
+                         targets: Mapping[TopicPartition, Sequence[int]], error: KreassignError) -> ExecuteResult:
+    """The submission raised (e.g. timed out): find out what the controller took, then decide."""
+    try:
+        accepted = probe_submitted(port, targets)
+        changed = {tp for tp in accepted if tuple(plan.current[tp]) != tuple(targets[tp])}
+    except KreassignError:
+        if journal is not None:
+            journal.record("submit-reassignments", "failed", error=str(error), outcome="unknown")
+        raise ExecuteFailed(f"submitting the reassignment failed ({error}) and the cluster cannot say "
+                            "whether it was accepted; the throttles stay in place." + _recovery_hint(journal)) from error
+    if journal is not None:
+        journal.submitted = sorted(set(journal.submitted) | accepted)
+        journal.record("submit-reassignments", "failed", error=str(error), accepted=len(accepted))
+    if not changed:
+        restored = rollback_throttles(port, journal, plan)
+        what = ("The throttles just set were restored; the cluster is as it was."
+                if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
+        raise ExecuteFailed(f"submitting the reassignment failed: {error}. Nothing was submitted. {what}") from error
+    if journal is not None:
+        journal.set_state("submitted")
+    raise ExecuteFailed(f"submitting the reassignment failed: {error}. {len(accepted)} of {len(targets)} "
+                        "partitions were accepted and are moving, so the throttles stay in place."
+                        + _recovery_hint(journal)) from error

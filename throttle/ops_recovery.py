@@ -1,0 +1,217 @@
+"""Finish or undo an interrupted run from its execution journal.
+
+`resume` re-applies what the journal shows as not done: throttle changes with an intent but no
+"done" (and changes skipped because a broker was down), partitions not yet submitted, log-dir
+moves not started, or a clear that did not finish. `abort` cancels the run's reassignments that
+are still moving to the journal's targets, sends its log-dir moves back, and restores the
+throttle values found before the run. Both check that the journal belongs to this cluster.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kreassign.cluster.errors import JournalError
+from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
+from kreassign.cluster.port import ApiError, ClusterPort
+from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
+from kreassign.throttle.journal import UNKNOWN_CLUSTER, Journal
+from kreassign.throttle.ops_cancel import cancel_partitions
+from kreassign.throttle.ops_clear import ClearResult, clear_throttles
+from kreassign.throttle.ops_execute import journaled_step, probe_submitted
+from kreassign.throttle.ops_logdirs import MoveStart, log_dir_states, start_log_dir_moves
+from kreassign.throttle.ops_throttles import apply_configs
+from kreassign.throttle.ops_verify import explicit_log_dirs
+
+CLOSED_HINT = {
+    "finished": "the run finished and its throttles were cleared",
+    "aborted": "the run was aborted",
+    "rolled-back": "the run was rolled back before anything moved",
+}
+
+
+def check_journal(port: ClusterPort, journal: Journal, action: str) -> None:
+    """Refuse a closed journal, or one written for another cluster."""
+    if not journal.is_open:
+        raise JournalError(f"nothing to {action}: {CLOSED_HINT.get(journal.state, journal.state)} "
+                           f"(journal {journal.path})")
+    cluster_id = port.describe_brokers().cluster_id
+    if cluster_id and journal.cluster_id not in (cluster_id, UNKNOWN_CLUSTER):
+        raise JournalError(f"the journal {journal.path} belongs to cluster {journal.cluster_id}, but "
+                           f"--bootstrap-server reaches cluster {cluster_id}; point at the right cluster")
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    journal_path: Path
+    state_before: str
+    topics: tuple[str, ...] = ()
+    """topics whose throttles were (re)applied"""
+    brokers: tuple[int, ...] = ()
+    """brokers whose throttles were (re)applied"""
+    skipped: dict[int, ApiError] = field(default_factory=dict)
+    submitted: tuple[TopicPartition, ...] = ()
+    submit_errors: dict[TopicPartition, ApiError] = field(default_factory=dict)
+    log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
+    clear: ClearResult | None = None
+    state_after: str = ""
+
+    @property
+    def nothing_done(self) -> bool:
+        return not (self.topics or self.brokers or self.submitted or self.submit_errors
+                    or self.log_dir_moves.started or self.clear)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "journal": str(self.journal_path), "state_before": self.state_before,
+            "state_after": self.state_after, "throttled_topics": list(self.topics),
+            "throttled_brokers": list(self.brokers),
+            "skipped_brokers": {str(b): e.message for b, e in self.skipped.items()},
+            "submitted": [str(tp) for tp in self.submitted],
+            "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.submit_errors.items()},
+            "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
+            "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
+            "throttles_cleared": None if self.clear is None else self.clear.as_dict(),
+        }
+
+
+def _broker_keys(journal: Journal, keys: tuple[str, ...]) -> dict[int, dict[str, str | None]]:
+    return {b: {k: v for k, v in ops.items() if k in keys}
+            for b, ops in journal.planned_brokers.items() if any(k in keys for k in ops)}
+
+
+def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = time.monotonic,
+           sleep: Callable[[float], None] = time.sleep) -> ResumeResult:
+    """Run the steps of an interrupted run that the journal does not show as done.
+
+    Raises:
+        JournalError: the journal is closed or belongs to another cluster.
+        ClusterError: the cluster refused a step (the journal records it; run resume again).
+    """
+    check_journal(port, journal, "resume")
+    before = journal.state
+    if before == "clearing":
+        last = next(s for s in reversed(journal.steps) if s.step == "clear-throttles" and s.status == "intent")
+        clear = clear_throttles(port, last.detail.get("brokers", []), last.detail.get("topics", []),
+                                journal=journal)
+        return ResumeResult(journal.path, before, clear=clear, state_after=journal.state)
+
+    topics: set[str] = set()
+    brokers: set[int] = set()
+    skipped: dict[int, ApiError] = {}
+    pending = {b: dict(ops) for b, ops in journal.pending_brokers.items()}
+    journal.update(pending_brokers={})
+    plans = (("set-topic-throttles", None), ("set-broker-throttles", (LEADER_RATE, FOLLOWER_RATE)),
+             ("set-log-dir-throttles", (LOG_DIR_RATE,)))
+    for name, keys in plans:
+        if keys is None:
+            if journal.planned_topics and not journal.done(name):
+                out = journaled_step(journal, name, lambda: apply_configs(port, topics=journal.planned_topics),
+                            topics=sorted(journal.planned_topics), resumed=True)
+                topics |= set(out.topics)
+            continue
+        ops = _broker_keys(journal, keys)
+        retry = ops if not journal.done(name) else {b: {k: v for k, v in pending.get(b, {}).items() if k in keys}
+                                                     for b in ops if b in pending}
+        if any(retry.values()):
+            out = journaled_step(journal, name, lambda: apply_configs(port, brokers=retry), brokers=sorted(retry), resumed=True)
+            brokers |= set(out.brokers)
+            skipped.update(out.skipped)
+
+    targets = journal.target_of()
+    submitted: tuple[TopicPartition, ...] = ()
+    errors: dict[TopicPartition, ApiError] = {}
+    if not journal.done("submit-reassignments"):
+        already = probe_submitted(port, targets)
+        todo = {tp: r for tp, r in targets.items() if tp not in already}
+        journal.record("submit-reassignments", "intent", partitions=len(todo), resumed=True)
+        results = port.alter_reassignments(todo) if todo else {}
+        errors = {tp: e for tp, e in results.items() if e is not None}
+        submitted = tuple(sorted(tp for tp in todo if tp not in errors))
+        journal.submitted = sorted(set(journal.submitted) | set(submitted) | already)
+        journal.record("submit-reassignments", "failed" if errors else "done", accepted=len(submitted),
+                       errors={str(tp): str(e) for tp, e in errors.items()})
+
+    moves = MoveStart(())
+    log_dirs = explicit_log_dirs(journal.targets)
+    if log_dirs and not errors and not journal.done("start-log-dir-moves"):
+        states, _ = log_dir_states(port, log_dirs)
+        todo_moves = {r: d for r, d in log_dirs.items() if states[r].state not in ("completed", "in-progress")}
+        journal.record("start-log-dir-moves", "intent", replicas=len(todo_moves), resumed=True)
+        timeout = float(journal.options.get("log_dir_timeout_s", 10.0))
+        moves = start_log_dir_moves(port, todo_moves, timeout_s=timeout, clock=clock, sleep=sleep)
+        journal.record("start-log-dir-moves", "failed" if moves.timed_out else "done",
+                       timed_out=[str(r) for r in moves.timed_out])
+    if journal.submitted:
+        journal.set_state("submitted")
+    return ResumeResult(journal.path, before, tuple(sorted(topics)), tuple(sorted(brokers)), skipped,
+                        submitted, errors, moves, state_after=journal.state)
+
+
+@dataclass(frozen=True)
+class AbortResult:
+    journal_path: Path
+    cancelled: tuple[TopicPartition, ...] = ()
+    cancel_errors: dict[TopicPartition, ApiError] = field(default_factory=dict)
+    log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
+    restored: ClearResult | None = None
+    rollback: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    """partitions that completed before the abort, with their replicas before the run: the
+    plan to run to move them back"""
+
+    @property
+    def ok(self) -> bool:
+        return not self.cancel_errors and not self.log_dir_moves.timed_out and (
+            self.restored is None or self.restored.complete)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "journal": str(self.journal_path), "cancelled": [str(tp) for tp in self.cancelled],
+            "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.cancel_errors.items()},
+            "log_dir_moves_reverted": [str(r) for r, _ in self.log_dir_moves.started],
+            "throttles_restored": None if self.restored is None else self.restored.as_dict(),
+            "completed_before_abort": {str(tp): list(r) for tp, r in self.rollback.items()},
+        }
+
+
+def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = False, timeout_s: float = 10.0,
+          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> AbortResult:
+    """Cancel the run's moves that are still going to its targets and restore the throttles.
+
+    Reassignments someone re-targeted since are left alone. Partitions that already reached
+    their target stay there; the result lists them with their replicas before the run.
+
+    Raises:
+        JournalError: the journal is closed or belongs to another cluster.
+        ClusterError: the cluster could not be read or refused a change.
+    """
+    check_journal(port, journal, "abort")
+    targets = journal.target_of()
+    running = port.list_reassignments(list(targets))
+    ours = sorted(tp for tp, r in running.items() if tuple(r.target) == tuple(targets[tp]))
+    errors = cancel_partitions(port, ours, journal) if ours else {}
+    if errors:
+        return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors)
+    log_dirs = explicit_log_dirs(journal.targets)
+    states, _ = log_dir_states(port, log_dirs)
+    back: dict[TopicPartitionReplica, str] = {r: s.current_dir for r, s in states.items()
+                                              if s.state == "in-progress" and s.current_dir is not None}
+    moves = start_log_dir_moves(port, back, timeout_s=timeout_s, clock=clock, sleep=sleep) if back else MoveStart(())
+    if moves.timed_out:
+        return AbortResult(journal.path, tuple(ours), {}, moves)
+    restored = None
+    if not preserve_throttles:
+        # A broker we never reached was never changed, unless an interrupted step got through;
+        # restore only where we changed something or know what to restore.
+        brokers = [b for b in journal.planned_brokers
+                   if b in journal.applied_brokers or b in journal.previous_brokers]
+        restored = clear_throttles(port, brokers, journal.planned_topics, journal=journal)
+    if restored is None or restored.complete:
+        journal.set_state("aborted")
+    moved = {tp for tp in targets if tp not in running and tp in journal.submitted}
+    rollback = {tp: journal.original[tp] for tp in sorted(moved)
+                if tp in journal.original and journal.original[tp] != targets[tp]}
+    return AbortResult(journal.path, tuple(ours), {}, moves, restored, rollback)

@@ -1,0 +1,146 @@
+"""Reading, applying and restoring throttle configs through the cluster port.
+
+Shared by execute, verify, cancel, resume and abort. A broker that does not answer is skipped
+and reported (`ApplyOutcome.skipped`) instead of failing the whole change, because one dead
+broker must not block throttles everywhere else (KAFKA-13392). Any other per-resource error
+(authorisation, invalid value) fails the change: callers roll back and report it.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kreassign.cluster.errors import ClusterError
+from kreassign.cluster.port import (
+    BROKER_THROTTLE_KEYS,
+    TOPIC_THROTTLE_KEYS,
+    ApiError,
+    ClusterPort,
+    ConfigEntry,
+)
+from kreassign.throttle.journal import BrokerConfigs, Journal, TopicConfigs
+
+_PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
+
+
+@dataclass(frozen=True)
+class ThrottleSnapshot:
+    """Throttle values found on brokers and topics: value, or None when the key is unset."""
+
+    brokers: BrokerConfigs = field(default_factory=dict)
+    topics: TopicConfigs = field(default_factory=dict)
+    unreadable: Mapping[int, ApiError] = field(default_factory=dict)
+    """brokers that did not answer (their values are unknown)"""
+
+
+def _own_values(entries: Mapping[str, ConfigEntry], keys: Iterable[str]) -> dict[str, str | None]:
+    # Only values set on this very resource count: a cluster-wide default comes back by itself
+    # when the per-resource value is deleted.
+    out: dict[str, str | None] = {}
+    for key in keys:
+        entry = entries.get(key)
+        set_here = entry is not None and entry.source in _PER_RESOURCE_SOURCES and entry.value is not None
+        out[key] = entry.value if set_here and entry is not None else None
+    return out
+
+
+def read_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str]) -> ThrottleSnapshot:
+    """The per-resource throttle values on these brokers and topics, before anything changes.
+
+    Raises:
+        ClusterError: the topics' configs could not be read (brokers that do not answer are
+            reported in `unreadable` instead).
+    """
+    broker_ids = sorted(set(brokers))
+    topic_names = sorted(set(topics))
+    broker_result = port.describe_broker_configs(broker_ids, BROKER_THROTTLE_KEYS) if broker_ids else None
+    topic_result = port.describe_topic_configs(topic_names, TOPIC_THROTTLE_KEYS) if topic_names else None
+    snapshot_brokers: BrokerConfigs = {}
+    unreadable: dict[int, ApiError] = {}
+    if broker_result is not None:
+        for b in broker_ids:
+            error = broker_result.errors.get(b)
+            if error is not None:
+                if not error.unreachable:
+                    raise ClusterError(f"cannot read the throttle configs of broker {b}: {error}")
+                unreadable[b] = error
+            else:
+                snapshot_brokers[b] = _own_values(broker_result.configs.get(b, {}), BROKER_THROTTLE_KEYS)
+    snapshot_topics: TopicConfigs = {}
+    if topic_result is not None:
+        for t in topic_names:
+            error = topic_result.errors.get(t)
+            if error is not None:
+                raise ClusterError(f"cannot read the throttle configs of topic {t}: {error}")
+            snapshot_topics[t] = _own_values(topic_result.configs.get(t, {}), TOPIC_THROTTLE_KEYS)
+    return ThrottleSnapshot(brokers=snapshot_brokers, topics=snapshot_topics, unreadable=unreadable)
+
+
+def inherit_previous(snapshot: ThrottleSnapshot, others: Iterable[Journal]) -> ThrottleSnapshot:
+    """Replace values that another open run set with the values that run found before it.
+
+    Without this, a second plan executed while the first still runs would record the first
+    plan's throttle as "the operator's value" and restore it forever after both finish.
+    """
+    brokers = {b: dict(v) for b, v in snapshot.brokers.items()}
+    topics = {t: dict(v) for t, v in snapshot.topics.items()}
+    for journal in others:
+        for b, keys in brokers.items():
+            for key, value in keys.items():
+                if value is not None and journal.planned_brokers.get(b, {}).get(key) == value:
+                    keys[key] = journal.previous_brokers.get(b, {}).get(key)
+        for t, keys in topics.items():
+            for key, value in keys.items():
+                if value is not None and journal.planned_topics.get(t, {}).get(key) == value:
+                    keys[key] = journal.previous_topics.get(t, {}).get(key)
+    return ThrottleSnapshot(brokers=brokers, topics=topics, unreadable=snapshot.unreadable)
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """What an IncrementalAlterConfigs did: applied resources and skipped (unreachable) brokers."""
+
+    brokers: tuple[int, ...] = ()
+    topics: tuple[str, ...] = ()
+    skipped: Mapping[int, ApiError] = field(default_factory=dict)
+
+
+def apply_configs(port: ClusterPort, *, brokers: Mapping[int, Mapping[str, str | None]] | None = None,
+                  topics: Mapping[str, Mapping[str, str | None]] | None = None) -> ApplyOutcome:
+    """SET/DELETE throttle keys; brokers that do not answer are skipped and reported.
+
+    Raises:
+        ClusterError: the request failed as a whole, or a resource refused the change for a
+            reason other than being unreachable (the message names every such resource).
+    """
+    broker_ops = {b: dict(ops) for b, ops in (brokers or {}).items() if ops}
+    topic_ops = {t: dict(ops) for t, ops in (topics or {}).items() if ops}
+    if not broker_ops and not topic_ops:
+        return ApplyOutcome()
+    result = port.incremental_alter_configs(broker_ops or None, topic_ops or None)
+    skipped = {b: e for b, e in result.brokers.items() if e is not None and e.unreachable}
+    failures = [(what, e) for what, e in result.failures() if not e.unreachable]
+    if failures:
+        detail = "; ".join(f"{what}: {e.message}" for what, e in failures)
+        raise ClusterError(f"the cluster refused the throttle change ({detail})")
+    return ApplyOutcome(brokers=tuple(sorted(b for b in broker_ops if b not in skipped)),
+                        topics=tuple(sorted(topic_ops)), skipped=skipped)
+
+
+def restore_ops(brokers: Iterable[int], topics: Iterable[str], *,
+                previous_brokers: Mapping[int, Mapping[str, str | None]] | None = None,
+                previous_topics: Mapping[str, Mapping[str, str | None]] | None = None,
+                ) -> tuple[dict[int, dict[str, str | None]], dict[str, dict[str, str | None]]]:
+    """The changes that clear throttles: each key goes back to its recorded previous value, and
+    is deleted where nothing was recorded (what Kafka's tool always does)."""
+    known_b = previous_brokers or {}
+    known_t = previous_topics or {}
+    broker_ops = {b: {k: known_b.get(b, {}).get(k) for k in BROKER_THROTTLE_KEYS} for b in sorted(set(brokers))}
+    topic_ops = {t: {k: known_t.get(t, {}).get(k) for k in TOPIC_THROTTLE_KEYS} for t in sorted(set(topics))}
+    return broker_ops, topic_ops
+
+
+def restored_values(ops: Mapping[int | str, Mapping[str, str | None]]) -> dict[int | str, dict[str, str]]:
+    """The keys a restore SETs back (rather than deletes), per resource."""
+    return {r: {k: v for k, v in keys.items() if v is not None}
+            for r, keys in ops.items() if any(v is not None for v in keys.values())}

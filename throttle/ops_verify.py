@@ -1,0 +1,151 @@
+"""Verify a reassignment and list the running ones, with Kafka's semantics (reference §2.5, §2.7).
+
+Verify reports each partition of the plan (moving, done, or at some other replica set), each
+explicit log-dir move, and clears throttles when nothing moves anywhere in the cluster, restoring
+the values recorded in the execution journal. Kafka's off-by-one on the partition count is fixed:
+a partition number equal to the partition count is reported like any missing partition.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
+from kreassign.cluster.port import ClusterPort, UnknownTopicError
+from kreassign.throttle.configs import clear_targets
+from kreassign.throttle.journal import JournalStore
+from kreassign.throttle.ops_clear import ClearResult, clear_throttles
+from kreassign.throttle.ops_logdirs import LogDirStatus, log_dir_states
+
+PartitionState = Literal["in-progress", "completed", "mismatch"]
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    """One partition of the plan: still moving, at its target, or at another replica set."""
+
+    tp: TopicPartition
+    state: PartitionState
+    current: tuple[int, ...]
+    """the replica list now (during a move: target then removing replicas); empty if unknown"""
+    target: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    targets: tuple[PartitionTarget, ...]
+    preserve_throttles: bool = False
+    dry_run: bool = False
+    """report what a clear would do without doing it"""
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    partitions: tuple[PartitionStatus, ...]
+    log_dirs: tuple[LogDirStatus, ...] = ()
+    reassignments_running: int = 0
+    """reassignments in flight anywhere in the cluster (Kafka clears throttles only at 0)"""
+    clear: ClearResult | None = None
+    journal_path: Path | None = None
+    unreachable: Mapping[int, str] = field(default_factory=dict)
+    """brokers that did not answer DescribeLogDirs"""
+
+    @property
+    def moves_ongoing(self) -> bool:
+        return not all(s.done for s in self.log_dirs)
+
+    @property
+    def in_progress(self) -> bool:
+        """Some partition or log-dir move of the plan is still running."""
+        return self.moves_ongoing or any(p.state == "in-progress" for p in self.partitions)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "partitions": [{"topic": p.tp.topic, "partition": p.tp.partition, "state": p.state,
+                            "current": list(p.current), "target": list(p.target)} for p in self.partitions],
+            "log_dirs": [{"replica": str(s.replica), "state": s.state, "target": s.target_dir,
+                          "current": s.current_dir, "future": s.future_dir} for s in self.log_dirs],
+            "in_progress": self.in_progress,
+            "reassignments_running": self.reassignments_running,
+            "throttles_cleared": None if self.clear is None else self.clear.as_dict(),
+            "journal": str(self.journal_path) if self.journal_path else None,
+            "unreachable_brokers": {str(b): m for b, m in self.unreachable.items()},
+        }
+
+
+def describe_known(port: ClusterPort, topics: Iterable[str]) -> dict[TopicPartition, tuple[int, ...]]:
+    """Replicas of every partition of the topics that exist (unknown topics are left out)."""
+    wanted = set(topics)
+    while wanted:
+        try:
+            return {p.tp: p.replicas for p in port.describe_topics(sorted(wanted))}
+        except UnknownTopicError as exc:
+            if not set(exc.topics) & wanted:
+                raise
+            wanted -= set(exc.topics)
+    return {}
+
+
+def partition_states(targets: Iterable[PartitionTarget], in_flight: Mapping[TopicPartition, Reassignment],
+                     current: Mapping[TopicPartition, tuple[int, ...]]) -> tuple[PartitionStatus, ...]:
+    """Kafka's per-partition verdicts, sorted by partition (a later duplicate entry wins)."""
+    by_tp = {t.tp: t.replicas for t in targets}
+    out = []
+    for tp, target in sorted(by_tp.items()):
+        if tp in in_flight:
+            out.append(PartitionStatus(tp, "in-progress", in_flight[tp].replicas, target))
+        else:
+            now = current.get(tp, ())
+            out.append(PartitionStatus(tp, "completed" if now == target else "mismatch", now, target))
+    return tuple(out)
+
+
+def explicit_log_dirs(targets: Iterable[PartitionTarget]) -> dict[TopicPartitionReplica, str]:
+    out: dict[TopicPartitionReplica, str] = {}
+    for t in targets:
+        for broker, log_dir in zip(t.replicas, t.dirs()):
+            if log_dir != "any":
+                out[TopicPartitionReplica(t.topic, t.partition, broker)] = log_dir
+    return out
+
+
+def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None) -> VerifyResult:
+    """Report the plan's progress; clear (restore) throttles once nothing moves in the cluster.
+
+    Raises:
+        ClusterError: the cluster could not be read, or refused the throttle change.
+    """
+    in_flight = port.list_reassignments()
+    missing_topics = {t.topic for t in request.targets if t.tp not in in_flight}
+    current = describe_known(port, missing_topics)
+    statuses = partition_states(request.targets, in_flight, current)
+    states, unreachable = log_dir_states(port, explicit_log_dirs(request.targets))
+    moves = tuple(states.values())
+    result = VerifyResult(statuses, moves, len(in_flight), unreachable=unreachable)
+    if in_flight or not all(s.done for s in moves) or request.preserve_throttles:
+        return result
+    info = port.describe_brokers()
+    brokers, topics = clear_targets([b.id for b in info.brokers], [(t.tp, t.replicas) for t in request.targets])
+    journal = store.find(info.cluster_id, request.targets) if store is not None else None
+    clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
+    return VerifyResult(statuses, moves, 0, clear, journal.path if journal else None, unreachable)
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """Every reassignment in flight in the cluster, by partition."""
+
+    reassignments: Mapping[TopicPartition, Reassignment]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reassignments": [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": list(r.replicas),
+             "adding": list(r.adding), "removing": list(r.removing), "target": list(r.target)}
+            for tp, r in sorted(self.reassignments.items())]}
+
+
+def list_reassignments(port: ClusterPort) -> ListResult:
+    """The reassignments running anywhere in the cluster."""
+    return ListResult(dict(sorted(port.list_reassignments().items())))

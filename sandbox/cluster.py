@@ -187,9 +187,10 @@ class SandboxCluster:
         self.faults.add(Rule("drop", api_key(api), broker, count))
 
     def inject_error(self, api: int | str, code: int, *, broker: int | None = None, count: int | None = None,
-                     message: str | None = None) -> None:
-        """Answer matching requests with every error code in the response set to `code`."""
-        self.faults.add(Rule("error", api_key(api), broker, count, code=code, message=message))
+                     message: str | None = None, per_item: bool = False) -> None:
+        """Answer matching requests with `code`: in the top-level error field when the response
+        has one (unless `per_item`), else in every topic/partition/resource result."""
+        self.faults.add(Rule("error", api_key(api), broker, count, code=code, message=message, per_item=per_item))
 
     def clear_faults(self) -> None:
         self.faults.clear()

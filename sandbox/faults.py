@@ -29,6 +29,7 @@ class Rule:
     code: int = 0
     message: str | None = None
     seconds: float | None = None
+    per_item: bool = False
 
     def matches(self, kind: Kind, api: int, broker: int) -> bool:
         return (self.kind == kind and self.api in (None, api) and self.broker in (None, broker)

@@ -167,17 +167,33 @@ HANDLERS: dict[int, Callable[[Context, int, Any], Any]] = {
 }
 
 
-def overwrite_errors(response: Any, code: int, message: str | None) -> None:
-    """Set every error code in a response tree to `code` (fault injection)."""
-    fields = getattr(getattr(response, "_struct", None), "_fields", None)
-    if fields is None:
+def overwrite_errors(response: Any, code: int, message: str | None, *, per_item: bool = False) -> None:
+    """Fault injection: set the response's top-level error code (if its schema has one at this
+    version and `per_item` is False), else every nested error code, to `code`."""
+    if not per_item and _has_field(response, "error_code") and _top_level_error_in_version(response):
+        response.error_code = code
+        if _has_field(response, "error_message"):
+            response.error_message = message
         return
-    for f in fields:
-        value = getattr(response, f.name, None)
-        if f.name == "error_code":
-            setattr(response, f.name, code)
-        elif f.name == "error_message":
-            setattr(response, f.name, message)
-        elif isinstance(value, list):
+    _overwrite_nested(response, code, message)
+
+
+def _has_field(obj: Any, name: str) -> bool:
+    return any(f.name == name for f in getattr(getattr(obj, "_struct", None), "_fields", ()))
+
+
+def _top_level_error_in_version(response: Any) -> bool:
+    field = next(f for f in response._struct._fields if f.name == "error_code")
+    return bool(field.for_version_q(response.API_VERSION))
+
+
+def _overwrite_nested(obj: Any, code: int, message: str | None) -> None:
+    for f in getattr(getattr(obj, "_struct", None), "_fields", ()):
+        value = getattr(obj, f.name, None)
+        if isinstance(value, list):
             for item in value:
-                overwrite_errors(item, code, message)
+                if _has_field(item, "error_code"):
+                    item.error_code = code
+                    if _has_field(item, "error_message"):
+                        item.error_message = message
+                _overwrite_nested(item, code, message)

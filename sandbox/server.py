@@ -226,5 +226,5 @@ class SandboxServer:
             response = dispatch(ctx, head.api_key, head.api_version, request)
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
-            overwrite_errors(response, rule.code, rule.message)
+            overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
         return encode_response(response, head.correlation_id)

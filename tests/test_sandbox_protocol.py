@@ -287,16 +287,22 @@ def test_controller_moves_when_it_stops(sandbox: SandboxCluster) -> None:
 
 
 def test_elect_leaders(sandbox: SandboxCluster, sandbox_admin: Any) -> None:
-    p = partition_of(sandbox_admin, "payments", 0)
-    preferred = p["replica_nodes"][0]
+    from kafka.admin import KafkaAdminClient
+
+    preferred = partition_of(sandbox_admin, "payments", 0)["replica_nodes"][0]
     sandbox.stop_broker(preferred)
     sandbox.start_broker(preferred)
     sandbox.advance(30)
-    assert partition_of(sandbox_admin, "payments", 0)["leader_id"] != preferred
-    sandbox_admin.elect_leaders(0, {"payments": [0, 1]})  # ElectionNotNeeded on 1 is ignored
-    assert partition_of(sandbox_admin, "payments", 0)["leader_id"] == preferred
-    with pytest.raises(Errors.UnknownTopicOrPartitionError):
-        sandbox_admin.elect_leaders(0, {"ghost": [0]})
+    # a fresh client: the old one's connection to the restarted broker was cut
+    admin = KafkaAdminClient(bootstrap_servers=sandbox.bootstrap, request_timeout_ms=5000)
+    try:
+        assert partition_of(admin, "payments", 0)["leader_id"] != preferred
+        admin.elect_leaders(0, {"payments": [0, 1]})  # ElectionNotNeeded on 1 is ignored
+        assert partition_of(admin, "payments", 0)["leader_id"] == preferred
+        with pytest.raises(Errors.UnknownTopicOrPartitionError):
+            admin.elect_leaders(0, {"ghost": [0]})
+    finally:
+        admin.close()
 
 
 def test_describe_log_dirs_totals_and_alter_replica_log_dirs(sandbox: SandboxCluster, sandbox_admin: Any) -> None:

@@ -1,0 +1,104 @@
+"""Fault injection: stopped brokers, held responses, dropped connections, injected errors."""
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import kafka.errors as Errors
+import pytest
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.metadata import ApiVersionsRequest
+
+from kreassign.sandbox import codes
+from kreassign.sandbox.cluster import SandboxCluster
+from kreassign.sandbox.rawclient import encode, read_frame
+
+
+def admin_for(sb: SandboxCluster, **kwargs: Any) -> Any:
+    kwargs.setdefault("request_timeout_ms", 5000)
+    return KafkaAdminClient(bootstrap_servers=sb.bootstrap, **kwargs)
+
+
+def isr(admin: Any, topic: str, index: int) -> list[int]:
+    (t,) = admin.describe_topics([topic])
+    return next(p["isr_nodes"] for p in t["partitions"] if p["partition_index"] == index)
+
+
+def test_stopped_broker_leaves_metadata_and_isr_then_rejoins(sandbox: SandboxCluster) -> None:
+    port = sandbox.ports[4]
+    sandbox.stop_broker(4)
+    # a fresh client: an old one may still pick the stopped broker for its next request
+    admin = admin_for(sandbox)
+    try:
+        live = [b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b["is_fenced"]]
+        assert live == [1, 2, 3, 5, 6]
+        hosted = [(t["name"], p["partition_index"]) for t in admin.describe_topics()
+                  for p in t["partitions"] if 4 in p["replica_nodes"]]
+        assert hosted and all(4 not in isr(admin, t, i) for t, i in hosted)
+    finally:
+        admin.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    sandbox.advance(30)
+    sandbox.start_broker(4)
+    assert sandbox.ports[4] == port
+    sandbox.advance(30)
+    admin = admin_for(sandbox)
+    try:
+        assert all(4 in isr(admin, t, i) for t, i in hosted)
+    finally:
+        admin.close()
+
+
+def test_held_response_times_out_the_client_then_recovers(sandbox: SandboxCluster) -> None:
+    admin = admin_for(sandbox, request_timeout_ms=300)
+    try:
+        sandbox.delay_responses(api="ListPartitionReassignments")
+        with pytest.raises((Errors.KafkaTimeoutError, Errors.RequestTimedOutError)):
+            admin.list_partition_reassignments()
+        sandbox.release_responses()
+        assert admin.list_partition_reassignments() == {}
+    finally:
+        admin.close()
+
+
+def test_dropped_request_closes_the_connection(sandbox: SandboxCluster, sandbox_admin: Any) -> None:
+    sandbox.drop_requests("Metadata", count=1)
+    with pytest.raises(Errors.KafkaConnectionError):
+        sandbox_admin.describe_topics(["orders"])
+    assert sandbox_admin.describe_topics(["orders"])[0]["name"] == "orders"
+
+
+def test_drop_connections_closes_open_sockets(sandbox: SandboxCluster) -> None:
+    with socket.create_connection(("127.0.0.1", sandbox.ports[2]), timeout=5) as sock:
+        sock.sendall(encode(ApiVersionsRequest(), 0, 1))
+        read_frame(sock)
+        sandbox.drop_connections(broker=2)
+        with pytest.raises(ConnectionError):
+            sock.sendall(encode(ApiVersionsRequest(), 0, 2))
+            read_frame(sock)
+
+
+def test_injected_errors(sandbox: SandboxCluster, sandbox_admin: Any) -> None:
+    sandbox.inject_error("ListPartitionReassignments", 31, count=1, message="no")  # CLUSTER_AUTHORIZATION_FAILED
+    with pytest.raises(Errors.ClusterAuthorizationFailedError):
+        sandbox_admin.list_partition_reassignments()
+    assert sandbox_admin.list_partition_reassignments() == {}
+    sandbox.inject_error("ListPartitionReassignments", codes.NOT_CONTROLLER, count=1)
+    assert sandbox_admin.list_partition_reassignments() == {}  # kafka-python refreshes and retries once
+    sandbox.inject_error(45, codes.INVALID_REPLICA_ASSIGNMENT, broker=1, per_item=True)
+    result = sandbox_admin.alter_partition_reassignments({TopicPartition("orders", 0): [1, 2, 3]})
+    assert result == {TopicPartition("orders", 0): Errors.InvalidReplicationAssignmentError}
+    sandbox.clear_faults()
+    assert sandbox_admin.alter_partition_reassignments({TopicPartition("orders", 0): [1, 2, 3]}) == {
+        TopicPartition("orders", 0): None}
+
+
+def test_unknown_fault_targets_are_refused(sandbox: SandboxCluster) -> None:
+    with pytest.raises(ValueError, match="unknown API name"):
+        sandbox.inject_error("Produce", 1)
+    from kreassign.cluster.errors import InputError
+
+    with pytest.raises(InputError, match="broker 9 is not part of the sandbox"):
+        sandbox.stop_broker(9)

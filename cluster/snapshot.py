@@ -792,6 +792,8 @@ def _read_parquet(data: bytes, source: str) -> ClusterState:
 
     try:
         table = pq.read_table(pa.BufferReader(data))
+        table.validate(full=True)  # a damaged file can hold bad offsets or invalid UTF-8
+        table.column_names  # noqa: B018 (decodes the names, which may be damaged too)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f"{source} is not a readable Parquet file: {exc}") from None
     raw = (table.schema.metadata or {}).get(PARQUET_METADATA_KEY)

@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
@@ -136,7 +137,7 @@ def api_error(error: type[Errors.KafkaError] | Errors.KafkaError, message: str |
         message = _detail(error) or None
     text = message or getattr(cls, "description", None) or cls.__name__
     return ApiError(code=code if isinstance(code, int) else -1, name=str(name),
-                    message=str(text), retriable=bool(cls.retriable))
+                    message=str(text), retriable=bool(getattr(cls, "retriable", False)))
 
 
 def _detail(error: BaseException) -> str:
@@ -252,42 +253,53 @@ class KafkaAdmin:
         """Run `fn` until it succeeds, fails for good, or the operation deadline passes.
 
         `broker` is the broker the request goes to, if known: its quota throttle is waited out
-        first. With `per_broker`, connection errors end the attempts after `connect_timeout_s`
-        (a stopped broker stays stopped, and the other brokers' results should not wait)."""
+        first. With `per_broker` the budget is one request timeout plus the connect timeout, and
+        connection errors end the attempts after `connect_timeout_s` (a stopped broker stays
+        stopped, and the other brokers' results should not wait for it)."""
+        t = self._timeouts
         start = self._clock()
-        deadline = start + self._timeouts.api_timeout_s
+        budget = min(t.api_timeout_s, t.request_timeout_s + t.connect_timeout_s) if per_broker else t.api_timeout_s
+        deadline = start + budget
         first_connection_error: float | None = None
+        last: Errors.KafkaError | None = None
         attempt = 0
         while True:
             wait = self._gate.remaining(broker)
             if wait > 0:
                 if self._clock() + wait >= deadline:
-                    raise ClusterUnreachable(f"Could not {what}: broker {broker} throttles us for "
-                                             f"{wait:.1f}s more (quota), beyond the "
-                                             f"{self._timeouts.api_timeout_s:g}s timeout.")
+                    throttled = f"throttles us (quota) for {wait:.1f}s more, beyond the {budget:g}s timeout"
+                    raise _GaveUp(f"Could not {what}: broker {broker} {throttled}.", f"it {throttled}")
                 self._sleep(wait)
             try:
-                return fn()
+                return _within(fn, deadline - self._clock())
+            except _NoAnswer:
+                who = f"broker {broker}" if per_broker else "the cluster"
+                before = f" (before that: {_short(last)})" if last else ""
+                raise _GaveUp(f"Could not {what}: no answer from {who} within {budget:g}s{before}. "
+                              "Check that the brokers are running and reachable.",
+                              f"no answer within {budget:g}s{before}") from last
             except RuntimeError as exc:
                 if _CONTROLLER_MOVED not in str(exc):
                     raise
                 error: Errors.KafkaError = Errors.NotControllerError(str(exc))
             except Errors.KafkaError as exc:
                 error = exc
+            last = error
             if not _should_retry(error):
                 raise _translate(error, what) from error
             now = self._clock()
             if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now
-                if now - first_connection_error >= self._timeouts.connect_timeout_s:
-                    raise ClusterUnreachable(f"Could not {what}: broker {broker} did not answer within "
-                                             f"{self._timeouts.connect_timeout_s:g}s: {_short(error)}.") from error
+                if now - first_connection_error >= t.connect_timeout_s:
+                    reason = f"{_short(error)} for {t.connect_timeout_s:g}s"
+                    raise _GaveUp(f"Could not {what}: broker {broker} did not answer: {reason}.",
+                                  reason) from error
             delay = self._backoff(attempt)
             if now + delay >= deadline:
-                raise ClusterUnreachable(
-                    f"Could not {what} within {self._timeouts.api_timeout_s:g}s; the last error was "
-                    f"{_short(error)}. Check that the brokers are running and reachable."
-                ) from error
+                raise _GaveUp(
+                    f"Could not {what} within {budget:g}s; the last error was "
+                    f"{_short(error)}. Check that the brokers are running and reachable.",
+                    f"{_short(error)}, still after {budget:g}s") from error
             _log.debug("%s: retrying in %.2fs after %s", what, delay, error)
             self._sleep(delay)
             attempt += 1
@@ -295,15 +307,14 @@ class KafkaAdmin:
     def _backoff(self, attempt: int) -> float:
         """Kafka's ExponentialBackoff: base * 2^attempt, capped, with +/-20% jitter."""
         base = self._timeouts.retry_backoff_s * (2 ** attempt)
-        return min(base, self._timeouts.retry_backoff_max_s) * self._rng.uniform(0.8, 1.2)
+        return float(min(base, self._timeouts.retry_backoff_max_s) * self._rng.uniform(0.8, 1.2))
 
     def _per_broker(self, what: str, broker: int, fn: Callable[[], T]) -> T | ApiError:
         """`_call` for one broker; an unreachable broker becomes an ApiError value."""
         try:
             return self._call(what, fn, broker=broker, per_broker=True)
-        except ClusterUnreachable as exc:
-            cause = exc.__cause__
-            return _unreachable(broker, _short(cause) if isinstance(cause, Errors.KafkaError) else str(exc))
+        except _GaveUp as exc:
+            return _unreachable(broker, exc.reason)
         except ClusterError as exc:
             if isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
                 return ApiError(code=-1, name=UNREACHABLE, message=(
@@ -389,7 +400,7 @@ class KafkaAdmin:
         for broker in ids:
             result = self._per_broker(
                 f"describe the log dirs of broker {broker}", broker,
-                lambda b=broker: self._client.describe_log_dirs(topic_partitions=dict(by_topic), brokers=[b]))
+                partial(self._client.describe_log_dirs, topic_partitions=dict(by_topic), brokers=[broker]))
             if isinstance(result, ApiError):
                 unreachable[broker] = result
                 continue
@@ -407,7 +418,7 @@ class KafkaAdmin:
         for broker, wanted in sorted(by_broker.items()):
             request = {KafkaReplica(r.topic, r.partition, r.broker): d for r, d in wanted.items()}
             result = self._per_broker(f"move replicas between log dirs of broker {broker}", broker,
-                                      lambda req=request: self._client.alter_replica_log_dirs(req))
+                                      partial(self._client.alter_replica_log_dirs, request))
             for replica in wanted:
                 if isinstance(result, ApiError):
                     out[replica] = result
@@ -500,7 +511,7 @@ class KafkaAdmin:
             resource = ConfigResource(ConfigResourceType.BROKER, str(broker), wanted)
             result = self._per_broker(
                 f"describe the configs of broker {broker}", broker,
-                lambda r=resource: self._client.describe_configs([r], config_filter="all"))
+                partial(self._client.describe_configs, [resource], config_filter="all"))
             if isinstance(result, ApiError):
                 errors[broker] = result
                 continue
@@ -541,7 +552,7 @@ class KafkaAdmin:
         for broker, ops in sorted((broker_ops or {}).items()):
             resource = ConfigResource(ConfigResourceType.BROKER, str(broker), _alter_ops(ops))
             result = self._per_broker(f"alter the configs of broker {broker}", broker,
-                                      lambda r=resource: self._alter_configs([r], validate_only))
+                                      partial(self._alter_configs, [resource], validate_only))
             brokers[broker] = result if isinstance(result, ApiError) else _alter_result(result, "broker", str(broker))
         topics: dict[str, ApiError | None] = {}
         if topic_ops:
@@ -576,6 +587,48 @@ class KafkaAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _GaveUp(ClusterUnreachable):
+    """ClusterUnreachable that also carries a short reason for per-broker results."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _NoAnswer(Exception):
+    """An attempt outlived the operation's deadline."""
+
+
+def _within(fn: Callable[[], T], timeout_s: float) -> T:
+    """Run `fn` on a helper thread and wait at most `timeout_s` for it.
+
+    kafka-python bounds each request by request_timeout_ms, but not a connection that hangs in
+    its handshake (socket_connection_setup_timeout_ms, 10-30s, is not a KafkaAdminClient
+    setting), nor the sum of several requests in one call. The attempt is abandoned on timeout:
+    kafka-python finishes or fails it on its IO thread and nobody reads the result.
+    """
+    if timeout_s <= 0:
+        raise _NoAnswer()
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="kreassign-admin-call", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise _NoAnswer()
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
 
 
 def _should_retry(error: Errors.KafkaError) -> bool:

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import random
 import socket
+import threading
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -370,6 +371,32 @@ def test_api_error(error: Any, expected: ApiError) -> None:
 
 # ---- per-broker operations -----------------------------------------------------------------
 
+def test_an_attempt_that_never_returns_is_abandoned_at_the_deadline(client: FakeAdminClient) -> None:
+    release = threading.Event()
+    original = client.describe_configs
+
+    def hang(*args: Any, **kwargs: Any) -> Any:
+        if args[0][0].name == "2":
+            release.wait(10)
+        return original(*args, **kwargs)
+
+    client.describe_configs = hang  # type: ignore[method-assign]
+    tiny = AdminTimeouts(request_timeout_s=0.05, api_timeout_s=1.0, connect_timeout_s=0.05)
+    admin = KafkaAdmin(client, timeouts=tiny)
+    try:
+        result = admin.describe_broker_configs([1, 2])
+        assert list(result.configs) == [1]
+        assert result.errors[2] == ApiError(-1, "BROKER_UNREACHABLE",
+                                            "broker 2 did not answer: no answer within 0.1s")
+        with pytest.raises(ClusterUnreachable, match="Could not describe the cluster: no answer from "
+                                                     "the cluster within 1s. Check that the brokers"):
+            client.describe_cluster = lambda: release.wait(10)  # type: ignore[method-assign,assignment,return-value]
+            admin.describe_brokers()
+    finally:
+        release.set()
+        admin.close()
+
+
 def test_down_broker_is_reported_not_raised(make_admin: Callable[..., KafkaAdmin],
                                             client: FakeAdminClient, clock: FakeClock) -> None:
     client.down = {2}
@@ -381,7 +408,7 @@ def test_down_broker_is_reported_not_raised(make_admin: Callable[..., KafkaAdmin
     error = result.errors[2]
     assert error.unreachable and error.code == -1
     assert error.message == ("broker 2 did not answer: KafkaConnectionError "
-                             "(Connection to node 2 refused)")
+                             "(Connection to node 2 refused) for 3s")
     # Gave up on broker 2 after the connect timeout, not the 20s operation timeout.
     assert clock.now - start < TIMEOUTS.connect_timeout_s + TIMEOUTS.retry_backoff_max_s * 1.2
 
@@ -541,7 +568,7 @@ def test_throttle_longer_than_deadline_is_unreachable(
     admin = make_admin()
     admin.describe_brokers()
     admin.elect_leaders([TopicPartition("a", 0)])
-    with pytest.raises(ClusterUnreachable, match="broker 1 throttles us for 60.0s more"):
+    with pytest.raises(ClusterUnreachable, match=r"broker 1 throttles us \(quota\) for 60.0s more, beyond the 20s timeout"):
         admin.list_reassignments()
     assert clock.sleeps == []
 
@@ -935,6 +962,21 @@ def test_e2e_broker_dropping_connections_is_reported_after_connect_timeout(sandb
 
 
 @pytest.mark.e2e
+def test_e2e_hung_broker_is_reported_within_its_budget(sandbox: Any) -> None:
+    admin = connect(sandbox, SHORT_TIMEOUTS)
+    try:
+        sandbox.delay_responses(None, broker=4)  # accepts connections, never answers
+        result = admin.describe_broker_configs([4, 5], [LEADER_THROTTLED_RATE])
+        assert list(result.configs) == [5]
+        assert result.errors[4].unreachable
+        assert result.errors[4].message.startswith("broker 4 did not answer: ")
+        assert admin.log_dir_sizes([4, 6]).unreachable.keys() == {4}
+    finally:
+        sandbox.release_responses()
+        admin.close()
+
+
+@pytest.mark.e2e
 def test_e2e_unreachable_bootstrap_fails_fast(sandbox: Any) -> None:
     bootstrap = sandbox.bootstrap
     sandbox.stop()
@@ -953,8 +995,8 @@ def test_e2e_timeout_in_the_middle(sandbox: Any) -> None:
         sandbox.delay_responses(None, api="ListPartitionReassignments")
         with pytest.raises(ClusterUnreachable) as err:
             admin.list_reassignments()
-        assert str(err.value).startswith("Could not list partition reassignments within 1.5s; the last "
-                                         "error was REQUEST_TIMED_OUT")
+        assert str(err.value).startswith("Could not list partition reassignments: no answer from the "
+                                         "cluster within 1.5s")
         sandbox.release_responses()
         assert admin.list_reassignments() == {}
         assert len(admin.describe_topics(["orders"])) == 12

@@ -21,7 +21,7 @@ from kreassign.throttle.ops_execute import (
     prepare_execute,
 )
 from kreassign.throttle.ops_logdirs import LogDirStatus, MoveStart
-from kreassign.throttle.ops_recovery import AbortResult, ResumeResult, abort, resume
+from kreassign.throttle.ops_recovery import AbortResult, ResumeResult, abort, resume, resume_preview
 from kreassign.throttle.ops_throttles import ThrottleSnapshot, read_throttles
 from kreassign.throttle.ops_verify import (
     ListResult,
@@ -38,5 +38,6 @@ __all__ = [
     "JournalStore", "ListResult", "LogDirStatus", "MoveStart", "PartitionStatus",
     "ReassignmentInProgress", "ResumeResult", "ThrottleSnapshot", "VerifyRequest", "VerifyResult",
     "abort", "apply_execute", "cancel", "cancellable", "clear_throttles", "journal_root",
-    "list_reassignments", "plan_hash", "prepare_execute", "read_throttles", "resume", "verify",
+    "list_reassignments", "plan_hash", "prepare_execute", "read_throttles", "resume", "resume_preview",
+    "verify",
 ]

@@ -83,6 +83,34 @@ def _broker_keys(journal: Journal, keys: tuple[str, ...]) -> dict[int, dict[str,
             for b, ops in journal.planned_brokers.items() if any(k in keys for k in ops)}
 
 
+def resume_preview(journal: Journal) -> list[str]:
+    """What `resume` would do, read from the journal alone (for --dry-run)."""
+    if not journal.is_open:
+        return []
+    if journal.state == "clearing":
+        last = next((s for s in reversed(journal.steps) if s.step == "clear-throttles" and s.status == "intent"), None)
+        brokers = last.detail.get("brokers", []) if last else []
+        topics = last.detail.get("topics", []) if last else []
+        return [f"clear the throttles again on brokers {','.join(map(str, brokers))} and topics "
+                f"{','.join(topics)}, restoring the values recorded before the run"]
+    out = []
+    if journal.planned_topics and not journal.done("set-topic-throttles"):
+        out.append(f"set the throttled-replica lists on topics {','.join(sorted(journal.planned_topics))}")
+    for name, keys, what in (("set-broker-throttles", (LEADER_RATE, FOLLOWER_RATE), "inter-broker rates"),
+                             ("set-log-dir-throttles", (LOG_DIR_RATE,), "log-dir rates")):
+        ops = _broker_keys(journal, keys)
+        brokers = sorted(ops) if not journal.done(name) else sorted(
+            b for b in ops if any(k in keys for k in journal.pending_brokers.get(b, {})))
+        if brokers:
+            out.append(f"set the {what} on brokers {','.join(map(str, brokers))}")
+    if not journal.done("submit-reassignments"):
+        out.append(f"submit the partitions of the plan that are not moving or moved yet "
+                   f"({len(journal.targets)} in the plan)")
+    if explicit_log_dirs(journal.targets) and not journal.done("start-log-dir-moves"):
+        out.append("start the log-dir moves that have not started")
+    return out
+
+
 def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = time.monotonic,
            sleep: Callable[[float], None] = time.sleep) -> ResumeResult:
     """Run the steps of an interrupted run that the journal does not show as done.
@@ -162,6 +190,8 @@ class AbortResult:
     """partitions that completed before the abort, with their replicas before the run: the
     plan to run to move them back"""
 
+    dry_run: bool = False
+
     @property
     def ok(self) -> bool:
         return not self.cancel_errors and not self.log_dir_moves.timed_out and (
@@ -174,11 +204,13 @@ class AbortResult:
             "log_dir_moves_reverted": [str(r) for r, _ in self.log_dir_moves.started],
             "throttles_restored": None if self.restored is None else self.restored.as_dict(),
             "completed_before_abort": {str(tp): list(r) for tp, r in self.rollback.items()},
+            "dry_run": self.dry_run,
         }
 
 
 def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = False, timeout_s: float = 10.0,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> AbortResult:
+          dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> AbortResult:
     """Cancel the run's moves that are still going to its targets and restore the throttles.
 
     Reassignments someone re-targeted since are left alone. Partitions that already reached
@@ -192,6 +224,17 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
     targets = journal.target_of()
     running = port.list_reassignments(list(targets))
     ours = sorted(tp for tp, r in running.items() if tuple(r.target) == tuple(targets[tp]))
+    # A broker we never reached was never changed, unless an interrupted step got through;
+    # restore only where we changed something or know what to restore.
+    brokers = [b for b in journal.planned_brokers
+               if b in journal.applied_brokers or b in journal.previous_brokers]
+    moved = {tp for tp in targets if tp not in running and tp in journal.submitted}
+    rollback = {tp: journal.original[tp] for tp in sorted(moved)
+                if tp in journal.original and journal.original[tp] != targets[tp]}
+    if dry_run:
+        preview = None if preserve_throttles else clear_throttles(
+            port, brokers, journal.planned_topics, journal=journal, dry_run=True)
+        return AbortResult(journal.path, tuple(ours), restored=preview, rollback=rollback, dry_run=True)
     errors = cancel_partitions(port, ours, journal) if ours else {}
     if errors:
         return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors)
@@ -204,14 +247,7 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
         return AbortResult(journal.path, tuple(ours), {}, moves)
     restored = None
     if not preserve_throttles:
-        # A broker we never reached was never changed, unless an interrupted step got through;
-        # restore only where we changed something or know what to restore.
-        brokers = [b for b in journal.planned_brokers
-                   if b in journal.applied_brokers or b in journal.previous_brokers]
         restored = clear_throttles(port, brokers, journal.planned_topics, journal=journal)
     if restored is None or restored.complete:
         journal.set_state("aborted")
-    moved = {tp for tp in targets if tp not in running and tp in journal.submitted}
-    rollback = {tp: journal.original[tp] for tp in sorted(moved)
-                if tp in journal.original and journal.original[tp] != targets[tp]}
     return AbortResult(journal.path, tuple(ours), {}, moves, restored, rollback)

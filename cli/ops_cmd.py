@@ -1,0 +1,364 @@
+"""`kreassign execute|verify|cancel|list|resume|abort`: live operations as subcommands.
+
+Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
+extras on stderr; `--output json` prints one JSON document with a stable schema instead.
+Every command that writes has `--dry-run`. The work is done by `kreassign.throttle.operations`.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kreassign.cli.options import DURATION, RATE, output_option
+
+if TYPE_CHECKING:
+    from kreassign.cluster.kafka_json import ParsedReassignment
+    from kreassign.cluster.port import ClusterPort
+    from kreassign.throttle.journal import Journal, JournalStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cluster_options(f: F) -> F:
+    """--bootstrap-server, --command-config, --timeout, --journal-dir."""
+    f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
+                     help="Where execution journals live (env: KREASSIGN_JOURNAL_DIR; "
+                          "default ~/.kreassign/journal).")(f)
+    f = click.option("--timeout", type=DURATION, default=None,
+                     help="Deadline of each cluster request, and how long to wait for log-dir moves "
+                          "to start (default: the client's, and 10s).")(f)
+    f = click.option("--command-config", type=click.Path(dir_okay=False),
+                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
+    f = click.option("--bootstrap-server", envvar="KREASSIGN_BOOTSTRAP_SERVER", metavar="HOST:PORT[,...]",
+                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
+    return f
+
+
+def plan_option(required: bool = True) -> Callable[[F], F]:
+    return click.option("--reassignment-json-file", "-f", "plan_file", required=required,
+                        type=click.Path(dir_okay=False),
+                        help="The reassignment JSON (Kafka's format).")
+
+
+def open_port(bootstrap: str | None, command_config: str | None,
+              timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
+    """Connect to the cluster (tests replace this with a fake)."""
+    from kreassign.cluster.admin import open_admin
+    from kreassign.cluster.errors import InputError
+
+    if not bootstrap:
+        raise InputError("no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER)")
+    return open_admin(bootstrap, command_config=command_config, timeout_s=timeout_s,
+                      warn=lambda line: click.echo(f"Warning: {line}", err=True))
+
+
+def _read_plan(path: str) -> ParsedReassignment:
+    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cluster.kafka_json import parse_reassignment
+
+    return parse_reassignment(read_text(path))
+
+
+def _store(journal_dir: str | None) -> JournalStore:
+    from kreassign.throttle.journal import JournalStore
+
+    return JournalStore(journal_dir)
+
+
+def _echo_err(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(line, err=True)
+
+
+def _emit(data: dict[str, Any]) -> None:
+    from kreassign.cli.console import emit_json
+
+    emit_json(data)
+
+
+@click.command()
+@cluster_options
+@plan_option()
+@click.option("--throttle", type=RATE, help="Leader and follower replication rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=RATE, help="Leader-side rate (overrides --throttle for leaders).")
+@click.option("--follower-rate", type=RATE, help="Follower-side rate (overrides --throttle for followers).")
+@click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=RATE,
+              help="Rate of moves between log dirs of one broker.")
+@click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
+              "(also the way to change the throttle of a running plan).")
+@click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
+@output_option
+def execute(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+            journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
+            follower_rate: int | None, log_dir_throttle: int | None, additional: bool, dry_run: bool,
+            output: str) -> int:
+    """Start a reassignment under throttles, recording every step in the execution journal."""
+    from kreassign.cli import kafka_live
+    from kreassign.cluster.kafka_json import validate_execute_entries
+    from kreassign.throttle.operations import ExecuteRequest, apply_execute, prepare_execute
+
+    parsed = _read_plan(plan_file)
+    validate_execute_entries(parsed)
+    request = ExecuteRequest.from_parsed(
+        parsed, additional=additional,
+        leader_rate=leader_rate if leader_rate is not None else throttle,
+        follower_rate=follower_rate if follower_rate is not None else throttle,
+        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout if timeout is not None else 10.0)
+    store = _store(journal_dir)
+    text = output == "text"
+    out, err = sys.stdout, sys.stderr
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        plan = prepare_execute(port, request)
+        _echo_err([f"Warning: {w}" for w in plan.warnings])
+        if dry_run:
+            if text:
+                out.write(kafka_live.render_current_assignment(plan.current))
+                out.write(render_would_execute(plan))
+            else:
+                _emit({"dry_run": True, "plan": plan.as_dict()})
+            return 0
+        if text:
+            out.write(kafka_live.render_current_assignment(plan.current))
+            if request.throttled:
+                out.write(kafka_live.VERIFY_WARNING + "\n")
+        try:
+            result = apply_execute(port, plan, store=store, progress=(
+                (lambda event: kafka_live.print_execute_event(event, plan, out, err)) if text else None))
+        except KeyboardInterrupt:
+            err.write(kafka_live.interrupted_hint(store, plan))
+            raise
+    _echo_err([f"Journal: {result.journal_path}"])
+    if not text:
+        _emit(result.as_dict())
+        return 0 if result.ok else 1
+    return kafka_live.finish_execute(result, err)
+
+
+def render_would_execute(plan: Any) -> str:
+    """--dry-run text: the throttle configs and submission `execute` would make."""
+    lines = []
+    for topic, keys in plan.throttles.topic_configs.items():
+        for key, value in keys.items():
+            lines.append(f"Would set {key}={value!r} on topic {topic}")
+    for broker, keys in plan.throttles.broker_rates.items():
+        for key, value in keys.items():
+            lines.append(f"Would set {key}={value} on broker {broker}")
+    count = len(plan.request.targets)
+    lines.append(f"Would submit {count} partition reassignment{'' if count == 1 else 's'}: "
+                 + ",".join(str(t.tp) for t in sorted(plan.request.targets, key=lambda t: t.tp)))
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@cluster_options
+@plan_option()
+@click.option("--preserve-throttles", is_flag=True, help="Leave throttles alone even when everything is done.")
+@click.option("--exit-status", is_flag=True, help="Exit with status 3 while partitions or log-dir moves "
+              "of the plan are still in progress.")
+@click.option("--dry-run", is_flag=True, help="Report, and say which throttles would be cleared; change nothing.")
+@output_option
+def verify(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+           journal_dir: str | None, plan_file: str, preserve_throttles: bool, exit_status: bool,
+           dry_run: bool, output: str) -> int:
+    """Report a reassignment's progress; once nothing moves, clear throttles (restoring earlier values)."""
+    from kreassign.cli import kafka_live
+    from kreassign.cluster.errors import ExitStatus
+    from kreassign.throttle.operations import VerifyRequest
+    from kreassign.throttle.operations import verify as run_verify
+
+    request = VerifyRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
+                            dry_run=dry_run)
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        result = run_verify(port, request, store=_store(journal_dir))
+    if output == "json":
+        _emit(result.as_dict())
+    else:
+        text = kafka_live.render_verify(result)
+        click.echo(text.replace("Clearing", "Would clear") if dry_run else text, nl=False)
+        _echo_err([f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
+                   for b, m in sorted(result.unreachable.items())])
+        _echo_err(kafka_live.clear_warnings(result.clear))
+    if exit_status and result.in_progress:
+        return int(ExitStatus.IN_PROGRESS)
+    return 0 if result.clear is None or result.clear.complete else 1
+
+
+@click.command()
+@cluster_options
+@plan_option()
+@click.option("--preserve-throttles", is_flag=True, help="Leave throttles alone.")
+@click.option("--dry-run", is_flag=True, help="Say what would be cancelled and cleared; change nothing.")
+@output_option
+def cancel(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+           journal_dir: str | None, plan_file: str, preserve_throttles: bool, dry_run: bool, output: str) -> int:
+    """Cancel the plan's running reassignments (including pure additions) and clear throttles."""
+    from kreassign.cli import kafka_live
+    from kreassign.cluster.errors import TerseError
+    from kreassign.throttle.operations import CancelRequest
+    from kreassign.throttle.operations import cancel as run_cancel
+
+    request = CancelRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
+                            timeout_s=timeout if timeout is not None else 10.0, dry_run=dry_run)
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        result = run_cancel(port, request, store=_store(journal_dir))
+    if output == "json":
+        _emit(result.as_dict())
+        return 0 if result.ok and (result.clear is None or result.clear.complete) else 1
+    if result.errors:
+        raise TerseError(kafka_live.render_errors(
+            f"Error cancelling partition reassignment{'' if len(result.errors) == 1 else 's'} for:", result.errors))
+    if dry_run:
+        click.echo("Would cancel: " + (",".join(map(str, result.cancelled)) or "nothing"))
+        click.echo("Would move back: " + (",".join(map(str, result.moves_back)) or "nothing"))
+        if result.clear is not None:
+            click.echo(kafka_live.render_clear(result.clear).replace("Clearing", "Would clear"), nl=False)
+        return 0
+    click.echo(kafka_live.render_cancel_partitions(result), nl=False)
+    click.echo(kafka_live.NO_ACTIVE_MOVES if not result.moves_back
+               else kafka_live.render_log_dir_started(result.log_dir_moves.started), nl=not result.moves_back)
+    if result.log_dir_moves.timed_out:
+        from kreassign.throttle.ops_logdirs import timed_out_message
+
+        raise TerseError(timed_out_message(result.log_dir_moves.timed_out))
+    if result.clear is not None:
+        click.echo(kafka_live.render_clear(result.clear), nl=False)
+    _echo_err(kafka_live.clear_warnings(result.clear))
+    return 0 if result.ok and (result.clear is None or result.clear.complete) else 1
+
+
+@click.command(name="list")
+@cluster_options
+@output_option
+def list_command(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+                 journal_dir: str | None, output: str) -> None:
+    """List every reassignment in flight in the cluster, and open execution journals."""
+    from kreassign.cli import kafka_live
+    from kreassign.throttle.operations import list_reassignments
+
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        result = list_reassignments(port)
+        cluster_id = port.describe_brokers().cluster_id
+    journals = _store(journal_dir).journals(cluster_id, open_only=True)
+    if output == "json":
+        _emit({**result.as_dict(), "open_journals": [
+            {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
+            for j in journals]})
+        return
+    click.echo(kafka_live.render_list(result), nl=False)
+    _echo_err([f"Open journal: {j.path} ({j.state}, {len(j.targets)} partitions, since {j.created_at})"
+               for j in journals])
+
+
+def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, plan_file: str | None) -> Journal:
+    from kreassign.cluster.errors import JournalError
+
+    if journal_path:
+        return store.load(journal_path)
+    cluster_id = port.describe_brokers().cluster_id
+    if plan_file:
+        found = store.find(cluster_id, _read_plan(plan_file).entries)
+        if found is None:
+            raise JournalError(f"no journal for this plan on cluster {cluster_id} under {store.root}")
+        return found
+    candidates = store.journals(cluster_id, open_only=True)
+    if len(candidates) != 1:
+        listing = "".join(f"\n  {j.path} ({j.state})" for j in candidates)
+        raise JournalError(f"{'no' if not candidates else len(candidates)} open journals for cluster "
+                           f"{cluster_id} under {store.root}; name one with --journal FILE{listing}")
+    return candidates[0]
+
+
+def journal_options(f: F) -> F:
+    f = plan_option(required=False)(f)
+    return click.option("--journal", "journal_path", type=click.Path(dir_okay=False),
+                        help="The journal to use (default: the plan's journal with "
+                             "--reassignment-json-file, else the only open journal of the cluster).")(f)
+
+
+@click.command()
+@cluster_options
+@journal_options
+@click.option("--dry-run", is_flag=True, help="Say which steps are missing; change nothing.")
+@output_option
+def resume(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+           journal_dir: str | None, journal_path: str | None, plan_file: str | None, dry_run: bool,
+           output: str) -> int:
+    """Finish an interrupted execute (or clear) from its journal: re-run the steps not done."""
+    from kreassign.cli import kafka_live
+    from kreassign.throttle.operations import resume as run_resume
+    from kreassign.throttle.operations import resume_preview
+
+    store = _store(journal_dir)
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        journal = _locate(port, store, journal_path, plan_file)
+        if dry_run:
+            steps = resume_preview(journal)
+            if output == "json":
+                _emit({"journal": str(journal.path), "state": journal.state, "would": steps, "dry_run": True})
+            else:
+                click.echo("\n".join(f"Would {s}" for s in steps) if steps else "Nothing to resume.")
+            return 0
+        result = run_resume(port, journal)
+    if output == "json":
+        _emit(result.as_dict())
+    else:
+        click.echo(f"Resumed {result.journal_path} ({result.state_before} -> {result.state_after}).")
+        if result.topics:
+            click.echo("Throttled-replica lists set on topics " + ",".join(result.topics))
+        if result.brokers:
+            click.echo("Throttle rates set on brokers " + ",".join(map(str, result.brokers)))
+        if result.submitted:
+            click.echo(kafka_live.render_started(result.submitted), nl=False)
+        click.echo(kafka_live.render_log_dir_started(result.log_dir_moves.started), nl=False)
+        if result.clear is not None:
+            click.echo(kafka_live.render_clear(result.clear), nl=False)
+        if result.nothing_done:
+            click.echo("Nothing was missing; run `kreassign verify` to follow the moves.")
+        _echo_err(kafka_live.describe_skipped(result.skipped, "its throttle is still not set; resume again later."))
+        _echo_err(kafka_live.clear_warnings(result.clear))
+        if result.submit_errors:
+            click.echo(kafka_live.render_errors("Error reassigning partition(s):", result.submit_errors), err=True)
+    failed = result.submit_errors or result.log_dir_moves.timed_out or result.skipped or (
+        result.clear is not None and not result.clear.complete)
+    return 1 if failed else 0
+
+
+@click.command()
+@cluster_options
+@journal_options
+@click.option("--preserve-throttles", is_flag=True, help="Cancel, but leave the throttles as they are.")
+@click.option("--dry-run", is_flag=True, help="Say what would be cancelled and restored; change nothing.")
+@output_option
+def abort(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+          journal_dir: str | None, journal_path: str | None, plan_file: str | None,
+          preserve_throttles: bool, dry_run: bool, output: str) -> int:
+    """Undo a run from its journal: cancel its running moves and restore the earlier throttles."""
+    from kreassign.cli import kafka_live
+    from kreassign.cluster.kafka_json import format_reassignment
+    from kreassign.throttle.operations import abort as run_abort
+
+    store = _store(journal_dir)
+    with open_port(bootstrap_server, command_config, timeout) as port:
+        journal = _locate(port, store, journal_path, plan_file)
+        result = run_abort(port, journal, preserve_throttles=preserve_throttles, dry_run=dry_run,
+                           timeout_s=timeout if timeout is not None else 10.0)
+    if output == "json":
+        _emit(result.as_dict())
+        return 0 if result.ok else 1
+    verb = "Would cancel" if dry_run else "Cancelled"
+    click.echo(f"{verb} partition reassignments for: " + (",".join(map(str, result.cancelled)) or "none"))
+    if result.cancel_errors:
+        click.echo(kafka_live.render_errors("Could not cancel:", result.cancel_errors), err=True)
+    click.echo(kafka_live.render_log_dir_started(result.log_dir_moves.started), nl=False)
+    if result.restored is not None:
+        text = kafka_live.render_clear(result.restored).replace("Clearing", "Restoring")
+        click.echo(text.replace("Restoring", "Would restore") if dry_run else text, nl=False)
+        _echo_err(kafka_live.clear_warnings(result.restored))
+    if result.rollback:
+        click.echo("These partitions had already moved; to move them back, execute:")
+        click.echo(format_reassignment(result.rollback))
+    return 0 if result.ok else 1

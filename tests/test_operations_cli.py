@@ -1,0 +1,157 @@
+"""`kreassign execute|verify|cancel|list|resume|abort` against the fake cluster."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fake_cluster import FakeCluster, plan_file
+
+from kreassign.cli import ops_cmd
+from kreassign.cli.main import main
+from kreassign.cluster.model import TopicPartition
+
+FOO0, BAR0 = TopicPartition("foo", 0), TopicPartition("bar", 0)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
+    cluster = FakeCluster([1, 2, 3, 4]).add_topic("foo", [[1, 2], [2, 3]]).add_topic("bar", [[3, 4]])
+    seen: list[str | None] = []
+
+    @contextmanager
+    def fake_port(bootstrap: str | None, command_config: str | None, timeout_s: float | None) -> Iterator[FakeCluster]:
+        seen.append(bootstrap)
+        yield cluster
+
+    monkeypatch.setattr(ops_cmd, "open_port", fake_port)
+    monkeypatch.setenv("KREASSIGN_BOOTSTRAP_SERVER", "127.0.0.1:9092")
+    monkeypatch.setenv("KREASSIGN_JOURNAL_DIR", str(tmp_path / "journal"))
+    cluster.bootstraps = seen  # type: ignore[attr-defined]
+    return cluster
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    captured = capsys.readouterr()
+    return int(exit_info.value.code or 0), captured.out, captured.err
+
+
+def test_execute_prints_kafka_text_and_names_the_journal(fake: FakeCluster, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3]})
+    code, out, err = run(capsys, "execute", "-f", plan, "--throttle", "50MB/s")
+    assert code == 0, err
+    assert out.endswith("The inter-broker throttle limit was set to 50000000 B/s\n"
+                        "Successfully started partition reassignment for foo-0\n")
+    assert err.startswith("Journal: " + str(tmp_path / "journal" / "fake-cluster"))
+    assert fake.bootstraps == ["127.0.0.1:9092"]  # type: ignore[attr-defined]
+
+
+def test_execute_separate_leader_and_follower_rates(fake: FakeCluster, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3]})
+    code, out, _ = run(capsys, "execute", "-f", plan, "--leader-rate", "100", "--follower-rate", "200")
+    assert code == 0
+    assert "The inter-broker throttle limit was set to 100 B/s (leader) and 200 B/s (follower)\n" in out
+    assert fake.broker_configs[1] == {"leader.replication.throttled.rate": "100",
+                                      "follower.replication.throttled.rate": "200"}
+
+
+def test_execute_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3]})
+    code, out, _ = run(capsys, "execute", "-f", plan, "--throttle", "1000", "--dry-run")
+    assert code == 0
+    assert out.endswith("Would set leader.replication.throttled.replicas='0:1,0:2' on topic foo\n"
+                        "Would set follower.replication.throttled.replicas='0:3' on topic foo\n"
+                        "Would set leader.replication.throttled.rate=1000 on broker 1\n"
+                        "Would set follower.replication.throttled.rate=1000 on broker 1\n"
+                        "Would set leader.replication.throttled.rate=1000 on broker 2\n"
+                        "Would set follower.replication.throttled.rate=1000 on broker 2\n"
+                        "Would set leader.replication.throttled.rate=1000 on broker 3\n"
+                        "Would set follower.replication.throttled.rate=1000 on broker 3\n"
+                        "Would submit 1 partition reassignment: foo-0\n")
+    code, out, _ = run(capsys, "execute", "-f", plan, "--throttle", "1000", "--dry-run", "-o", "json")
+    assert json.loads(out)["dry_run"] is True
+    assert "incremental_alter_configs" not in fake.calls and "alter_reassignments" not in fake.calls
+    assert not (tmp_path / "journal").exists()
+
+
+def test_execute_json_and_kafka_errors(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-0": [1, 3]}), "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["submitted"] == ["foo-0"] and data["errors"] == {}
+    assert set(data) == {"plan", "journal", "submitted", "errors", "skipped_brokers", "rolled_back",
+                         "log_dir_moves_started", "log_dir_moves_timed_out"}
+    code, out, err = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-1": [1, 5]}, name="b.json"), "--additional")
+    assert (code, out, err) == (1, "", "Error: Unknown broker id 5\n")
+
+
+def test_verify_exit_status_while_moving(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3]})
+    run(capsys, "execute", "-f", plan, "--throttle", "1000")
+    code, out, _ = run(capsys, "verify", "-f", plan, "--exit-status")
+    assert code == 3 and "Reassignment of partition foo-0 is still in progress." in out
+    assert run(capsys, "verify", "-f", plan)[0] == 0
+    fake.complete()
+    code, out, _ = run(capsys, "verify", "-f", plan, "--exit-status", "--dry-run")
+    assert code == 0 and "Would clear broker-level throttles on brokers 1,2,3,4\n" in out
+    assert fake.broker_configs[1]  # dry run: still set
+    code, out, _ = run(capsys, "verify", "-f", plan, "-o", "json")
+    data = json.loads(out)
+    assert data["in_progress"] is False and data["throttles_cleared"]["complete"] is True
+    assert all(not v for v in fake.broker_configs.values())
+
+
+def test_cancel_list_and_json(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 2, 3]})
+    run(capsys, "execute", "-f", plan, "--throttle", "1000")
+    code, out, err = run(capsys, "list")
+    assert out == "Current partition reassignments:\nfoo-0: replicas: 1,2,3. adding: 3.\n"
+    assert "Open journal:" in err
+    listed = json.loads(run(capsys, "list", "-o", "json")[1])
+    assert listed["reassignments"][0]["target"] == [1, 2, 3] and len(listed["open_journals"]) == 1
+    code, out, _ = run(capsys, "cancel", "-f", plan, "--dry-run")
+    assert out.startswith("Would cancel: foo-0\nWould move back: nothing\n") and fake.list_reassignments()
+    code, out, _ = run(capsys, "cancel", "-f", plan, "-o", "json")
+    assert json.loads(out)["cancelled"] == ["foo-0"] and not fake.list_reassignments()
+    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": []}
+
+
+def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "resume")
+    assert code == 1 and "no open journals for cluster fake-cluster" in err
+    first = plan_file(tmp_path, {"foo-0": [1, 3]})
+    second = plan_file(tmp_path, {"bar-0": [3, 1]}, name="second.json")
+    fake.fail_next("alter_reassignments", KeyboardInterrupt())
+    code, _, err = run(capsys, "execute", "-f", first, "--throttle", "1000")
+    assert code == 130 and "kreassign resume --journal" in err
+    code, out, _ = run(capsys, "resume", "--dry-run")
+    assert out == ("Would submit the partitions of the plan that are not moving or moved yet (1 in the plan)\n")
+    code, out, _ = run(capsys, "resume")
+    assert code == 0 and "Successfully started partition reassignment for foo-0\n" in out
+    run(capsys, "execute", "-f", second, "--additional")
+    code, _, err = run(capsys, "abort")
+    assert code == 1 and "2 open journals" in err
+    fake.complete(FOO0)
+    code, out, _ = run(capsys, "abort", "-f", first)
+    assert code == 0
+    assert out == ("Cancelled partition reassignments for: none\n"
+                   "Restoring broker-level throttles on brokers 1,2,3\n"
+                   "Restoring topic-level throttles on topic foo\n"
+                   "These partitions had already moved; to move them back, execute:\n"
+                   '{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}\n')
+    assert all(not v for v in fake.broker_configs.values())
+    code, _, err = run(capsys, "abort", "-f", first)
+    assert code == 1 and "nothing to abort: the run was aborted" in err
+
+
+def test_missing_bootstrap_server_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("KREASSIGN_BOOTSTRAP_SERVER", raising=False)
+    code, _, err = run(capsys, "list")
+    assert code == 1 and "no cluster given: use --bootstrap-server" in err

@@ -20,6 +20,12 @@ COMMANDS: dict[str, str] = {
     "plan": "kreassign.cli.plan_cmd:plan",
     "snapshot": "kreassign.cli.snapshot_cmd:snapshot",
     "sandbox": "kreassign.cli.sandbox_cmd:sandbox",
+    "execute": "kreassign.cli.ops_cmd:execute",
+    "verify": "kreassign.cli.ops_cmd:verify",
+    "cancel": "kreassign.cli.ops_cmd:cancel",
+    "list": "kreassign.cli.ops_cmd:list_command",
+    "resume": "kreassign.cli.ops_cmd:resume",
+    "abort": "kreassign.cli.ops_cmd:abort",
 }
 
 GLOBAL_FLAGS = {"--help", "-h", "--version", "--debug"}

@@ -1,0 +1,552 @@
+"""Balanced, minimal-movement plans: rebalance, add brokers, decommission, replace, set RF, leaders.
+
+How a plan is made:
+1. Fair shares per broker (`balance_targets`): replica counts and bytes water-filled over the
+   brokers that may hold data, per rack within the bounds rack awareness imposes, bytes relative
+   to disk capacity when every broker reports one; counts rounded to floor/ceil, with the ceilings
+   going to brokers that already hold more (so a balanced cluster keeps its counts).
+2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
+   on removed or unknown brokers, extra replicas in an over-crowded rack, new replicas for set-rf.
+3. The data goals in the configured order: replica counts (moves from the most over-target to the
+   most under-target broker, choosing the replica whose size best fits both brokers' byte gaps),
+   then bytes (moves where the count band has room, else big-for-small swaps). A phase accepts no
+   move that worsens a goal ranked above it; "topic" caps each topic's replicas per broker.
+4. Preferred leaders (`leader_balance`): reorder replica lists only.
+Everything is deterministic; `seed` only breaks ties between otherwise equal brokers.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
+from kreassign.planner.balance_engine import Layout, Targets
+from kreassign.planner.balance_metrics import MetricContext, lower_bounds, metrics
+from kreassign.planner.balance_targets import integer_shares, rack_bounds, waterfill
+from kreassign.planner.balance_types import BalanceOptions, BalancePlan
+from kreassign.planner.leader_balance import LeaderBalancer
+
+
+def rebalance(state: ClusterState, options: BalanceOptions | None = None) -> BalancePlan:
+    """Balance the whole cluster with as little movement as the goals allow."""
+    return _plan(state, "rebalance", options or BalanceOptions(), balance_data=True)
+
+
+def add_brokers(
+    state: ClusterState,
+    brokers: Sequence[int | Broker],
+    options: BalanceOptions | None = None,
+    *,
+    only_new: bool = False,
+) -> BalancePlan:
+    """Move load onto new brokers, balancing the whole cluster including them.
+
+    In a balanced cluster only the new brokers are below target, so every move lands on them;
+    with `only_new` nothing but the new brokers may receive replicas even if others are below
+    target (Cruise Control's add_broker semantics). Brokers given as ids must be in the cluster;
+    `Broker` values not in it are added (for what-if planning on a snapshot).
+
+    Raises:
+        InputError: an id that is not in the cluster, or no broker given.
+    """
+    if not brokers:
+        raise InputError("give at least one broker to add, e.g. --brokers 7,8")
+    extra = [b for b in brokers if isinstance(b, Broker) and not state.has_broker(b.id)]
+    ids = [b.id if isinstance(b, Broker) else b for b in brokers]
+    known = {b.id for b in state.brokers} | {b.id for b in extra}
+    missing = sorted(i for i in ids if i not in known)
+    if missing:
+        raise InputError(f"broker(s) {_ids(missing)} are not in the cluster; start them first "
+                         "(or add them to the snapshot) and try again")
+    return _plan(state, "add-brokers", options or BalanceOptions(), balance_data=True,
+                 extra_brokers=extra, into_only=frozenset(ids) if only_new else None)
+
+
+def decommission(
+    state: ClusterState,
+    brokers: Sequence[int],
+    options: BalanceOptions | None = None,
+    *,
+    rebalance_rest: bool = False,
+) -> BalancePlan:
+    """Empty brokers: their replicas go to the most under-loaded brokers allowed.
+
+    With `rebalance_rest` the rest of the cluster is rebalanced in the same plan.
+
+    Raises:
+        InputError: an unknown broker, or removing every broker.
+    """
+    _require_known(state, brokers, "decommission")
+    if set(brokers) >= set(state.broker_ids):
+        raise InputError("cannot decommission every broker: the replicas would have nowhere to go")
+    return _plan(state, "decommission", options or BalanceOptions(), balance_data=rebalance_rest,
+                 removed=frozenset(brokers))
+
+
+def replace_broker(
+    state: ClusterState,
+    old: int,
+    new: int | Broker,
+    options: BalanceOptions | None = None,
+) -> BalancePlan:
+    """Move every replica of `old` onto `new`, keeping its place in the replica list.
+
+    Replicas that `new` cannot take (it already holds the partition, or its rack would break rack
+    awareness) go to the best other broker instead.
+
+    Raises:
+        InputError: unknown brokers, or `old` equal to `new`.
+    """
+    new_id = new.id if isinstance(new, Broker) else new
+    _require_known(state, [old], "replace")
+    if old == new_id:
+        raise InputError("--from and --to name the same broker")
+    extra = [new] if isinstance(new, Broker) and not state.has_broker(new.id) else []
+    if not extra and not state.has_broker(new_id):
+        raise InputError(f"broker {new_id} is not in the cluster; start it first and try again")
+    return _plan(state, "replace-broker", options or BalanceOptions(), balance_data=False,
+                 removed=frozenset([old]), extra_brokers=extra, direct=(old, new_id),
+                 leaders=False)
+
+
+def set_replication_factor(
+    state: ClusterState,
+    topic: str,
+    rf: int,
+    options: BalanceOptions | None = None,
+) -> BalancePlan:
+    """Change a topic's replication factor: add replicas on the least-loaded brokers allowed, or
+    drop replicas from the most crowded racks and most loaded brokers (never the leader first).
+
+    Raises:
+        InputError: unknown topic, RF < 1 or larger than the brokers that may hold it.
+    """
+    if not state.has_topic(topic):
+        raise InputError(f"topic '{topic}' does not exist in the cluster")
+    opts = options or BalanceOptions()
+    eligible = [b for b in state.broker_ids if b not in opts.exclude_brokers]
+    if rf < 1:
+        raise InputError("the replication factor must be at least 1")
+    if rf > len(eligible):
+        raise InputError(f"replication factor {rf} is larger than the {len(eligible)} brokers available")
+    if topic in opts.exclude_topics:
+        raise InputError(f"topic '{topic}' is excluded; remove it from --exclude-topics")
+    rows = state.topic_rows(topic)
+    return _plan(state, "set-rf", opts, balance_data=False,
+                 rf_changes={r: rf for r in rows}, leaders=False)
+
+
+def balance_leaders(state: ClusterState, options: BalanceOptions | None = None) -> BalancePlan:
+    """Balance preferred leaders by reordering replica lists only; no data moves."""
+    opts = options or BalanceOptions()
+    goals = tuple(g for g in opts.goals if g in ("leaders", "leader_bytes")) or ("leaders", "leader_bytes")
+    return _plan(state, "leaders", replace(opts, goals=goals), balance_data=False, move_data=False)
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def _require_known(state: ClusterState, brokers: Sequence[int], verb: str) -> None:
+    if not brokers:
+        raise InputError(f"give at least one broker to {verb}")
+    missing = sorted(b for b in brokers if not state.has_broker(b))
+    if missing:
+        raise InputError(f"broker(s) {_ids(missing)} are not in the cluster "
+                         f"(known: {_ids(state.broker_ids)})")
+
+
+@dataclass
+class _Brokers:
+    ids: np.ndarray  # dense -> id, sorted real brokers first, then ghosts
+    real: np.ndarray
+    rack_names: tuple[str | None, ...]
+    rack: np.ndarray
+    racks: int  # real racks (rack groups of real brokers)
+    disk: np.ndarray  # disk bytes (nan when unknown)
+
+
+def _brokers(state: ClusterState, extra: Sequence[Broker], goals_rack: bool,
+             warnings: list[str]) -> _Brokers:
+    real = sorted(list(state.brokers) + list(extra), key=lambda b: b.id)
+    known = {b.id for b in real}
+    ghosts = sorted(set(np.unique(state.replica_ids).tolist()) - known)
+    if ghosts:
+        warnings.append(f"replicas sit on broker id(s) {_ids(ghosts)} that are not in the cluster; "
+                        "they are moved to live brokers")
+    names = [b.rack for b in real]
+    has = [r is not None for r in names]
+    if any(has) and not all(has):
+        warnings.append("some brokers have no rack: each of them counts as a rack of its own")
+    rack_on = goals_rack and any(has)
+    if rack_on:
+        labels = [r if r is not None else f"\0{b.id}" for b, r in zip(real, names)]
+        uniq = sorted(set(labels))
+        rack = [uniq.index(x) for x in labels]
+        racks = len(uniq)
+    else:
+        rack = [0] * len(real)
+        racks = 1
+    ids = np.array([b.id for b in real] + ghosts, dtype=np.int64)
+    disk = np.array([np.nan if b.disk_bytes is None else float(b.disk_bytes) for b in real]
+                    + [np.nan] * len(ghosts))
+    return _Brokers(ids=ids, real=np.array([True] * len(real) + [False] * len(ghosts)),
+                    rack_names=tuple(names) + (None,) * len(ghosts),
+                    rack=np.array(rack + [racks] * len(ghosts), dtype=np.int64), racks=racks, disk=disk)
+
+
+def _dense_matrix(state: ClusterState, ids: np.ndarray, width: int) -> np.ndarray:
+    raw = state.replica_matrix()
+    out = np.full((len(state), max(width, raw.shape[1] if raw.ndim == 2 else 0)), -1, dtype=np.int64)
+    if raw.size:
+        order = np.argsort(ids)
+        pos = order[np.searchsorted(ids[order], np.maximum(raw, 0))]
+        out[:, :raw.shape[1]] = np.where(raw >= 0, pos, -1)
+    return out
+
+
+def _plan(
+    state: ClusterState,
+    command: str,
+    options: BalanceOptions,
+    *,
+    balance_data: bool,
+    removed: frozenset[int] = frozenset(),
+    extra_brokers: Sequence[Broker] = (),
+    into_only: frozenset[int] | None = None,
+    direct: tuple[int, int] | None = None,
+    rf_changes: Mapping[int, int] | None = None,
+    leaders: bool = True,
+    move_data: bool = True,
+) -> BalancePlan:
+    warnings: list[str] = []
+    unknown_excluded = sorted(b for b in options.exclude_brokers if not state.has_broker(b))
+    if unknown_excluded:
+        warnings.append(f"excluded broker(s) {_ids(unknown_excluded)} are not in the cluster")
+    br = _brokers(state, extra_brokers, options.has("rack"), warnings)
+    nb = len(br.ids)
+    n = len(state)
+    rf_changes = dict(rf_changes or {})
+    width = max([int(state.replication_factors.max()) if n else 0] + list(rf_changes.values()))
+    F0 = _dense_matrix(state, br.ids, width)
+    rf_now = (F0 >= 0).sum(axis=1)
+    rf_final = rf_now.copy()
+    for r, v in rf_changes.items():
+        rf_final[r] = v
+
+    id_pos = {int(b): i for i, b in enumerate(br.ids)}
+    is_removed = ~br.real | np.isin(br.ids, list(removed))
+    is_excluded = br.real & np.isin(br.ids, list(options.exclude_brokers))
+    receivers = ~is_removed & ~is_excluded
+    if into_only is not None:
+        receivers &= np.isin(br.ids, list(into_only))
+    balanced = ~is_removed & ~is_excluded
+
+    movable = _movable(state, F0, br, options, is_excluded, warnings)
+    rack_on = options.has("rack") and br.racks > 1 and any(r is not None for r in br.rack_names)
+    K = int(np.unique(br.rack[~is_removed]).size) if (~is_removed).any() else 1
+    rack_cap = -(-rf_final // max(K, 1)) if rack_on else np.full(n, max(width, 1), dtype=np.int64)
+    locked = bool(rack_on and K > 0 and n and np.all(rf_final[movable.any(axis=1)] % K == 0))
+
+    size = state.size_bytes.astype(np.int64)
+    topic = state.topic_index.astype(np.int64)
+    tiebreak = np.random.default_rng(options.seed).permutation(nb)
+    layout = Layout(
+        matrix=F0, size=size, topic=topic, n_topics=len(state.topics), movable=movable,
+        rack=br.rack, receivers=receivers, disk_cap=_disk_caps(br, options, nb), rack_on=rack_on,
+        topic_on=options.has("topic"), tiebreak=tiebreak, max_moves=options.max_moves,
+        max_bytes=options.max_bytes,
+    )
+    layout.set_rack_caps(rack_cap, locked)
+    topic_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
+    layout.set_topic_caps(topic_cap)
+    targets = _targets(layout, F0, movable, size, rf_final, br, receivers, is_removed, is_excluded,
+                       options, K if rack_on else 0)
+    layout.set_targets(targets)
+
+    if move_data:
+        _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options, warnings)
+        if balance_data:
+            for goal in options.goals:
+                if goal == "replicas":
+                    layout.balance_counts(
+                        aim=1 + options.disk_tolerance / 2 if options.has("disk") else None,
+                        keep_disk=options.before("disk", "replicas"),
+                        relax_topic=not options.before("topic", "replicas"))
+                elif goal == "disk":
+                    layout.balance_disk(keep_counts=options.before("replicas", "disk"),
+                                        tolerance=options.disk_tolerance)
+    warnings.extend(layout.warnings)
+    if layout.budget_hit:
+        warnings.append("the move or byte budget (--max-moves / --max-bytes) stopped the plan before "
+                        "it reached balance; run again after it completes")
+
+    F1 = _matrix_of(layout.rows, max(width, 1))
+    lead_movable = np.ones(n, dtype=bool)
+    if options.exclude_topics:
+        lead_movable &= ~np.isin(np.array(state.topics, dtype=object)[topic], list(options.exclude_topics))
+    if leaders and (options.has("leaders") or options.has("leader_bytes")):
+        F1 = _balance_leaders(F1, F0, lead_movable, state, balanced, tiebreak, options)
+
+    ctx = MetricContext(
+        broker_ids=br.ids, rack_names=br.rack_names, rack=br.rack, real=br.real, balanced=balanced,
+        byte_target=np.array(targets.bytes), count_lo=np.array(targets.count_lo),
+        count_hi=np.array(targets.count_hi), rack_cap=rack_cap, rack_on=rack_on, topic=topic,
+        topic_cap=topic_cap, topic_on=options.has("topic"), size=size,
+        produce_bps=state.produce_bps.astype(np.float64),
+    )
+    return _finish(state, command, options, F0, F1, movable, ctx, br, is_removed, warnings)
+
+
+def _matrix_of(rows: list[list[int]], width: int) -> np.ndarray:
+    lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    flat = np.fromiter((b for r in rows for b in r), dtype=np.int64, count=int(lens.sum()))
+    out = np.full((len(rows), width), -1, dtype=np.int64)
+    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
+    out[np.repeat(np.arange(len(rows)), lens), cols] = flat
+    return out
+
+
+def _movable(state: ClusterState, F0: np.ndarray, br: _Brokers, options: BalanceOptions,
+             is_excluded: np.ndarray, warnings: list[str]) -> np.ndarray:
+    n = len(state)
+    mov = F0 >= 0
+    if options.exclude_topics:
+        unknown = sorted(t for t in options.exclude_topics if not state.has_topic(t))
+        if unknown:
+            warnings.append(f"excluded topic(s) {', '.join(unknown)} are not in the cluster")
+        bad = np.isin(np.array(state.topics, dtype=object), list(options.exclude_topics))
+        mov &= ~bad[state.topic_index][:, None]
+    if state.reassignments:
+        busy = [state.find_row(tp.topic, tp.partition) for tp in state.reassignments]
+        busy = [r for r in busy if r >= 0]
+        mov[busy] = False
+        warnings.append(f"{len(busy)} partition(s) are being reassigned now and are left as they are")
+    mov &= ~is_excluded[np.maximum(F0, 0)]
+    for pin in options.pinned:
+        row = state.find_row(pin.topic, pin.partition)
+        if row < 0 or not state.has_broker(pin.broker):
+            warnings.append(f"pinned replica {pin} does not exist")
+            continue
+        pos = int(np.flatnonzero(br.ids == pin.broker)[0])
+        mov[row] &= F0[row] != pos
+    mov &= F0 >= 0
+    del n
+    return mov
+
+
+def _disk_caps(br: _Brokers, options: BalanceOptions, nb: int) -> np.ndarray:
+    cap = np.where(np.isnan(br.disk), np.inf, br.disk * (1.0 - options.disk_headroom))
+    return cap if options.disk_headroom > 0 else np.full(nb, np.inf)
+
+
+def _topic_caps(topic: np.ndarray, rf: np.ndarray, n_topics: int, br: _Brokers, balanced: np.ndarray,
+                K: int, rack_on: bool) -> np.ndarray:
+    """Most replicas of a topic one broker should hold: its even share, or more in a small rack
+    that rack awareness forces to hold a fixed share."""
+    groups = int(br.rack.max()) + 1 if len(br.rack) else 1
+    per_topic = np.bincount(topic, weights=rf, minlength=n_topics)
+    n_bal = max(int(balanced.sum()), 1)
+    cap = np.ceil(per_topic / n_bal - 1e-9)[:, None].repeat(groups, axis=1)
+    if rack_on and K > 0:
+        must = np.bincount(topic, weights=rf // K, minlength=n_topics)
+        in_rack = np.bincount(br.rack[balanced], minlength=groups).astype(np.float64)
+        forced = np.ceil(must[:, None] / np.maximum(in_rack[None, :], 1.0) - 1e-9)
+        cap = np.maximum(cap, forced)
+    return np.maximum(cap, 1).astype(np.int64)
+
+
+def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarray, rf: np.ndarray,
+             br: _Brokers, receivers: np.ndarray, is_removed: np.ndarray, is_excluded: np.ndarray,
+             options: BalanceOptions, K: int) -> Targets:
+    nb = len(br.ids)
+    fixed_slots = (F0 >= 0) & ~movable
+    fb = F0[fixed_slots]
+    fixed_count = np.bincount(fb, minlength=nb).astype(np.float64)
+    fixed_bytes = np.bincount(fb, weights=np.broadcast_to(size[:, None], F0.shape)[fixed_slots]
+                              .astype(np.float64), minlength=nb)
+    count_now = np.array(layout.count, dtype=np.float64)
+    bytes_now = np.array(layout.bytes, dtype=np.float64)
+    groups = int(br.rack.max()) + 1
+    holding = ~is_removed
+    total_count = int(rf.sum())
+    total_bytes = float((rf * size).sum())
+
+    def bounds(per_partition: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        glo, ghi = np.zeros(groups), np.full(groups, np.inf)
+        if K > 0:
+            lo_r, hi_r = rack_bounds(per_partition, rf, K)
+            real = np.unique(br.rack[holding])
+            glo[real], ghi[real] = lo_r, hi_r
+        return glo, ghi
+
+    def share(total: float, now: np.ndarray, fixed: np.ndarray, weights: np.ndarray,
+              cap: np.ndarray, per_partition: np.ndarray) -> np.ndarray:
+        lo = fixed.copy()
+        hi = np.where(receivers, cap, np.maximum(now, fixed))
+        hi = np.where(is_removed | is_excluded, np.where(is_excluded, now, fixed), hi)
+        lo = np.where(is_excluded, now, lo)
+        w = np.where(holding & ~is_excluded, weights, 0.0)
+        glo, ghi = bounds(per_partition)
+        return waterfill(total, w, lo, hi, br.rack, glo, ghi)
+
+    ones = np.ones(nb)
+    counts = share(float(total_count), count_now, fixed_count, ones, np.full(nb, np.inf), np.ones(len(rf)))
+    disk_known = not np.isnan(br.disk[receivers]).any() and receivers.any()
+    weights = np.nan_to_num(br.disk, nan=1.0) if disk_known else ones
+    cap = np.where(np.isnan(br.disk), np.inf, br.disk * (1 - options.disk_headroom)) \
+        if options.disk_headroom > 0 else np.full(nb, np.inf)
+    byte_t = share(total_bytes, bytes_now, fixed_bytes, weights, cap, size.astype(np.float64))
+    exact = integer_shares(counts, count_now, total_count, np.asarray(layout.tb))
+    lo_c = np.floor(counts + 1e-9).astype(np.int64)
+    hi_c = np.ceil(counts - 1e-9).astype(np.int64)
+    tol = options.disk_tolerance
+    if abs(byte_t.sum() - total_bytes) > max(1.0, 1e-6 * total_bytes):
+        layout.warnings.append("the brokers' disk capacity (after headroom) cannot hold all the data")
+    return Targets(count=exact.tolist(), count_lo=lo_c.tolist(), count_hi=hi_c.tolist(),
+                   bytes=byte_t.tolist(), bytes_lo=(byte_t * (1 - tol)).tolist(),
+                   bytes_hi=(byte_t * (1 + tol)).tolist())
+
+
+def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.ndarray,
+            rf_changes: Mapping[int, int], is_removed: np.ndarray, direct: tuple[int, int] | None,
+            id_pos: Mapping[int, int], options: BalanceOptions, warnings: list[str]) -> None:
+    items: list[tuple[int, int]] = []
+    on_removed = movable & is_removed[np.maximum(F0, 0)] & (F0 >= 0)
+    stuck = (F0 >= 0) & ~movable & is_removed[np.maximum(F0, 0)]
+    if stuck.any():
+        warnings.append(f"{int(stuck.sum())} replica(s) on removed brokers belong to excluded topics, "
+                        "pinned replicas or running reassignments and stay where they are")
+    if direct is not None:
+        old, new = id_pos[direct[0]], id_pos[direct[1]]
+        for p in np.flatnonzero(on_removed.any(axis=1)).tolist():
+            for s in F0[p][on_removed[p]].tolist():
+                if s == old and layout.can_host(p, s, new) and layout.affordable(p, s, new):
+                    layout.move(p, s, new)
+                else:
+                    items.append((p, s))
+    else:
+        rr, cc = np.nonzero(on_removed)
+        items.extend(zip(rr.tolist(), F0[rr, cc].tolist()))
+    for p, want in sorted(rf_changes.items()):
+        have = len(layout.rows[p])
+        if want > have:
+            items.extend((p, -1) for _ in range(want - have))
+        elif want < have:
+            _shrink(layout, p, have - want)
+    if layout.rack_on:
+        items.extend(_rack_fixes(layout, F0, is_removed))
+    count_goal = options.before("replicas", "disk") or not options.has("disk")
+    failed = layout.place(items, count_goal)
+    if failed:
+        warnings.append(f"{len(failed)} replica(s) could not be placed without breaking a constraint "
+                        "(rack awareness, distinct brokers, disk headroom or budget)")
+
+
+def _shrink(layout: Layout, p: int, k: int) -> None:
+    """Drop k replicas of partition p: from the most crowded rack, the most loaded broker, and
+    the preferred leader only as a last resort."""
+    t = layout.targets
+    assert t is not None
+    for _ in range(k):
+        row = layout.rows[p]
+        free = [b for b in row if layout.lists_contains(p, b)]
+        cands = [b for b in free if b != row[0]] or free
+        if not cands:
+            return
+        per_rack: dict[int, int] = {}
+        for b in row:
+            per_rack[layout.rack[b]] = per_rack.get(layout.rack[b], 0) + 1
+        s = max(cands, key=lambda b: (per_rack[layout.rack[b]], layout.count[b] - t.count[b], -layout.tb[b]))
+        layout.drop_replica(p, s)
+
+
+def _rack_fixes(layout: Layout, F0: np.ndarray, is_removed: np.ndarray) -> list[tuple[int, int]]:
+    """Replicas to move so that no rack holds more of a partition than rack awareness allows.
+
+    Only partitions crowded in the original assignment can be crowded now: every edit made
+    before this point (replacements, drops) is rack-checked.
+    """
+    t = layout.targets
+    assert t is not None
+    rack = np.asarray(layout.rack, dtype=np.int64)
+    racks = np.where((F0 >= 0) & ~is_removed[np.maximum(F0, 0)], rack[np.maximum(F0, 0)], -1)
+    same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
+    crowded = np.flatnonzero(same.sum(axis=2).max(axis=1, initial=0) > np.asarray(layout.rack_cap))
+    out: list[tuple[int, int]] = []
+    for p in crowded.tolist():
+        cap = layout.rack_cap[p]
+        per_rack: dict[int, list[int]] = {}
+        for b in layout.rows[p]:
+            if not is_removed[b]:
+                per_rack.setdefault(layout.rack[b], []).append(b)
+        for members in per_rack.values():
+            if len(members) <= cap:
+                continue
+            free = [b for b in members if layout.lists_contains(p, b)]
+            free.sort(key=lambda b: (-(layout.count[b] - t.count[b]), layout.tb[b]))
+            out.extend((p, b) for b in free[:len(members) - cap])
+    return out
+
+
+def _balance_leaders(F1: np.ndarray, F0: np.ndarray, lead_movable: np.ndarray, state: ClusterState,
+                     balanced: np.ndarray, tiebreak: np.ndarray, options: BalanceOptions) -> np.ndarray:
+    current = np.where(F0[:, 0] >= 0, F0[:, 0], -1) if F0.shape[1] else np.full(len(F0), -1)
+    lb = LeaderBalancer(F1, current, lead_movable, state.produce_bps, len(balanced), tiebreak)
+    lb.set_targets(balanced)
+    if options.has("leaders"):
+        lb.balance_counts()
+    if options.has("leader_bytes"):
+        lb.balance_bytes(options.leader_bytes_tolerance, balanced)
+    out = F1.copy()
+    lead = lb.lead
+    for p in np.flatnonzero((lead >= 0) & (F1[:, 0] != lead)).tolist():
+        row = [b for b in F1[p].tolist() if b >= 0]
+        row.remove(int(lead[p]))
+        out[p, :len(row) + 1] = [int(lead[p])] + row
+    return out
+
+
+def _finish(state: ClusterState, command: str, options: BalanceOptions, F0: np.ndarray, F1: np.ndarray,
+            movable: np.ndarray, ctx: MetricContext, br: _Brokers, is_removed: np.ndarray,
+            warnings: list[str]) -> BalancePlan:
+    width = max(F0.shape[1], F1.shape[1])
+    A = np.full((len(F0), width), -1, dtype=np.int64)
+    A[:, :F0.shape[1]] = F0
+    changed = np.flatnonzero((A != F1).any(axis=1))
+    ids = np.append(br.ids, -1)
+    new_ids = ids[F1[changed]].tolist()
+    old_ids = ids[A[changed]].tolist()
+    topics = state.topics
+    tix = state.topic_index[changed].tolist()
+    parts = state.partition[changed].tolist()
+    targets = [PartitionTarget(topics[t], p, tuple(b for b in r if b >= 0))
+               for t, p, r in zip(tix, parts, new_ids)]
+    rollback = [PartitionTarget(topics[t], p, tuple(b for b in r if b >= 0))
+                for t, p, r in zip(tix, parts, old_ids)]
+    Fc, Ac = F1[changed], A[changed]
+    added = ((Fc[:, :, None] != Ac[:, None, :]).all(axis=2) & (Fc >= 0)).sum(axis=1)
+    moves = int(added.sum())
+    moved_bytes = int((added * state.size_bytes[changed]).sum())
+    leader_changes = int(((F1[:, 0] != A[:, 0]) & (F1[:, 0] >= 0)).sum()) if width else 0
+    before = metrics(F0, ctx)
+    after = metrics(F1, ctx)
+    left = [int(br.ids[b]) for b in np.flatnonzero(is_removed & br.real)
+            if (F1 == b).any()]
+    if left:
+        warnings.append(f"broker(s) {_ids(left)} still hold replicas after the plan")
+    spread = after.replicas.spread
+    if ctx.balanced.any() and spread > after.replica_spread_allowed and command in ("rebalance", "add-brokers"):
+        warnings.append(f"replica counts differ by {int(spread)} across brokers; the racks allow "
+                        f"{after.replica_spread_allowed}")
+    if after.rack_violations:
+        warnings.append(f"{after.rack_violations} partition(s) still break rack awareness")
+    return BalancePlan(
+        command=command, targets=tuple(targets), rollback=tuple(rollback), before=before,
+        after=after, lower_bounds=lower_bounds(F0, F1, movable, ctx), replica_moves=moves,
+        bytes_moved=moved_bytes, leader_changes=leader_changes, goals=tuple(options.goals),
+        seed=options.seed, warnings=tuple(dict.fromkeys(warnings)),
+    )

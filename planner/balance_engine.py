@@ -1,0 +1,519 @@
+"""The working assignment the balanced planner edits, and its move phases.
+
+Brokers are dense indices 0..B-1. Each broker keeps the *ranks* of its movable replicas in a
+sorted Python list, where a partition's rank is its position in the global size order, so
+"the replica on broker s whose size is closest to z" is one bisect plus a short outward scan.
+Sources and sinks sit in heaps with lazy invalidation (a per-broker stamp), so one move costs
+O(log B) heap work plus the candidate scan. Every phase only accepts moves that do not worsen a
+goal ranked above it, which is what makes the result "never worse" goal by goal.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from dataclasses import dataclass
+
+import numpy as np
+
+SCAN = 24  # candidates looked at around the wanted size before trying another sink
+TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
+
+
+@dataclass
+class Targets:
+    """Per-broker targets: exact replica counts with their floor/ceil band, bytes with a band."""
+
+    count: list[int]
+    count_lo: list[int]
+    count_hi: list[int]
+    bytes: list[float]
+    bytes_lo: list[float]
+    bytes_hi: list[float]
+
+
+class TopicCounts:
+    """Replicas of each topic per broker: a flat list when small, a dict otherwise."""
+
+    def __init__(self, topics: int, brokers: int, topic_ids: np.ndarray, broker_ids: np.ndarray) -> None:
+        self.brokers = brokers
+        self.dense = topics * brokers <= 20_000_000
+        keys = topic_ids.astype(np.int64) * brokers + broker_ids
+        if self.dense:
+            self.table: list[int] = np.bincount(keys, minlength=topics * brokers).tolist()
+        else:
+            uniq, counts = np.unique(keys, return_counts=True)
+            self.map: dict[int, int] = dict(zip(uniq.tolist(), counts.tolist()))
+
+    def get(self, topic: int, broker: int) -> int:
+        k = topic * self.brokers + broker
+        return self.table[k] if self.dense else self.map.get(k, 0)
+
+    def add(self, topic: int, broker: int, delta: int) -> None:
+        k = topic * self.brokers + broker
+        if self.dense:
+            self.table[k] += delta
+        else:
+            self.map[k] = self.map.get(k, 0) + delta
+
+
+class _Heap:
+    """A min-heap of brokers whose entries go stale when the broker's stamp changes."""
+
+    def __init__(self, stamps: list[int]) -> None:
+        self.h: list[tuple[tuple[float, ...], int, int]] = []
+        self.stamps = stamps
+
+    def push(self, key: tuple[float, ...], b: int) -> None:
+        heapq.heappush(self.h, (key, self.stamps[b], b))
+
+    def pop(self) -> int:
+        while self.h:
+            _, stamp, b = heapq.heappop(self.h)
+            if stamp == self.stamps[b]:
+                return b
+        return -1
+
+    def top(self, k: int) -> list[tuple[tuple[float, ...], int]]:
+        out: list[tuple[tuple[float, ...], int, int]] = []
+        seen: set[int] = set()
+        while self.h and len(out) < k:
+            item = heapq.heappop(self.h)
+            if item[1] == self.stamps[item[2]] and item[2] not in seen:
+                out.append(item)
+                seen.add(item[2])
+        for item in out:
+            heapq.heappush(self.h, item)
+        return [(key, b) for key, _, b in out]
+
+
+class Layout:
+    """The assignment being planned, with per-broker load and the constraints on moves."""
+
+    def __init__(
+        self,
+        *,
+        matrix: np.ndarray,
+        size: np.ndarray,
+        topic: np.ndarray,
+        n_topics: int,
+        movable: np.ndarray,
+        rack: np.ndarray,
+        receivers: np.ndarray,
+        disk_cap: np.ndarray,
+        rack_on: bool,
+        topic_on: bool,
+        tiebreak: np.ndarray,
+        max_moves: int | None,
+        max_bytes: int | None,
+    ) -> None:
+        n, width = matrix.shape
+        nb = len(rack)
+        self.n, self.nb = n, nb
+        self.rows: list[list[int]] = [[b for b in r if b >= 0] for r in matrix.tolist()]
+        self.orig: list[tuple[int, ...]] = [tuple(r) for r in self.rows]
+        self.width = width
+        self.zs: list[int] = size.tolist()
+        order = np.argsort(size, kind="stable")
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        self.rank: list[int] = rank.tolist()
+        self.by_rank: list[int] = order.tolist()
+        self.size_by_rank: list[int] = size[order].tolist()
+        self.rack: list[int] = rack.tolist()
+        self.racks = int(rack.max()) + 1 if nb else 0
+        self.recv: list[bool] = receivers.tolist()
+        self.disk_cap: list[float] = disk_cap.tolist()
+        self.rack_on = rack_on
+        self.topic_on = topic_on  # track topic counts
+        self.topic_check = topic_on  # enforce the topic cap on moves
+        self.tb: list[int] = tiebreak.tolist()
+        self.topic_of: list[int] = topic.tolist()
+        self.n_topics = n_topics
+        self.moves_left = math.inf if max_moves is None else float(max_moves)
+        self.bytes_left = math.inf if max_bytes is None else float(max_bytes)
+        self.budget_hit = False
+
+        flat = matrix.ravel()
+        keep = flat >= 0
+        part = np.repeat(np.arange(n), width)[keep]
+        brk = flat[keep]
+        self.count: list[int] = np.bincount(brk, minlength=nb).tolist()
+        self.bytes: list[float] = np.bincount(brk, weights=size[part].astype(np.float64), minlength=nb).tolist()
+        mov = movable.ravel()[keep]
+        lists_order = np.lexsort((rank[part[mov]], brk[mov]))
+        mb, mr = brk[mov][lists_order], rank[part[mov]][lists_order]
+        bounds = np.searchsorted(mb, np.arange(nb + 1))
+        self.lists: list[list[int]] = [mr[bounds[b]:bounds[b + 1]].tolist() for b in range(nb)]
+        self.tcounts = TopicCounts(n_topics, nb, topic[part], brk)
+        self.rack_cap: list[int] = [n] * n
+        self.set_topic_caps(np.full((max(n_topics, 1), max(self.racks + 1, 1)), n, dtype=np.int64))
+        self.rack_locked = False
+        self.targets: Targets | None = None
+        self.tscale = 1.0
+        self.warnings: list[str] = []
+
+    # ---- constraints ----------------------------------------------------------------------
+    def set_rack_caps(self, caps: np.ndarray, locked: bool) -> None:
+        self.rack_cap = caps.tolist()
+        self.rack_locked = locked
+
+    def set_topic_caps(self, caps: np.ndarray) -> None:
+        self.topic_cap = caps
+        self.topic_cap_list: list[list[int]] = caps.tolist()
+
+    def set_targets(self, targets: Targets) -> None:
+        self.targets = targets
+        self.tscale = max(sum(targets.bytes) / max(self.nb, 1), 1.0)
+
+    def can_host(self, p: int, s: int, d: int) -> bool:
+        """May the replica of partition p on broker s (or a new one if s < 0) go to d?"""
+        if not self.recv[d]:
+            return False
+        row = self.rows[p]
+        if d in row:
+            return False
+        if self.topic_check and not self.topic_fits(p, d):
+            return False
+        return self.rack_fits(p, s, d) and self.bytes[d] + self.zs[p] <= self.disk_cap[d]
+
+    def topic_fits(self, p: int, d: int) -> bool:
+        t = self.topic_of[p]
+        return self.tcounts.get(t, d) < self.topic_cap_list[t][self.rack[d]]
+
+    def rack_fits(self, p: int, s: int, d: int) -> bool:
+        rd = self.rack[d]
+        # A move inside one rack leaves the partition's rack counts as they were.
+        if not self.rack_on or (s >= 0 and self.rack[s] == rd):
+            return True
+        same = 0
+        for b in self.rows[p]:
+            if b != s and self.rack[b] == rd:
+                same += 1
+        return same < self.rack_cap[p]
+
+    def _cost(self, p: int, s: int, d: int) -> int:
+        """Change in replicas moved (against the original assignment) if p goes from s to d."""
+        orig = self.orig[p]
+        return (d not in orig) - (s >= 0 and s not in orig)
+
+    def affordable(self, p: int, s: int, d: int) -> bool:
+        c = self._cost(p, s, d)
+        if c <= 0 or (self.moves_left >= c and self.bytes_left >= c * self.zs[p]):
+            return True
+        self.budget_hit = True
+        return False
+
+    def lists_contains(self, p: int, b: int) -> bool:
+        """Is p's replica on b movable (in b's candidate list)?"""
+        lst = self.lists[b]
+        r = self.rank[p]
+        i = bisect_left(lst, r)
+        return i < len(lst) and lst[i] == r
+
+    # ---- edits ----------------------------------------------------------------------------
+    def move(self, p: int, s: int, d: int) -> None:
+        """Move p's replica from s to d, keeping its position in the replica list."""
+        row = self.rows[p]
+        row[row.index(s)] = d
+        self._charge(p, s, d)
+        z = self.zs[p]
+        r = self.rank[p]
+        lst = self.lists[s]
+        del lst[bisect_left(lst, r)]
+        insort(self.lists[d], r)
+        self.count[s] -= 1
+        self.count[d] += 1
+        self.bytes[s] -= z
+        self.bytes[d] += z
+        if self.topic_on:
+            t = self.topic_of[p]
+            self.tcounts.add(t, s, -1)
+            self.tcounts.add(t, d, 1)
+
+    def add_replica(self, p: int, d: int) -> None:
+        self.rows[p].append(d)
+        self._charge(p, -1, d)
+        insort(self.lists[d], self.rank[p])
+        self.count[d] += 1
+        self.bytes[d] += self.zs[p]
+        if self.topic_on:
+            self.tcounts.add(self.topic_of[p], d, 1)
+
+    def drop_replica(self, p: int, s: int) -> None:
+        self.rows[p].remove(s)
+        lst = self.lists[s]
+        i = bisect_left(lst, self.rank[p])
+        if i < len(lst) and lst[i] == self.rank[p]:
+            del lst[i]
+        self.count[s] -= 1
+        self.bytes[s] -= self.zs[p]
+        if self.topic_on:
+            self.tcounts.add(self.topic_of[p], s, -1)
+
+    def _charge(self, p: int, s: int, d: int) -> None:
+        c = self._cost(p, s, d)
+        self.moves_left -= c
+        self.bytes_left -= c * self.zs[p]
+
+    # ---- candidate search -------------------------------------------------------------------
+    def pick(self, s: int, d: int, want: float, limit: int = SCAN) -> int:
+        """The movable replica on s, closest in size to `want`, that may go to d (or -1)."""
+        lst = self.lists[s]
+        if not lst:
+            return -1
+        sizes = self.size_by_rank
+        i = bisect_left(lst, bisect_left(sizes, want))
+        lo, hi = i - 1, i
+        n = len(lst)
+        full: set[int] = set()  # topics already at their cap on d
+        topic_of = self.topic_of
+        for _ in range(limit):
+            if lo < 0 and hi >= n:
+                break
+            if hi >= n or (lo >= 0 and want - sizes[lst[lo]] <= sizes[lst[hi]] - want):
+                r = lst[lo]
+                lo -= 1
+            else:
+                r = lst[hi]
+                hi += 1
+            p = self.by_rank[r]
+            if self.topic_check:
+                t = topic_of[p]
+                if t in full:
+                    continue
+                if not self.topic_fits(p, d):
+                    full.add(t)
+                    continue
+            if self.can_host(p, s, d) and self.affordable(p, s, d):
+                return p
+        return -1
+
+    # ---- sink selection -------------------------------------------------------------------
+    def _candidate_sinks(self, heaps: list[_Heap], s: int, per_rack: int) -> list[int]:
+        racks = [self.rack[s]] if (self.rack_locked and s >= 0) else range(len(heaps))
+        found: list[tuple[tuple[float, ...], int]] = []
+        for r in racks:
+            found.extend(heaps[r].top(per_rack))
+        found.sort()
+        return [b for _, b in found if b != s]
+
+    # ---- phases ---------------------------------------------------------------------------
+    def _sink_key(self, b: int) -> tuple[float, ...]:
+        t = self.targets
+        assert t is not None
+        return (-(t.count[b] - self.count[b]), (self.bytes[b] - t.bytes[b]) / self.tscale, self.tb[b])
+
+    def place(self, items: list[tuple[int, int]], count_goal: bool) -> list[tuple[int, int]]:
+        """Move (p, s) replicas (s = -1: add a new replica) to the best sinks, largest first.
+
+        Returns the items that could not be placed.
+        """
+        stamps = [0] * self.nb
+        heaps = [_Heap(stamps) for _ in range(max(self.racks, 1))]
+        for b in range(self.nb):
+            if self.recv[b]:
+                heaps[self.rack[b]].push(self._key_for_place(b, count_goal), b)
+        failed: list[tuple[int, int]] = []
+        items = sorted(items, key=lambda it: (-self.zs[it[0]], it[0], it[1]))
+        for p, s in items:
+            d = self._first_host(p, s, self._candidate_sinks(heaps, -1, TOP_SINKS))
+            if d < 0:
+                d = self._first_host(p, s, self._all_sinks(count_goal))
+            if d < 0:
+                failed.append((p, s))
+                continue
+            if s >= 0:
+                self.move(p, s, d)
+                stamps[s] += 1
+                if self.recv[s]:
+                    heaps[self.rack[s]].push(self._key_for_place(s, count_goal), s)
+            else:
+                self.add_replica(p, d)
+            stamps[d] += 1
+            heaps[self.rack[d]].push(self._key_for_place(d, count_goal), d)
+        return failed
+
+    def _key_for_place(self, b: int, count_goal: bool) -> tuple[float, ...]:
+        key = self._sink_key(b)
+        return key if count_goal else (key[1], key[0], key[2])
+
+    def _first_host(self, p: int, s: int, sinks: list[int]) -> int:
+        for d in sinks:
+            if self.can_host(p, s, d) and self.affordable(p, s, d):
+                return d
+        return -1
+
+    def _all_sinks(self, count_goal: bool) -> list[int]:
+        keyed = sorted((self._key_for_place(b, count_goal), b) for b in range(self.nb) if self.recv[b])
+        return [b for _, b in keyed]
+
+    def balance_counts(self, aim: float | None, keep_disk: bool, relax_topic: bool) -> None:
+        """Move replicas from brokers above their count target to brokers below it.
+
+        The replica moved is the one whose size best fits both brokers' byte gaps (source to
+        `aim` times its target, sink to its target), so bytes balance along the way; with no
+        `aim` (bytes are not a goal) the smallest replica goes.
+        """
+        t = self.targets
+        assert t is not None
+        stamps = [0] * self.nb
+        src = _Heap(stamps)
+        heaps = [_Heap(stamps) for _ in range(max(self.racks, 1))]
+        for b in range(self.nb):
+            ex = self.count[b] - t.count[b]
+            if ex > 0 and self.lists[b]:
+                src.push(self._src_key(b), b)
+            elif ex < 0 and self.recv[b]:
+                heaps[self.rack[b]].push(self._sink_key(b), b)
+        while True:
+            s = src.pop()
+            if s < 0:
+                return
+            done = self._count_move(s, heaps, aim, keep_disk, relax_topic)
+            if done < 0:
+                continue
+            stamps[s] += 1
+            stamps[done] += 1
+            if self.count[s] > t.count[s]:
+                src.push(self._src_key(s), s)
+            if self.count[done] < t.count[done]:
+                heaps[self.rack[done]].push(self._sink_key(done), done)
+
+    def _count_move(self, s: int, heaps: list[_Heap], aim: float | None, keep_disk: bool,
+                    relax_topic: bool) -> int:
+        """One replica from s to the best sink that can take one; returns the sink or -1.
+
+        Tries a short scan near the best-fitting size on the top sinks, then deeper sinks, then
+        every replica of s; a lower-ranked topic cap is relaxed last."""
+        full = len(self.lists[s])
+        relax = relax_topic and self.topic_on
+        attempts = [(1, SCAN, True), (4 * TOP_SINKS, SCAN, True)]
+        if relax:
+            attempts.append((TOP_SINKS, SCAN, False))
+        attempts.append((TOP_SINKS, full, True))
+        if relax:
+            attempts.append((4 * TOP_SINKS, full, False))
+        for depth, scan, topic_check in attempts:
+            self.topic_check = self.topic_on and topic_check
+            try:
+                for d in self._candidate_sinks(heaps, s, depth):
+                    want = 0.0 if aim is None else self._count_move_size(s, d, aim)
+                    p = self.pick(s, d, want, limit=scan)
+                    if p >= 0 and (not keep_disk or self._disk_ok(p, s, d)):
+                        self.move(p, s, d)
+                        return d
+            finally:
+                self.topic_check = self.topic_on
+        return -1
+
+    def _src_key(self, b: int) -> tuple[float, ...]:
+        t = self.targets
+        assert t is not None
+        return (-(self.count[b] - t.count[b]), -(self.bytes[b] - t.bytes[b]) / self.tscale, self.tb[b])
+
+    def _count_move_size(self, s: int, d: int, aim: float) -> float:
+        t = self.targets
+        assert t is not None
+        ex = max(self.count[s] - t.count[s], 1)
+        de = max(t.count[d] - self.count[d], 1)
+        from_s = (self.bytes[s] - t.bytes[s] * aim) / ex
+        to_d = (t.bytes[d] - self.bytes[d]) / de
+        return max(0.0, min(from_s, to_d))
+
+    def disk_violation(self, b: int, delta: float = 0.0) -> float:
+        t = self.targets
+        assert t is not None
+        x = self.bytes[b] + delta
+        return max(0.0, x - t.bytes_hi[b]) + max(0.0, t.bytes_lo[b] - x)
+
+    def _disk_ok(self, p: int, s: int, d: int) -> bool:
+        z = self.zs[p]
+        before = self.disk_violation(s) + self.disk_violation(d)
+        return self.disk_violation(s, -z) + self.disk_violation(d, z) <= before + 1e-9
+
+    def _count_ok(self, s: int, d: int) -> bool:
+        t = self.targets
+        assert t is not None
+        return self.count[s] - 1 >= t.count_lo[s] and self.count[d] + 1 <= t.count_hi[d]
+
+    def balance_disk(self, keep_counts: bool, tolerance: float) -> None:
+        """Bring every broker's bytes inside its band with moves (where the count band has
+        room) or swaps of a large replica for a small one (count-neutral)."""
+        t = self.targets
+        assert t is not None
+        stamps = [0] * self.nb
+        drivers = _Heap(stamps)
+        low = [_Heap(stamps) for _ in range(max(self.racks, 1))]
+        high = [_Heap(stamps) for _ in range(max(self.racks, 1))]
+        active = [self.recv[b] or bool(self.lists[b]) for b in range(self.nb)]
+        for b in range(self.nb):
+            self._push_disk(b, drivers, low, high, active)
+        half = tolerance / 2
+        budget = 20 * self.nb + 10 * self.n
+        while budget > 0:
+            budget -= 1
+            b = drivers.pop()
+            if b < 0:
+                return
+            over = self.bytes[b] > t.bytes_hi[b]
+            partners = self._candidate_sinks(high if not over else low, b, TOP_SINKS)
+            partners += [x for x in self._candidate_sinks(high if not over else low, b, 6 * TOP_SINKS)
+                         if x not in partners]
+            acted = -1
+            for o in partners:
+                s, d = (b, o) if over else (o, b)
+                if over:
+                    want = min(self.bytes[s] - t.bytes[s] * (1 + half), t.bytes[d] - self.bytes[d])
+                else:
+                    want = min(t.bytes[d] * (1 - half) - self.bytes[d], self.bytes[s] - t.bytes[s])
+                if want <= 0:
+                    continue
+                if self._disk_step(s, d, want, keep_counts):
+                    acted = o
+                    break
+            if acted < 0:
+                continue
+            for x in (b, acted):
+                stamps[x] += 1
+                self._push_disk(x, drivers, low, high, active)
+
+    def _push_disk(self, b: int, drivers: _Heap, low: list[_Heap], high: list[_Heap], active: list[bool]) -> None:
+        if not active[b]:
+            return
+        t = self.targets
+        assert t is not None
+        ratio = self.bytes[b] / max(t.bytes[b], 1.0)
+        v = self.disk_violation(b)
+        if v > 0:
+            drivers.push((-v / max(t.bytes[b], 1.0), self.tb[b]), b)
+        r = self.rack[b]
+        if self.recv[b]:
+            low[r].push((ratio, self.tb[b]), b)
+        if self.lists[b]:
+            high[r].push((-ratio, self.tb[b]), b)
+
+    def _disk_step(self, s: int, d: int, want: float, keep_counts: bool) -> bool:
+        before = self.disk_violation(s) + self.disk_violation(d)
+        if not keep_counts or self._count_ok(s, d):
+            p = self.pick(s, d, want)
+            if p >= 0:
+                z = self.zs[p]
+                if self.disk_violation(s, -z) + self.disk_violation(d, z) < before - 1e-9:
+                    self.move(p, s, d)
+                    return True
+        q = self.pick(d, s, 0.0, limit=8)
+        if q < 0:
+            return False
+        p = self.pick(s, d, want + self.zs[q])
+        if p < 0 or p == q:
+            return False
+        net = self.zs[p] - self.zs[q]
+        if self.disk_violation(s, -net) + self.disk_violation(d, net) >= before - 1e-9:
+            return False
+        self.move(p, s, d)
+        if not (self.can_host(q, d, s) and self.affordable(q, d, s)):
+            self.move(p, d, s)
+            return False
+        self.move(q, d, s)
+        return True

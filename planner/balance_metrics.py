@@ -1,0 +1,179 @@
+"""Balance metrics of an assignment and lower bounds on the movement a balance needs.
+
+Both work on dense replica matrices (partition x slot, broker index, -1 padding) so they cost a
+few `np.bincount`s even at millions of replicas. Leaders are preferred leaders: first replicas.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kreassign.planner.balance_types import BalanceMetrics, BrokerLoad, LowerBounds, Spread
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """What the metrics need to know about brokers, targets and constraints."""
+
+    broker_ids: np.ndarray  # dense index -> broker id (ghost brokers included)
+    rack_names: tuple[str | None, ...]  # per dense index
+    rack: np.ndarray  # rack group per dense index
+    real: np.ndarray  # bool: a broker of the cluster (not a ghost id from a replica list)
+    balanced: np.ndarray  # bool: takes part in balancing (real, not removed, not excluded)
+    byte_target: np.ndarray  # per dense index
+    count_lo: np.ndarray
+    count_hi: np.ndarray
+    rack_cap: np.ndarray  # per partition: most replicas one rack may hold
+    rack_on: bool
+    topic: np.ndarray  # topic index per partition
+    topic_cap: np.ndarray  # topic x rack: most replicas of the topic per broker in that rack
+    topic_on: bool
+    size: np.ndarray
+    produce_bps: np.ndarray
+
+
+def _spread(values: np.ndarray) -> Spread:
+    if not len(values):
+        return Spread(0.0, 0.0, 0.0, 0.0)
+    v = values.astype(np.float64)
+    return Spread(float(v.min()), float(v.max()), float(v.mean()), float(v.std()))
+
+
+def per_broker(matrix: np.ndarray, ctx: MetricContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Replicas, leaders, bytes and produce bytes/s led, per dense broker index."""
+    nb = len(ctx.broker_ids)
+    n, width = matrix.shape
+    flat = matrix.ravel()
+    keep = flat >= 0
+    part = np.repeat(np.arange(n), width)[keep]
+    replicas = np.bincount(flat[keep], minlength=nb)
+    size = np.bincount(flat[keep], weights=ctx.size[part].astype(np.float64), minlength=nb)
+    lead = matrix[:, 0] if width else np.zeros(0, dtype=np.int64)
+    has = lead >= 0
+    leaders = np.bincount(lead[has], minlength=nb)
+    bps = np.bincount(lead[has], weights=ctx.produce_bps[has], minlength=nb)
+    return replicas, leaders, np.rint(size).astype(np.int64), bps
+
+
+def rack_violations(matrix: np.ndarray, ctx: MetricContext) -> int:
+    """Partitions with more replicas in one rack than an even rack spread allows."""
+    if not ctx.rack_on or not matrix.size:
+        return 0
+    racks = np.where(matrix >= 0, ctx.rack[np.maximum(matrix, 0)], -1)
+    same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
+    worst = same.sum(axis=2).max(axis=1)
+    return int((worst > ctx.rack_cap).sum())
+
+
+def topic_excess(matrix: np.ndarray, ctx: MetricContext) -> int:
+    """Replicas above each topic's even share per broker, summed over topics and brokers."""
+    if not ctx.topic_on or not matrix.size:
+        return 0
+    n, width = matrix.shape
+    flat = matrix.ravel()
+    keep = flat >= 0
+    part = np.repeat(np.arange(n), width)[keep]
+    nb = len(ctx.broker_ids)
+    keys = ctx.topic[part].astype(np.int64) * nb + flat[keep]
+    uniq, counts = np.unique(keys, return_counts=True)
+    t, b = uniq // nb, uniq % nb
+    cap = ctx.topic_cap[t, ctx.rack[b]]
+    return int(np.maximum(counts - cap, 0)[ctx.balanced[b]].sum())
+
+
+def metrics(matrix: np.ndarray, ctx: MetricContext) -> BalanceMetrics:
+    """Balance of `matrix` over the brokers that take part in balancing."""
+    replicas, leaders, size, bps = per_broker(matrix, ctx)
+    loads = tuple(
+        BrokerLoad(int(ctx.broker_ids[i]), ctx.rack_names[i], int(replicas[i]), int(leaders[i]),
+                   int(size[i]), float(bps[i]))
+        for i in np.flatnonzero(ctx.real)
+    )
+    m = ctx.balanced
+    target = ctx.byte_target[m]
+    ratio = size[m] / np.maximum(target, 1.0)
+    real_target = target > 0
+    allowed = int(ctx.count_hi[m].max() - ctx.count_lo[m].min()) if m.any() else 0
+    return BalanceMetrics(
+        brokers=loads, replicas=_spread(replicas[m]), leaders=_spread(leaders[m]),
+        bytes=_spread(size[m]), leader_bps=_spread(bps[m]),
+        bytes_over_target=float(ratio[real_target].max()) if real_target.any() else 0.0,
+        bytes_under_target=float(ratio[real_target].min()) if real_target.any() else 0.0,
+        replica_spread_allowed=allowed,
+        rack_violations=rack_violations(matrix, ctx), topic_excess=topic_excess(matrix, ctx),
+    )
+
+
+def lower_bounds(
+    before: np.ndarray,
+    after: np.ndarray,
+    movable: np.ndarray,
+    ctx: MetricContext,
+) -> LowerBounds:
+    """Least replica moves and bytes that reach the same balance as `after` from `before`.
+
+    Per broker, "the same balance" means a replica count between the min and max the plan
+    leaves in the broker's rack, and bytes between the min and max after/target ratio the plan
+    reaches. Every moved replica leaves one broker and enters another, so both the total that
+    must leave over-loaded brokers and the total that must enter under-loaded ones bound the
+    movement; a broker that must shed k replicas sheds at least its k smallest movable ones.
+    """
+    nb = len(ctx.broker_ids)
+    c0, _, b0, _ = per_broker(before, ctx)
+    c1, _, b1, _ = per_broker(after, ctx)
+    m = ctx.balanced
+    racks = ctx.rack
+    g = int(racks.max()) + 1 if nb else 0
+    hi_c = c1.astype(np.int64).copy()
+    lo_c = c1.astype(np.int64).copy()
+    if m.any():
+        rack_max = np.zeros(g, dtype=np.int64)
+        np.maximum.at(rack_max, racks[m], c1[m])
+        rack_min = np.full(g, np.iinfo(np.int64).max)
+        np.minimum.at(rack_min, racks[m], c1[m])
+        hi_c[m] = rack_max[racks[m]]
+        lo_c[m] = rack_min[racks[m]]
+    target = ctx.byte_target.astype(np.float64)
+    pos = m & (target > 0)
+    ratio = b1[pos] / target[pos]
+    r_hi = float(ratio.max()) if len(ratio) else 1.0
+    r_lo = float(ratio.min()) if len(ratio) else 1.0
+    cap_bytes = np.where(pos, r_hi * target, b1.astype(np.float64))
+    floor_bytes = np.where(pos, r_lo * target, 0.0)
+
+    rf0 = (before >= 0).sum(axis=1)
+    rf1 = (after >= 0).sum(axis=1)
+    added = np.maximum(rf1 - rf0, 0)
+    dropped = int(np.maximum(rf0 - rf1, 0).sum())
+    add_bytes = float((added * ctx.size).sum())
+
+    shed = np.maximum(c0 - hi_c, 0)
+    out_count = max(int(shed.sum()) - dropped, 0)
+    in_count = int(np.maximum(lo_c - c0, 0)[m].sum())
+    moves = max(out_count, in_count, int(added.sum()))
+
+    in_bytes = float(np.maximum(floor_bytes - b0, 0.0)[m].sum())
+    out_bytes = 0.0
+    if dropped == 0:
+        by_bytes = np.maximum(b0 - cap_bytes, 0.0)
+        by_count = _smallest_k(before, movable, ctx.size, shed, nb)
+        out_bytes = float(np.maximum(by_bytes, by_count).sum())
+    return LowerBounds(replica_moves=moves, bytes_moved=int(max(out_bytes, in_bytes, add_bytes)))
+
+
+def _smallest_k(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, k: np.ndarray, nb: int) -> np.ndarray:
+    """Per broker, the total size of its k smallest movable replicas."""
+    n, width = matrix.shape
+    flat = matrix.ravel()
+    keep = (flat >= 0) & movable.ravel()
+    part = np.repeat(np.arange(n), width)[keep]
+    brk = flat[keep]
+    z = size[part].astype(np.float64)
+    order = np.lexsort((z, brk))
+    brk, z = brk[order], z[order]
+    start = np.searchsorted(brk, np.arange(nb + 1))
+    csum = np.concatenate([[0.0], np.cumsum(z)])
+    have = start[1:] - start[:-1]
+    take = np.minimum(k, have)
+    return csum[start[:-1] + take] - csum[start[:-1]]

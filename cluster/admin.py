@@ -357,6 +357,9 @@ class KafkaAdmin:
 
     def describe_topics(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         """Partitions of some topics or all, sorted. Raises UnknownTopicError for missing ones."""
+        return self._partitions(topics, missing_ok=False)
+
+    def _partitions(self, topics: Iterable[str] | None, *, missing_ok: bool) -> list[PartitionInfo]:
         names = None if topics is None else sorted(set(topics))
         if names == []:
             return []
@@ -371,10 +374,10 @@ class KafkaAdmin:
 
         raw = self._call("describe topics", fetch)
         unknown = [t["name"] for t in raw if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION]
-        if unknown:
+        if unknown and not missing_ok:
             raise UnknownTopicError(unknown)
         for topic in raw:
-            if topic.get("error_code", 0):
+            if topic.get("error_code", 0) not in (0, UNKNOWN_TOPIC_OR_PARTITION):
                 raise _translate(Errors.for_code(topic["error_code"])(), f"describe topic {topic['name']}")
         out = [
             PartitionInfo(topic=t["name"], partition=int(p["partition_index"]),
@@ -388,19 +391,28 @@ class KafkaAdmin:
     # ---- log dirs ----------------------------------------------------------------------------
     def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
                       partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
-        """DescribeLogDirs, one broker at a time; brokers that do not answer are reported."""
+        """DescribeLogDirs, one broker at a time; brokers that do not answer are reported.
+
+        Each broker is asked only about the wanted partitions it hosts (from Metadata, which
+        lists adding replicas too), so requests stay small on big clusters; partitions of
+        topics that no longer exist are skipped."""
         ids = sorted(set(brokers)) if brokers is not None else [b.id for b in self.describe_brokers().brokers]
-        parts = [p.tp for p in self.describe_topics()] if partitions is None else list(partitions)
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for tp in sorted(set(parts)):
-            by_topic[tp.topic].append(tp.partition)
+        wanted = None if partitions is None else set(partitions)
+        topics = None if wanted is None else {tp.topic for tp in wanted}
+        hosted: dict[int, dict[str, list[int]]] = {b: defaultdict(list) for b in ids}
+        for p in self._partitions(topics, missing_ok=True):
+            if wanted is not None and p.tp not in wanted:
+                continue
+            for b in p.replicas:
+                if b in hosted:
+                    hosted[b][p.topic].append(p.partition)
         replicas: dict[TopicPartitionReplica, ReplicaLogDir] = {}
         dirs: dict[int, tuple[LogDir, ...]] = {}
         unreachable: dict[int, ApiError] = {}
         for broker in ids:
             result = self._per_broker(
                 f"describe the log dirs of broker {broker}", broker,
-                partial(self._client.describe_log_dirs, topic_partitions=dict(by_topic), brokers=[broker]))
+                partial(self._client.describe_log_dirs, topic_partitions=dict(hosted[broker]), brokers=[broker]))
             if isinstance(result, ApiError):
                 unreachable[broker] = result
                 continue

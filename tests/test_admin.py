@@ -448,15 +448,16 @@ def test_log_dir_sizes_merges_current_and_future(make_admin: Callable[..., Kafka
     assert report.dirs[1][2].error is not None and report.dirs[1][2].error.name == "KAFKA_STORAGE_ERROR"
     assert report.dirs[2] == (LogDir("/d", None, None, None),)
     assert list(report.unreachable) == [3]
-    topic_partitions, _ = next(a for c, a in client.calls if c == "describe_log_dirs")
-    assert topic_partitions == {"a": [0, 1], "b": [0]}
+    asked = {a[1][0]: a[0] for c, a in client.calls if c == "describe_log_dirs"}
+    assert asked == {1: {"a": [0]}, 2: {"a": [0, 1], "b": [0]}, 3: {"a": [1], "b": [0]}}
 
 
 def test_log_dir_sizes_for_some_partitions_and_brokers(make_admin: Callable[..., KafkaAdmin],
                                                        client: FakeAdminClient) -> None:
-    report = make_admin().log_dir_sizes([2], partitions=[TopicPartition("b", 0)])
+    report = make_admin().log_dir_sizes([1, 2], partitions=[TopicPartition("b", 0), TopicPartition("gone", 0)])
     assert report.replicas == {} and report.unreachable == {}
-    assert [a for c, a in client.calls] == [({"b": [0]}, (2,))]
+    assert client.calls == [("describe_topics", ["b", "gone"]),
+                            ("describe_log_dirs", ({}, (1,))), ("describe_log_dirs", ({"b": [0]}, (2,)))]
 
 
 def test_alter_replica_log_dirs_per_broker(make_admin: Callable[..., KafkaAdmin],

@@ -4,6 +4,7 @@ replication step. No sockets and no wall clock: callers advance simulated time e
 """
 from __future__ import annotations
 
+import base64
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -290,7 +291,7 @@ class Engine:
             pairs = [(p.topic, p.index) for p in self.rows]
         else:
             pairs = [(t, i) for t, idx in wanted.items() for i in idx]
-        out = []
+        out: list[tuple[str, int, int, str | None]] = []
         for topic, index in pairs:
             p = self.partition(topic, index)
             if p is None:
@@ -498,7 +499,5 @@ def _log_dirs(n: int) -> tuple[str, ...]:
 
 def _cluster_id(seed: int) -> str:
     """A 22-character base64url id like Kafka's, derived from the seed so runs are reproducible."""
-    import base64
-
     raw = uuid.UUID(int=int(np.random.default_rng([seed, 7]).integers(0, 2**63)) << 64 | seed & (2**64 - 1)).bytes
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")

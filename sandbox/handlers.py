@@ -13,12 +13,11 @@ from typing import Any
 
 from kreassign.sandbox import codes
 from kreassign.sandbox.engine import Engine
-from kreassign.sandbox.handlers_admin import ADMIN_HANDLERS
+from kreassign.sandbox.handlers_admin import ADMIN_HANDLERS, NOT_CONTROLLER_MESSAGE
 from kreassign.sandbox.state import NO_LEADER
 from kreassign.sandbox.wire import APIS
 
 ZERO_UUID = uuid.UUID(int=0)
-NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def metadata(ctx: Context, v: int, req: Any) -> Any:
     by_id = {t.topic_id: t for t in eng.topics.values()}
     topics = []
     for name, topic_id in names:
-        topic = eng.topics.get(name) if name is not None else by_id.get(topic_id)  # type: ignore[arg-type]
+        topic = eng.topics.get(name) if name is not None else by_id.get(topic_id)
         if topic is None:
             topics.append(T(version=v, error_code=codes.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                             topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[]))

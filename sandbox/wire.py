@@ -43,10 +43,11 @@ APIS: dict[int, tuple[Any, Any]] = {
 
 def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, tuple[int, int]]:
     """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0)."""
-    ranges = {key: tuple(req._valid_versions) for key, (req, _) in APIS.items()}
+    ranges: dict[int, tuple[int, int]] = {key: (int(req._valid_versions[0]), int(req._valid_versions[1]))
+                                          for key, (req, _) in APIS.items()}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
-    return ranges  # type: ignore[return-value]
+    return ranges
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from typing import Any
 from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.configs import clear_targets
 from kreassign.throttle.journal import Journal, JournalStore
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles
 from kreassign.throttle.ops_logdirs import MoveStart, log_dir_states, start_log_dir_moves
-from kreassign.throttle.ops_verify import explicit_log_dirs
+from kreassign.throttle.ops_verify import clear_scope, explicit_log_dirs
 
 
 def cancellable(running: Mapping[TopicPartition, Reassignment]) -> list[TopicPartition]:
@@ -119,8 +118,7 @@ def cancel(
             return CancelResult(tuple(to_cancel), {}, back, moves, journal_path=path)
     clear = None
     if not request.preserve_throttles:
-        brokers, topics = clear_targets([b.id for b in info.brokers],
-                                        [(t.tp, t.replicas) for t in request.targets])
+        brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
         clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
         if journal is not None and clear.complete and not request.dry_run:
             journal.set_state("aborted")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ClusterPort, UnknownTopicError
 from kreassign.throttle.configs import clear_targets
-from kreassign.throttle.journal import JournalStore
+from kreassign.throttle.journal import Journal, JournalStore
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles
 from kreassign.throttle.ops_logdirs import LogDirStatus, log_dir_states
 
@@ -111,6 +111,16 @@ def explicit_log_dirs(targets: Iterable[PartitionTarget]) -> dict[TopicPartition
     return out
 
 
+def clear_scope(live_brokers: Iterable[int], targets: Iterable[PartitionTarget],
+                journal: Journal | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Kafka's clear targets (live brokers, the plan's brokers and topics), plus every broker the
+    journal shows we throttled: a broker that is down now still has our rate once it is back."""
+    brokers, topics = clear_targets(live_brokers, [(t.tp, t.replicas) for t in targets])
+    if journal is not None:
+        brokers = tuple(sorted(set(brokers) | set(journal.applied_brokers) | set(journal.pending_brokers)))
+    return brokers, topics
+
+
 def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None) -> VerifyResult:
     """Report the plan's progress; clear (restore) throttles once nothing moves in the cluster.
 
@@ -127,8 +137,8 @@ def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | N
     if in_flight or not all(s.done for s in moves) or request.preserve_throttles:
         return result
     info = port.describe_brokers()
-    brokers, topics = clear_targets([b.id for b in info.brokers], [(t.tp, t.replicas) for t in request.targets])
     journal = store.find(info.cluster_id, request.targets) if store is not None else None
+    brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
     clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
     return VerifyResult(statuses, moves, 0, clear, journal.path if journal else None, unreachable)
 

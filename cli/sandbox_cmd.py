@@ -59,8 +59,12 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
         return
+    import signal
+
     cluster = options.build(Path(state_dir) if state_dir else None)
     stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
 
     def ready(sb: Any) -> None:
         click.echo(sb.bootstrap)
@@ -68,10 +72,8 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
         click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
                    f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
 
-    try:
-        serve(cluster, stop, ready)
-    except KeyboardInterrupt:
-        click.echo("Sandbox stopped.", err=True)
+    serve(cluster, stop, ready)
+    click.echo("Sandbox stopped.", err=True)
 
 
 @sandbox.command()

@@ -1,0 +1,1088 @@
+"""The replication model behind every ETA: how fast throttled reassignment moves copy their data.
+
+A fluid, event-driven model of Kafka's replication path (broker-semantics Part B §2-§3):
+
+* every moving replica copies from the partition's current leader;
+* a broker's leader throttle is shared by the catch-up traffic of the moves it sends, its
+  follower throttle by the moves it receives, and its NIC (if known, minus client traffic) by
+  both; a fetch cycle carries at most `replica.fetch.max.bytes` per partition and
+  `replica.fetch.response.max.bytes` per fetcher thread;
+* capacity is shared max-min fairly (water-filling) across all these constraints at once;
+* a move progresses at (its rate - the partition's write rate) against its lag, and once in
+  sync keeps replicating at the write rate, which the throttles still count until they are
+  cleared, so a share at or below the write rate never completes.
+
+The core (`simulate`, `lower_bound`) is a pure function of numpy arrays: no pandas, no I/O, and
+no Python loop over moves. Events (completions, starts) are processed in small batches whose
+size `tolerance` bounds, so 100,000 moves take well under the 2 s budget; `tolerance=0` is exact.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import NO_LEADER, ClusterState
+
+MiB = 1024 * 1024
+INF = math.inf
+_PROGRESS_EPS = 1e-9  # a move whose rate exceeds its write rate by less than this fraction is stuck
+_LEVEL_EPS = 1e-13
+_MAX_GROWTH = 0.25  # a batch never spans more than this share of the time elapsed so far
+_SWEEP_EPS = 1e-7  # relative change of every water level at which the sharing has settled
+
+
+class Limit(IntEnum):
+    """What limits a move's rate (or stops it)."""
+
+    FETCH_PARTITION = 0  # replica.fetch.max.bytes per fetch cycle
+    LEADER_THROTTLE = 1
+    NETWORK_OUT = 2
+    FOLLOWER_THROTTLE = 3
+    NETWORK_IN = 4
+    FETCH_RESPONSE = 5  # replica.fetch.response.max.bytes per fetcher thread
+    NO_LEADER = 6
+    QUEUED = 7  # never started: its slots stay held by moves that never finish
+    UNLIMITED = 8
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+    @property
+    def side(self) -> str | None:
+        """'out' for a limit of the sending broker, 'in' for the receiving one."""
+        if self in (Limit.LEADER_THROTTLE, Limit.NETWORK_OUT):
+            return "out"
+        if self in (Limit.FOLLOWER_THROTTLE, Limit.NETWORK_IN):
+            return "in"
+        return None
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    """Kafka's follower fetch limits, which bound catch-up when nothing is throttled (§2.6).
+
+    `round_trip_s` is one fetch cycle (network round trip, leader read, follower append); it is
+    not a Kafka config and is an assumption of the model. 0 disables the fetch limits.
+    """
+
+    partition_max_bytes: float = MiB  # replica.fetch.max.bytes
+    response_max_bytes: float = 10 * MiB  # replica.fetch.response.max.bytes
+    num_fetchers: int = 1  # num.replica.fetchers
+    round_trip_s: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.partition_max_bytes <= 0 or self.response_max_bytes <= 0 or self.num_fetchers < 1:
+            raise InputError("fetch sizes must be positive and num.replica.fetchers at least 1")
+        if self.round_trip_s < 0:
+            raise InputError("the fetch round trip must not be negative")
+
+    @property
+    def partition_bps(self) -> float:
+        """Most one lagging partition can catch up per second."""
+        return self.partition_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
+
+    @property
+    def fetcher_bps(self) -> float:
+        """Most one fetcher thread (one per source broker and fetcher id) moves per second."""
+        return self.response_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
+
+
+NO_FETCH_LIMITS = FetchLimits(round_trip_s=0.0)
+
+PerBroker = float | Sequence[float] | np.ndarray | Mapping[int, float]
+
+
+def _per_broker(value: PerBroker, broker_ids: np.ndarray, default: float, name: str) -> np.ndarray:
+    """A per-broker array from a scalar, an array in broker order, or a {broker id: value} map."""
+    if isinstance(value, Mapping):
+        pos = {int(b): i for i, b in enumerate(broker_ids)}
+        out = np.full(len(broker_ids), default, dtype=np.float64)
+        for bid, v in value.items():
+            if int(bid) not in pos:
+                raise InputError(f"{name}: broker {bid} is not in the cluster")
+            out[pos[int(bid)]] = float(v)
+        return out
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full(len(broker_ids), float(arr))
+    if arr.shape != (len(broker_ids),):
+        raise InputError(f"{name} has {arr.size} values for {len(broker_ids)} brokers")
+    return arr.copy()
+
+
+@dataclass(frozen=True, eq=False)
+class ModelInput:
+    """Everything the model needs, as plain arrays. Brokers are positions into `broker_ids`.
+
+    Per move: `source` (the leader it copies from, -1 if the partition has no leader), `dest`,
+    `bytes` to copy, `write_bps` of its partition, `start_s` (earliest start), `fetcher` (the
+    fetcher thread on `dest` that serves it). Per broker: throttles (`inf` = unthrottled), NIC
+    capacities (`inf` = unknown), client traffic to subtract from them, and the in-sync
+    replication of throttled partitions that the leader/follower quotas count.
+    Build one with `ModelInput.build` (broker ids) or `from_moves` (a ClusterState).
+    """
+
+    broker_ids: np.ndarray
+    source: np.ndarray
+    dest: np.ndarray
+    bytes: np.ndarray
+    write_bps: np.ndarray
+    start_s: np.ndarray
+    fetcher: np.ndarray
+    leader_rate: np.ndarray
+    follower_rate: np.ndarray
+    network_in: np.ndarray
+    network_out: np.ndarray
+    client_in: np.ndarray
+    client_out: np.ndarray
+    leader_base: np.ndarray
+    follower_base: np.ndarray
+    fetch: FetchLimits = field(default_factory=FetchLimits)
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.broker_ids, dtype=np.int64)
+        b, m = len(ids), len(np.asarray(self.bytes))
+        if len(np.unique(ids)) != b:
+            raise InputError("a broker id is listed more than once")
+        conv: dict[str, np.ndarray] = {"broker_ids": ids}
+        for name in ("source", "dest", "fetcher"):
+            conv[name] = np.asarray(getattr(self, name), dtype=np.int64)
+        for name in ("bytes", "write_bps", "start_s"):
+            conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
+        for name in ("leader_rate", "follower_rate", "network_in", "network_out", "client_in",
+                     "client_out", "leader_base", "follower_base"):
+            conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
+        for name, arr in conv.items():
+            want = b if name in ("broker_ids", "leader_rate", "follower_rate", "network_in", "network_out",
+                                 "client_in", "client_out", "leader_base", "follower_base") else m
+            if arr.shape != (want,):
+                raise InputError(f"{name} has shape {arr.shape}, expected ({want},)")
+        src, dst = conv["source"], conv["dest"]
+        if m and (src.min() < -1 or src.max() >= b or dst.min() < 0 or dst.max() >= b):
+            raise InputError("a move names a broker position outside the broker list")
+        if np.any(src == dst):
+            raise InputError("a move copies a replica onto the broker it comes from")
+        for name in ("bytes", "write_bps", "start_s", "client_in", "client_out", "leader_base", "follower_base"):
+            if np.any(~np.isfinite(conv[name])) or np.any(conv[name] < 0):
+                raise InputError(f"{name} must be finite and not negative")
+        for name in ("leader_rate", "follower_rate", "network_in", "network_out"):
+            if np.any(np.isnan(conv[name])) or np.any(conv[name] < 0):
+                raise InputError(f"{name} must not be negative (use inf for no limit)")
+        if np.any(conv["fetcher"] < 0):
+            raise InputError("fetcher ids must not be negative")
+        for name, arr in conv.items():
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        broker_ids: Sequence[int] | np.ndarray,
+        source: Sequence[int] | np.ndarray,
+        dest: Sequence[int] | np.ndarray,
+        bytes: Sequence[float] | np.ndarray,
+        write_bps: float | Sequence[float] | np.ndarray = 0.0,
+        start_s: float | Sequence[float] | np.ndarray = 0.0,
+        fetcher: int | Sequence[int] | np.ndarray = 0,
+        leader_rate: PerBroker = INF,
+        follower_rate: PerBroker = INF,
+        network_in: PerBroker = INF,
+        network_out: PerBroker = INF,
+        client_in: PerBroker = 0.0,
+        client_out: PerBroker = 0.0,
+        leader_base: PerBroker = 0.0,
+        follower_base: PerBroker = 0.0,
+        fetch: FetchLimits | None = None,
+    ) -> ModelInput:
+        """Build from broker ids (not positions); per-broker values may be a scalar, an array
+        in `broker_ids` order or a {broker id: value} map; a source of -1 means no leader.
+
+        Raises:
+            InputError: a move names an unknown broker, or arrays disagree in length.
+        """
+        ids = np.asarray(broker_ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        src_ids = np.asarray(source, dtype=np.int64)
+        dst_ids = np.asarray(dest, dtype=np.int64)
+        m = len(np.asarray(bytes))
+
+        def positions(values: np.ndarray, what: str, allow_none: bool) -> np.ndarray:
+            if values.shape != (m,):
+                raise InputError(f"{what} has {values.size} values for {m} moves")
+            idx = np.searchsorted(sorted_ids, values)
+            idx_c = np.minimum(idx, max(len(ids) - 1, 0))
+            known = (idx < len(ids)) & (sorted_ids[idx_c] == values) if len(ids) else np.zeros(m, bool)
+            bad = ~known & ~((values == NO_LEADER) & allow_none)
+            if bad.any():
+                raise InputError(f"{what} broker {int(values[np.argmax(bad)])} is not in the cluster")
+            return np.where(known, order[idx_c], -1)
+
+        def per_move(value: Any, dtype: type) -> np.ndarray:
+            arr = np.asarray(value, dtype=dtype)
+            return np.full(m, arr, dtype=dtype) if arr.ndim == 0 else arr
+
+        return cls(
+            broker_ids=ids, source=positions(src_ids, "source", True), dest=positions(dst_ids, "destination", False),
+            bytes=np.asarray(bytes, dtype=np.float64), write_bps=per_move(write_bps, np.float64),
+            start_s=per_move(start_s, np.float64), fetcher=per_move(fetcher, np.int64),
+            leader_rate=_per_broker(leader_rate, ids, INF, "leader rate"),
+            follower_rate=_per_broker(follower_rate, ids, INF, "follower rate"),
+            network_in=_per_broker(network_in, ids, INF, "network in"),
+            network_out=_per_broker(network_out, ids, INF, "network out"),
+            client_in=_per_broker(client_in, ids, 0.0, "client in"),
+            client_out=_per_broker(client_out, ids, 0.0, "client out"),
+            leader_base=_per_broker(leader_base, ids, 0.0, "leader base"),
+            follower_base=_per_broker(follower_base, ids, 0.0, "follower base"),
+            fetch=fetch if fetch is not None else FetchLimits(),
+        )
+
+    def __len__(self) -> int:
+        return len(self.bytes)
+
+    @property
+    def n_brokers(self) -> int:
+        return len(self.broker_ids)
+
+    def with_rates(self, *, leader_rate: PerBroker | None = None, follower_rate: PerBroker | None = None) -> ModelInput:
+        """The same moves under other throttles (for `throttle suggest` and sweeps)."""
+        return replace(
+            self,
+            leader_rate=self.leader_rate if leader_rate is None else _per_broker(leader_rate, self.broker_ids, INF, "leader rate"),
+            follower_rate=self.follower_rate if follower_rate is None else _per_broker(follower_rate, self.broker_ids, INF, "follower rate"),
+        )
+
+    def out_capacity(self, in_sync_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity each broker has left for sending catch-up, and whether the leader throttle
+        (rather than the NIC) is what limits it."""
+        leader = self.leader_rate - self.leader_base - in_sync_out
+        nic = self.network_out - self.client_out - in_sync_out
+        return np.maximum(np.minimum(leader, nic), 0.0), leader <= nic
+
+    def in_capacity(self, in_sync_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity each broker has left for receiving catch-up, and whether the follower
+        throttle (rather than the NIC) is what limits it."""
+        follower = self.follower_rate - self.follower_base - in_sync_in
+        nic = self.network_in - self.client_in - in_sync_in
+        return np.maximum(np.minimum(follower, nic), 0.0), follower <= nic
+
+
+# ---- lower bound ------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class LowerBound:
+    """No schedule of these moves (all started as early as allowed) can finish sooner.
+
+    `out_s`/`in_s`: per broker, bytes to send/receive over the capacity left once the write
+    rates of its moves are served; `move_s`: each move alone at its best rate.
+    """
+
+    seconds: float
+    out_s: np.ndarray
+    in_s: np.ndarray
+    move_s: np.ndarray
+    limit: Limit
+    broker: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": _json_float(self.seconds), "limit": self.limit.label, "broker": self.broker}
+
+
+def _json_float(value: float) -> float | None:
+    """JSON has no infinity: None stands for 'never'."""
+    return None if math.isinf(value) or math.isnan(value) else float(value)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den with 0 where num is 0 and inf where den <= 0 < num."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), INF)
+    return np.where(num > 0, out, 0.0)
+
+
+def lower_bound(inp: ModelInput) -> LowerBound:
+    """The makespan no allocation can beat, given the moves start no earlier than `start_s`.
+
+    Per broker: by time T it must have sent every byte plus the writes of its moves since they
+    started, on top of the in-sync traffic it already serves, so
+    T >= (sum bytes - sum w*start) / (capacity - sum w) on each side; and each move alone
+    needs start + bytes / (its best rate - w).
+    """
+    b = inp.n_brokers
+    zeros = np.zeros(b)
+    src, dst, w, s = inp.source, inp.dest, inp.write_bps, inp.start_s
+    led = src >= 0
+    out_cap, out_leader = inp.out_capacity(zeros)
+    in_cap, in_follower = inp.in_capacity(zeros)
+    work = inp.bytes - w * s
+    out_work = np.bincount(src[led], weights=work[led], minlength=b)
+    out_w = np.bincount(src[led], weights=w[led], minlength=b)
+    in_work = np.bincount(dst[led], weights=work[led], minlength=b)
+    in_w = np.bincount(dst[led], weights=w[led], minlength=b)
+    out_s = np.where(np.isinf(out_cap), 0.0, _ratio(np.maximum(out_work, 0), out_cap - out_w))
+    in_s = np.where(np.isinf(in_cap), 0.0, _ratio(np.maximum(in_work, 0), in_cap - in_w))
+    best = np.minimum(np.full(len(inp), inp.fetch.partition_bps), inp.fetch.fetcher_bps)
+    best = np.minimum(best, np.where(led, out_cap[np.maximum(src, 0)], INF))
+    best = np.minimum(best, in_cap[dst])
+    alone = _ratio(inp.bytes, best - w)
+    move_s = np.where(led, s + np.where(np.isinf(best), 0.0, alone), INF)
+    candidates = [
+        (float(out_s.max(initial=0.0)), "out"), (float(in_s.max(initial=0.0)), "in"),
+        (float(move_s.max(initial=0.0)), "move"),
+    ]
+    seconds, kind = max(candidates, key=lambda c: c[0])
+    if kind == "out":
+        i = int(np.argmax(out_s))
+        limit, broker = (Limit.LEADER_THROTTLE if out_leader[i] else Limit.NETWORK_OUT), int(inp.broker_ids[i])
+    elif kind == "in":
+        i = int(np.argmax(in_s))
+        limit, broker = (Limit.FOLLOWER_THROTTLE if in_follower[i] else Limit.NETWORK_IN), int(inp.broker_ids[i])
+    elif len(inp) and seconds > 0:
+        i = int(np.argmax(move_s))
+        limit, broker = _alone_limit(inp, i, out_cap, out_leader, in_cap, in_follower)
+    else:
+        limit, broker = Limit.UNLIMITED, None
+    return LowerBound(seconds=seconds, out_s=out_s, in_s=in_s, move_s=move_s, limit=limit, broker=broker)
+
+
+def _alone_limit(inp: ModelInput, i: int, out_cap: np.ndarray, out_leader: np.ndarray,
+                 in_cap: np.ndarray, in_follower: np.ndarray) -> tuple[Limit, int | None]:
+    """What limits move i when it runs alone."""
+    src, dst = int(inp.source[i]), int(inp.dest[i])
+    if src < 0:
+        return Limit.NO_LEADER, None
+    options = [
+        (inp.fetch.partition_bps, Limit.FETCH_PARTITION, None),
+        (inp.fetch.fetcher_bps, Limit.FETCH_RESPONSE, None),
+        (float(out_cap[src]), Limit.LEADER_THROTTLE if out_leader[src] else Limit.NETWORK_OUT, int(inp.broker_ids[src])),
+        (float(in_cap[dst]), Limit.FOLLOWER_THROTTLE if in_follower[dst] else Limit.NETWORK_IN, int(inp.broker_ids[dst])),
+    ]
+    _, limit, broker = min(options, key=lambda o: o[0])
+    return limit, broker
+
+
+# ---- max-min fair sharing -------------------------------------------------------------------
+@dataclass
+class _Shared:
+    """One kind of shared capacity over the active moves, as contiguous segments of an order."""
+
+    starts: np.ndarray  # first index of each segment in this order
+    counts: np.ndarray
+    key: np.ndarray  # broker position (or session id) of each segment
+    order: np.ndarray | None  # active-move indices in this order; None = the moves' own order
+    cap: np.ndarray  # capacity of each segment left for catch-up
+    warm: np.ndarray  # level per key from the previous event, as a starting point
+
+
+def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and lengths of the runs of equal values in a sorted array."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+    return starts, np.diff(np.append(starts, n))
+
+
+def _water_level(demand: np.ndarray, shared: _Shared, warm: np.ndarray) -> np.ndarray:
+    """Per segment, the level L with sum(min(demand, L)) = capacity (inf if demand fits).
+
+    Newton's method on a concave piecewise-linear function: from below it never overshoots and
+    ends exactly on the right linear piece, usually in two or three steps from a warm start.
+    """
+    starts, counts, cap = shared.starts, shared.counts, shared.cap
+    total = np.add.reduceat(demand, starts) if len(starts) else np.zeros(0)
+    sat = total > cap
+    if not sat.any():
+        return np.full(len(starts), INF)
+    floor = cap / counts  # an equal split never exceeds the level
+    level = np.where(sat, np.where(np.isfinite(warm), np.maximum(warm, floor), floor), INF)
+    for _ in range(100):
+        x = np.repeat(level, counts)
+        got = np.add.reduceat(np.minimum(demand, x), starts)
+        slope = np.add.reduceat(demand > x, starts, dtype=np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = np.where(sat & (slope > 0), (cap - got) / np.maximum(slope, 1), 0.0)
+        new = np.where(sat & (slope == 0), floor, np.maximum(level + step, floor))
+        new = np.where(sat, new, INF)
+        done = bool(np.all(np.abs(new[sat] - level[sat]) <= _LEVEL_EPS * new[sat]))
+        level = new
+        if done:
+            break
+    return level
+
+
+def _spread(level: np.ndarray, shared: _Shared, n: int) -> np.ndarray:
+    """Each move's level of this kind, in the moves' own order."""
+    x = np.repeat(level, shared.counts)
+    if shared.order is None:
+        return x
+    out = np.empty(n)
+    out[shared.order] = x
+    return out
+
+
+def _max_min_rates(own: np.ndarray, shared: list[_Shared], *, max_sweeps: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Max-min fair rates of moves capped by `own` that share the capacities in `shared`.
+
+    Block Gauss-Seidel over the kinds of capacity: each kind's water levels given the others',
+    until no level moves. Starting from the previous event's levels it settles in a few sweeps;
+    if it does not, a cold start from unlimited levels converges monotonically.
+    Returns the rates and, per move, 0 if its own cap binds or 1 + the index of the binding kind.
+    """
+    n = len(own)
+    for cold in (False, True):
+        levels = [np.full(len(s.starts), INF) if cold else s.warm[s.key] for s in shared]
+        flow = [_spread(lv, s, n) for lv, s in zip(levels, shared)]
+        converged = len(shared) <= 1
+        for _ in range(max_sweeps if not cold else 20 * max_sweeps):
+            moved = 0.0
+            for k, s in enumerate(shared):
+                demand = own.copy()
+                for j in range(len(shared)):
+                    if j != k:
+                        np.minimum(demand, flow[j], out=demand)
+                new = _water_level(demand if s.order is None else demand[s.order], s, levels[k])
+                both = np.isfinite(new) & np.isfinite(levels[k])
+                if np.any(np.isfinite(new) != np.isfinite(levels[k])):
+                    moved = INF
+                elif both.any():
+                    moved = max(moved, float(np.max(np.abs(new[both] - levels[k][both]) / np.maximum(new[both], 1e-300))))
+                levels[k], flow[k] = new, _spread(new, s, n)
+            if len(shared) <= 1 or moved <= _SWEEP_EPS:
+                converged = True
+                break
+        if converged:
+            break
+    for lv, s in zip(levels, shared):
+        s.warm[s.key] = lv
+    stack = np.vstack([own, *flow]) if shared else own[None, :]
+    which = np.argmin(stack, axis=0)
+    return stack[which, np.arange(n)], which
+
+
+# ---- results ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Critical:
+    """A constraint that decides the makespan: a broker's throttle or NIC, or a fetch limit."""
+
+    limit: Limit
+    broker: int | None
+    moves: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"limit": self.limit.label, "broker": self.broker, "moves": self.moves}
+
+
+@dataclass(frozen=True, eq=False)
+class ModelResult:
+    """What the model predicts, per move and per broker. Times are seconds from the start.
+
+    Per move: `start_s`/`finish_s` (inf: never), `limit`/`limit_broker` (what bound it last;
+    broker position or -1), `needed_bps` (for a stalled move, the value of that limit it needs
+    to exceed to progress; NaN otherwise), `copied_bytes` (its bytes plus the writes during its
+    catch-up). Per broker: catch-up bytes sent and received, and when its last move finished.
+    Timelines: `times`/`remaining_bytes` (bytes still to copy, for plots) and a change log of
+    each broker's average catch-up rate (`rate_time`, `rate_broker`, `rate_out`, `rate_in`):
+    a broker's rates hold from one entry until its next one.
+    """
+
+    broker_ids: np.ndarray
+    start_s: np.ndarray
+    finish_s: np.ndarray
+    limit: np.ndarray
+    limit_broker: np.ndarray
+    needed_bps: np.ndarray
+    copied_bytes: np.ndarray
+    bytes_out: np.ndarray
+    bytes_in: np.ndarray
+    busy_until: np.ndarray
+    times: np.ndarray
+    remaining_bytes: np.ndarray
+    rate_time: np.ndarray
+    rate_broker: np.ndarray
+    rate_out: np.ndarray
+    rate_in: np.ndarray
+    critical: tuple[Critical, ...]
+    lower: LowerBound
+    steps: int
+
+    @property
+    def stalled(self) -> np.ndarray:
+        """Moves that never complete."""
+        return np.isinf(self.finish_s)
+
+    @property
+    def makespan(self) -> float:
+        """When the last move completes; inf if some never do."""
+        return float(self.finish_s.max()) if len(self.finish_s) else 0.0
+
+    @property
+    def completable_makespan(self) -> float:
+        """When the last move that does complete completes."""
+        done = self.finish_s[np.isfinite(self.finish_s)]
+        return float(done.max()) if len(done) else 0.0
+
+    def broker_timeline(self, broker_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(times, bytes/s out, bytes/s in) breakpoints of one broker's catch-up traffic.
+
+        Raises:
+            InputError: the broker is not in the model.
+        """
+        pos = np.flatnonzero(self.broker_ids == broker_id)
+        if not len(pos):
+            raise InputError(f"broker {broker_id} is not in the model")
+        sel = self.rate_broker == pos[0]
+        return self.rate_time[sel], self.rate_out[sel], self.rate_in[sel]
+
+
+# ---- admission (schedules) --------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Admission:
+    """Limits on moves in flight; moves start in `priority` order as slots free up.
+
+    `max_moves_per_broker` caps the moves a broker sends and, separately, the moves it receives;
+    `max_inflight_bytes` caps the bytes of all moves in flight (a larger move still starts when
+    nothing else is in flight). A move that does not fit lets later ones pass for broker slots,
+    but not for bytes, so big moves are not starved.
+    """
+
+    priority: np.ndarray
+    max_moves_per_broker: int | None = None
+    max_inflight_bytes: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_moves_per_broker is not None and self.max_moves_per_broker < 1:
+            raise InputError("the number of moves per broker must be at least 1")
+        if self.max_inflight_bytes is not None and self.max_inflight_bytes <= 0:
+            raise InputError("the bytes in flight must be positive")
+        object.__setattr__(self, "priority", np.asarray(self.priority, dtype=np.int64))
+
+
+def _rank_within(keys: np.ndarray) -> np.ndarray:
+    """For each element, how many earlier elements have the same key."""
+    order = np.argsort(keys, kind="stable")
+    starts, counts = _segments(keys[order])
+    ranks = np.empty(len(keys), np.int64)
+    ranks[order] = np.arange(len(keys)) - np.repeat(starts, counts)
+    return ranks
+
+
+# ---- the event loop ---------------------------------------------------------------------------
+_PENDING, _ACTIVE, _DONE, _NEVER = 0, 1, 2, 3
+
+
+@dataclass
+class _Step:
+    """One advance of the event loop, kept until the next allocation is known."""
+
+    t: float
+    dt: float
+    act: np.ndarray
+    rate: np.ndarray
+    moved: np.ndarray  # catch-up bytes each active move sent during the step
+    late: float  # share of the step that came after the capacity of completed moves was freed
+
+
+def _late_share(progress: np.ndarray, tau: np.ndarray, dt: float) -> float:
+    """Capacity-weighted share of a step [0, dt] left after each completion at tau."""
+    ok = np.isfinite(progress) & (progress > 0)
+    if dt <= 0 or not ok.any():
+        return 0.0
+    weight = progress[ok]
+    return float(np.sum(weight * (dt - tau[ok])) / (np.sum(weight) * dt))
+
+
+class _Simulation:
+    """State of one run of the event loop. Use `simulate`."""
+
+    def __init__(self, inp: ModelInput, admission: Admission | None, tolerance: float) -> None:
+        self.inp, self.admission, self.tol = inp, admission, tolerance
+        m, b = len(inp), inp.n_brokers
+        self.src, self.dst, self.w = inp.source, inp.dest, inp.write_bps
+        self.srcp = np.maximum(inp.source, 0)
+        valid = np.flatnonzero(inp.source >= 0)
+        self.gorder = valid[np.lexsort((inp.fetcher[valid], inp.dest[valid], inp.source[valid]))]
+        grank = np.full(m, -1, np.int64)
+        grank[self.gorder] = np.arange(len(self.gorder))
+        self.dorder = valid[np.lexsort((grank[valid], inp.dest[valid]))]
+        key = np.stack([inp.source[self.gorder], inp.dest[self.gorder], inp.fetcher[self.gorder]])
+        new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if len(valid) else np.zeros(0, bool)
+        self.session = np.zeros(m, np.int64)
+        self.session[self.gorder] = np.cumsum(new_session) - 1
+        self.status = np.where(inp.source >= 0, _PENDING, _NEVER).astype(np.int8)
+        self.rem = inp.bytes.astype(np.float64).copy()
+        self.start = np.full(m, INF)
+        self.finish = np.full(m, INF)
+        self.limit = np.full(m, int(Limit.UNLIMITED), np.int8)
+        self.limit[inp.source < 0] = int(Limit.NO_LEADER)
+        self.limit_broker = np.full(m, -1, np.int64)
+        self.needed = np.full(m, np.nan)
+        self.early = np.full(m, INF)  # finish times found when a step was settled
+        self.in_sync_out = np.zeros(b)  # write rates of completed moves, still counted by quotas
+        self.in_sync_in = np.zeros(b)
+        self.inflight_out = np.zeros(b, np.int64)
+        self.inflight_in = np.zeros(b, np.int64)
+        self.inflight_bytes = 0.0
+        self.bytes_out = np.zeros(b)
+        self.bytes_in = np.zeros(b)
+        self.warm_out = np.full(b, INF)
+        self.warm_in = np.full(b, INF)
+        self.warm_session = np.full(int(self.session.max(initial=-1)) + 1, INF)
+        self.last_out = np.zeros(b)
+        self.last_in = np.zeros(b)
+        self.log: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.stalled = False
+        self.times: list[float] = []
+        self.remaining: list[float] = []
+        self.steps = 0
+
+    # -- admission ------------------------------------------------------------------------------
+    def admit(self, t: float) -> bool:
+        """Start every eligible move the admission limits allow; zero-byte moves finish at once.
+        Returns whether any move started."""
+        started = False
+        while True:
+            eligible = (self.status == _PENDING) & (self.inp.start_s <= t)
+            starters = np.flatnonzero(eligible) if self.admission is None else self._choose(eligible)
+            if not len(starters):
+                return started
+            started = True
+            self.status[starters] = _ACTIVE
+            self.start[starters] = t
+            self._count(starters, +1)
+            empty = starters[self.rem[starters] <= 0]
+            if len(empty):
+                self.finish[empty] = t
+                self._complete(empty)
+            if not len(empty) or self.admission is None:
+                return started
+
+    def _count(self, moves: np.ndarray, sign: int) -> None:
+        b = self.inp.n_brokers
+        self.inflight_out += sign * np.bincount(self.srcp[moves], minlength=b)
+        self.inflight_in += sign * np.bincount(self.dst[moves], minlength=b)
+        self.inflight_bytes += sign * float(self.inp.bytes[moves].sum())
+
+    def _complete(self, moves: np.ndarray) -> None:
+        b = self.inp.n_brokers
+        self.status[moves] = _DONE
+        self.rem[moves] = 0.0
+        self._count(moves, -1)
+        self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves], minlength=b)
+        self.in_sync_in += np.bincount(self.dst[moves], weights=self.w[moves], minlength=b)
+
+    def _choose(self, eligible: np.ndarray) -> np.ndarray:
+        """Moves to start now, in priority order, within the per-broker and byte limits."""
+        adm = self.admission
+        assert adm is not None
+        cap = adm.max_moves_per_broker
+        big = np.iinfo(np.int64).max // 4
+        free_out = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_out
+        free_in = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_in
+        budget = INF if adm.max_inflight_bytes is None else adm.max_inflight_bytes - self.inflight_bytes
+        prio = adm.priority
+        cand = prio[eligible[prio] & (free_out[self.srcp[prio]] > 0) & (free_in[self.dst[prio]] > 0)]
+        chosen: list[np.ndarray] = []
+        nothing_in_flight = not self.inflight_out.any()
+        for _ in range(16):
+            if not len(cand):
+                break
+            ok = ((_rank_within(self.srcp[cand]) < free_out[self.srcp[cand]])
+                  & (_rank_within(self.dst[cand]) < free_in[self.dst[cand]]))
+            if math.isfinite(budget):
+                fits = np.cumsum(np.where(ok, self.inp.bytes[cand], 0.0)) <= budget
+                if nothing_in_flight and not chosen and ok.any() and not fits[np.argmax(ok)]:
+                    fits[np.argmax(ok)] = True  # a move larger than the budget runs alone
+                    fits[np.argmax(ok) + 1:] = False
+                ok &= fits
+            picked = cand[ok]
+            if not len(picked):
+                break
+            chosen.append(picked)
+            free_out = free_out - np.bincount(self.srcp[picked], minlength=len(free_out))
+            free_in = free_in - np.bincount(self.dst[picked], minlength=len(free_in))
+            budget -= float(self.inp.bytes[picked].sum())
+            cand = cand[~ok]
+            cand = cand[(free_out[self.srcp[cand]] > 0) & (free_in[self.dst[cand]] > 0)]
+        return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+
+    def next_start(self, t: float) -> float:
+        """The next time a move becomes eligible by its start time."""
+        later = (self.status == _PENDING) & (self.inp.start_s > t)
+        return float(self.inp.start_s[later].min()) if later.any() else INF
+
+    # -- sharing ---------------------------------------------------------------------------------
+    def rates(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shared]]:
+        """Max-min fair rates of the active moves, what limits each, and its broker position."""
+        inp, n = self.inp, len(act)
+        src, dst = self.src[act], self.dst[act]
+        out_cap, out_leader = inp.out_capacity(self.in_sync_out)
+        in_cap, in_follower = inp.in_capacity(self.in_sync_in)
+        shared: list[_Shared] = []
+        kinds: list[str] = []
+        if np.isfinite(out_cap[src]).any():
+            starts, counts = _segments(src)
+            shared.append(_Shared(starts, counts, src[starts], None, out_cap[src[starts]], self.warm_out))
+            kinds.append("out")
+        if np.isfinite(in_cap[dst]).any():
+            local = np.empty(len(self.status), np.int64)
+            local[act] = np.arange(n)
+            by_dst = self.dorder[self.status[self.dorder] == _ACTIVE]
+            keys = self.dst[by_dst]
+            starts, counts = _segments(keys)
+            shared.append(_Shared(starts, counts, keys[starts], local[by_dst], in_cap[keys[starts]], self.warm_in))
+            kinds.append("in")
+        own = np.full(n, inp.fetch.partition_bps)
+        if math.isfinite(inp.fetch.fetcher_bps) and n:
+            sess = self.session[act]
+            starts, counts = _segments(sess)
+            if counts.max() * inp.fetch.partition_bps > inp.fetch.fetcher_bps:
+                cap = np.full(len(starts), inp.fetch.fetcher_bps)
+                shared.append(_Shared(starts, counts, sess[starts], None, cap, self.warm_session))
+                kinds.append("session")
+        rate, which = _max_min_rates(own, shared)
+        limit = np.full(n, int(Limit.FETCH_PARTITION if math.isfinite(inp.fetch.partition_bps) else Limit.UNLIMITED), np.int8)
+        broker = np.full(n, -1, np.int64)
+        for k, kind in enumerate(kinds):
+            sel = which == k + 1
+            if kind == "out":
+                limit[sel] = np.where(out_leader[src[sel]], int(Limit.LEADER_THROTTLE), int(Limit.NETWORK_OUT))
+                broker[sel] = src[sel]
+            elif kind == "in":
+                limit[sel] = np.where(in_follower[dst[sel]], int(Limit.FOLLOWER_THROTTLE), int(Limit.NETWORK_IN))
+                broker[sel] = dst[sel]
+            else:
+                limit[sel] = int(Limit.FETCH_RESPONSE)
+        return rate, limit, broker, kinds, shared
+
+    # -- the loop ------------------------------------------------------------------------------
+    def step_length(self, tau: np.ndarray, t: float, until_start: float) -> float:
+        """How far to advance: to the first completion, or further by `tolerance` (a fraction of
+        the active moves, or of the elapsed time), never past the next start."""
+        tau_min = float(tau.min())
+        if until_start < tau_min:
+            return until_start
+        dt = tau_min
+        finite = tau[np.isfinite(tau)]
+        if self.tol > 0 and len(finite) > 1:
+            k = min(int(self.tol * len(tau)), len(finite) - 1)
+            by_count = float(np.partition(finite, k)[k]) if k >= 1 else tau_min
+            by_time = min(tau_min + self.tol * (t + tau_min), float(finite.max()))
+            growth = tau_min + _MAX_GROWTH * (t + tau_min)
+            dt = max(dt, min(max(min(by_count, growth), by_time), until_start))
+        return dt
+
+    def run(self) -> ModelResult:
+        t = 0.0
+        prev: _Step | None = None
+        for _ in range(4 * len(self.status) + 8):
+            started = self.admit(t)
+            act = self.gorder[self.status[self.gorder] == _ACTIVE]
+            until_start = self.next_start(t) - t
+            if not len(act):
+                self._settle(prev, None, None, False)
+                prev = None
+                self._record_remaining(t)
+                if math.isinf(until_start):
+                    break
+                t += until_start
+                continue
+            rate, limit, broker, kinds, shared = self.rates(act)
+            self._settle(prev, act, rate, started)
+            self._record_remaining(t)
+            w, rem = self.w[act], self.rem[act]
+            progress = rate - w
+            moving = progress > _PROGRESS_EPS * np.where(np.isfinite(rate), rate, 1.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tau = np.where(moving, rem / np.where(moving, progress, 1.0), INF)
+            if np.isinf(tau.min()) and math.isinf(until_start):
+                self._stall(act, rate, limit, broker, kinds, shared, t)
+                prev = None
+                break
+            dt = self.step_length(tau, t, until_start)
+            done = tau <= dt * (1 + 1e-12)
+            moved = np.where(done, rem + w * np.where(done, tau, 0.0), rate * dt)
+            self.rem[act] = np.where(done, 0.0, rem - np.where(np.isfinite(progress), progress, 0.0) * dt)
+            self.limit[act], self.limit_broker[act] = limit, broker
+            finished = act[done]
+            self.finish[finished] = np.minimum(t + tau[done], self.early[finished])
+            self._complete(finished)
+            prev = _Step(t, dt, act, rate, moved, _late_share(progress[done], tau[done], dt))
+            t += dt
+            self.steps += 1
+        self._settle(prev, None, None, False)
+        self._record_remaining(t)
+        self._close_log(t)
+        return self._result()
+
+    def _settle(self, prev: _Step | None, act: np.ndarray | None, rate: np.ndarray | None, started: bool) -> None:
+        """Close the previous step: credit the moves that stayed active with the capacity freed
+        by the moves that completed during it (trapezoid rule between the rates before and
+        after), then log its traffic. Not done when moves started in between, whose arrival
+        would be mistaken for lost capacity."""
+        if prev is None:
+            return
+        if act is not None and rate is not None and prev.late > 0 and not started:
+            where = np.empty(len(self.status), np.int64)
+            where[prev.act] = np.arange(len(prev.act))
+            i = where[act]
+            r0 = prev.rate[i]
+            both = np.isfinite(rate) & np.isfinite(r0)
+            extra = np.where(both, rate - r0, 0.0) * prev.late * prev.dt
+            rem = self.rem[act]
+            through = rem - extra <= 0  # would have completed during the previous step
+            if through.any():
+                p0 = r0[through] - self.w[act[through]]
+                avg = p0 + (rate[through] - r0[through]) * prev.late
+                begin = rem[through] + p0 * prev.dt
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    when = prev.t + np.clip(begin / avg, 0.0, prev.dt)
+                self.early[act[through]] = np.where(avg > 0, when, prev.t + prev.dt)
+                extra[through] = rem[through] * (1 - 1e-9)
+            self.rem[act] = rem - extra
+            prev.moved[i] += extra
+        self._record_rates(prev.t, prev.dt, prev.act, prev.moved)
+
+    def _stall(self, act: np.ndarray, rate: np.ndarray, limit: np.ndarray, broker: np.ndarray,
+               kinds: list[str], shared: list[_Shared], t: float) -> None:
+        """Nothing can progress any more: record why, and what each limit would need to be."""
+        inp = self.inp
+        self.limit[act], self.limit_broker[act] = limit, broker
+        w = self.w[act]
+        out_leader = inp.out_capacity(self.in_sync_out)[1]
+        in_follower = inp.in_capacity(self.in_sync_in)[1]
+        needed = np.where(limit == int(Limit.FETCH_PARTITION), w, np.nan)
+        for kind, s in zip(kinds, shared):
+            code = {"out": (Limit.LEADER_THROTTLE, Limit.NETWORK_OUT), "in": (Limit.FOLLOWER_THROTTLE, Limit.NETWORK_IN),
+                    "session": (Limit.FETCH_RESPONSE, Limit.FETCH_RESPONSE)}[kind]
+            bound = np.isin(limit, [int(code[0]), int(code[1])])
+            seg = np.repeat(np.arange(len(s.starts)), s.counts)
+            seg_of = np.empty(len(act), np.int64)
+            if s.order is None:
+                seg_of[:] = seg
+            else:
+                seg_of[s.order] = seg
+            nseg = len(s.starts)
+            others = np.bincount(seg_of[~bound], weights=rate[~bound], minlength=nseg)
+            k = np.bincount(seg_of[bound], minlength=nseg)
+            wmax = np.zeros(nseg)
+            np.maximum.at(wmax, seg_of[bound], w[bound])
+            if kind == "out":
+                base = np.where(out_leader[s.key], inp.leader_base[s.key], inp.client_out[s.key]) + self.in_sync_out[s.key]
+            elif kind == "in":
+                base = np.where(in_follower[s.key], inp.follower_base[s.key], inp.client_in[s.key]) + self.in_sync_in[s.key]
+            else:
+                base = np.zeros(nseg)
+            need_seg = base + others + k * wmax
+            needed = np.where(bound, need_seg[seg_of], needed)
+        self.needed[act] = needed
+        self.stalled = True
+        self._log(t, np.bincount(self.src[act], weights=rate, minlength=inp.n_brokers),
+                  np.bincount(self.dst[act], weights=rate, minlength=inp.n_brokers))
+        queued = np.flatnonzero(self.status == _PENDING)
+        self.limit[queued] = int(Limit.QUEUED)
+
+    # -- records ---------------------------------------------------------------------------------
+    def _record_remaining(self, t: float) -> None:
+        self.times.append(t)
+        self.remaining.append(float(self.rem.sum()))
+
+    def _record_rates(self, t: float, dt: float, act: np.ndarray, moved: np.ndarray) -> None:
+        b = self.inp.n_brokers
+        out = np.bincount(self.src[act], weights=moved, minlength=b)
+        into = np.bincount(self.dst[act], weights=moved, minlength=b)
+        self.bytes_out += out
+        self.bytes_in += into
+        if dt > 0:
+            self._log(t, out / dt, into / dt)
+
+    def _log(self, t: float, out: np.ndarray, into: np.ndarray) -> None:
+        changed = np.flatnonzero(~np.isclose(out, self.last_out, rtol=1e-9, atol=1e-6)
+                                 | ~np.isclose(into, self.last_in, rtol=1e-9, atol=1e-6))
+        if len(changed):
+            self.log.append((t, changed, out[changed], into[changed]))
+            self.last_out, self.last_in = out, into
+
+    def _close_log(self, t: float) -> None:
+        if not self.stalled:
+            self._log(t, np.zeros(self.inp.n_brokers), np.zeros(self.inp.n_brokers))
+
+    def _critical(self) -> tuple[Critical, ...]:
+        """The limits binding the moves that finish last (or never)."""
+        finish = self.finish
+        if not len(finish):
+            return ()
+        makespan = float(finish.max())
+        if math.isinf(makespan):
+            last = np.isinf(finish)
+        else:
+            last = finish >= makespan * 0.95
+        limits, brokers = self.limit[last].astype(np.int64), self.limit_broker[last]
+        pairs, counts = np.unique(np.stack([limits, brokers]), axis=1, return_counts=True)
+        order = np.lexsort((pairs[1], pairs[0], -counts))
+        ids = self.inp.broker_ids
+        return tuple(
+            Critical(Limit(int(pairs[0, i])), int(ids[pairs[1, i]]) if pairs[1, i] >= 0 else None, int(counts[i]))
+            for i in order
+        )
+
+    def _result(self) -> ModelResult:
+        inp, b = self.inp, self.inp.n_brokers
+        busy = np.zeros(b)
+        led = inp.source >= 0
+        np.maximum.at(busy, inp.source[led], self.finish[led])
+        np.maximum.at(busy, inp.dest, self.finish)
+        done = np.isfinite(self.finish)
+        copied = np.where(done, inp.bytes + self.w * np.where(done, self.finish - self.start, 0.0), INF)
+        if self.log:
+            rate_time = np.concatenate([np.full(len(c), t) for t, c, _, _ in self.log])
+            rate_broker = np.concatenate([c for _, c, _, _ in self.log])
+            rate_out = np.concatenate([o for _, _, o, _ in self.log])
+            rate_in = np.concatenate([i for _, _, _, i in self.log])
+        else:
+            rate_time, rate_out, rate_in = np.zeros(0), np.zeros(0), np.zeros(0)
+            rate_broker = np.zeros(0, np.int64)
+        return ModelResult(
+            broker_ids=inp.broker_ids, start_s=self.start, finish_s=self.finish, limit=self.limit,
+            limit_broker=self.limit_broker, needed_bps=self.needed, copied_bytes=copied,
+            bytes_out=self.bytes_out, bytes_in=self.bytes_in, busy_until=busy,
+            times=np.asarray(self.times), remaining_bytes=np.asarray(self.remaining),
+            rate_time=rate_time, rate_broker=rate_broker, rate_out=rate_out, rate_in=rate_in,
+            critical=self._critical(), lower=lower_bound(inp), steps=self.steps,
+        )
+
+
+def simulate(inp: ModelInput, *, admission: Admission | None = None, tolerance: float = 0.05) -> ModelResult:
+    """Run the replication model: when each move completes, and what limits it.
+
+    Args:
+        inp: the moves, rates and limits.
+        admission: optional limits on moves in flight (see `Admission`); without it every move
+            starts at its `start_s`.
+        tolerance: completions that fall within this fraction of the active moves, or of the
+            elapsed time, are processed as one event; 0 processes every completion on its own.
+            Rates still change at every event, so the error stays around this fraction.
+
+    Raises:
+        InputError: a tolerance outside [0, 1) or a priority that is not a permutation.
+    """
+    if not 0 <= tolerance < 1:
+        raise InputError("the model tolerance must be at least 0 and below 1")
+    if admission is not None:
+        prio = admission.priority
+        if len(prio) != len(inp) or (len(prio) and (prio.min() < 0 or prio.max() >= len(inp)
+                                                   or np.any(np.bincount(prio, minlength=len(inp)) != 1))):
+            raise InputError("the admission priority must list every move exactly once")
+    return _Simulation(inp, admission, tolerance).run()
+
+
+# ---- building from a cluster ------------------------------------------------------------------
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (32-bit, over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_ids(state: ClusterState, rows: np.ndarray, num_fetchers: int) -> np.ndarray:
+    """Kafka's AbstractFetcherManager.getFetcherId: abs(31 * topic.hashCode + partition) % n."""
+    if num_fetchers <= 1:
+        return np.zeros(len(rows), np.int64)
+    topic_hash = np.array([java_string_hash(t) for t in state.topics], dtype=np.int64)
+    raw = 31 * topic_hash[state.topic_index[rows]] + state.partition[rows].astype(np.int64)
+    as_int = ((raw + (1 << 31)) % (1 << 32)) - (1 << 31)  # Java int overflow
+    return np.where(as_int == -(1 << 31), 0, np.abs(as_int)) % num_fetchers
+
+
+def client_traffic(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+    """Per broker (in `state.brokers` order), bytes/s in and out that are not catch-up: produce
+    into leaders, follower replication, and consumers reading from leaders."""
+    b = len(state.brokers)
+    ids = np.array(state.broker_ids, dtype=np.int64)
+    pos = np.full(int(max(ids.max(initial=0), state.replica_ids.max(initial=0))) + 1, -1)
+    pos[ids] = np.arange(b)
+    rf = state.replication_factors
+    rows = np.repeat(np.arange(len(state)), rf)
+    replica = pos[state.replica_ids]
+    leader = np.where(state.leader >= 0, pos[np.maximum(state.leader, 0)], -1)
+    follower = (state.replica_ids != state.leader[rows]) & (replica >= 0)
+    produce, consume = state.produce_bps, state.consume_bps
+    has_leader = leader >= 0
+    into = np.bincount(leader[has_leader], weights=produce[has_leader], minlength=b)
+    into += np.bincount(replica[follower], weights=produce[rows[follower]], minlength=b)
+    out = np.bincount(leader[has_leader], weights=consume[has_leader], minlength=b)
+    lead_of = leader[rows[follower]]
+    ok = lead_of >= 0
+    out += np.bincount(lead_of[ok], weights=produce[rows[follower]][ok], minlength=b)
+    return into, out
+
+
+def from_moves(
+    state: ClusterState,
+    moves: Any = None,
+    *,
+    row: np.ndarray | None = None,
+    dest: np.ndarray | None = None,
+    bytes: np.ndarray | None = None,
+    write_bps: np.ndarray | None = None,
+    start_s: float | np.ndarray = 0.0,
+    leader_rate: PerBroker = INF,
+    follower_rate: PerBroker = INF,
+    fetch: FetchLimits | None = None,
+) -> ModelInput:
+    """Model input for moves of a cluster: columns `row` (partition row in `state`), `dest`
+    (broker receiving a new replica), `bytes`, `write_bps`, taken from `moves` (any object with
+    those attributes, such as the planner's Moves) unless given one by one.
+
+    Each move copies from the partition's current leader, as Kafka does (a `source` column, if
+    any, is not used). NIC capacities come from the brokers, client traffic from the partitions'
+    produce and consume rates, and the in-sync followers of moving partitions count against
+    their leader's quota because Kafka's tool throttles every replica of a moving partition.
+
+    Raises:
+        InputError: a row outside the cluster or a destination broker it does not have.
+    """
+    def column(name: str, given: Any) -> np.ndarray:
+        if given is not None:
+            return np.asarray(given)
+        if moves is None or not hasattr(moves, name):
+            raise InputError(f"the moves have no '{name}' column")
+        return np.asarray(getattr(moves, name))
+
+    rows = column("row", row).astype(np.int64)
+    dst = column("dest", dest).astype(np.int64)
+    size = column("bytes", bytes).astype(np.float64)
+    writes = column("write_bps", write_bps).astype(np.float64)
+    if len(rows) and (rows.min() < 0 or rows.max() >= len(state)):
+        raise InputError("a move names a partition row that is not in the cluster")
+    fetch = fetch if fetch is not None else FetchLimits()
+    ids = np.array(state.broker_ids, dtype=np.int64)
+    leaders = state.leader[rows].astype(np.int64)
+    leaders = np.where(np.isin(leaders, ids), leaders, NO_LEADER)
+    net_in = np.array([b.network_in_bps if b.network_in_bps is not None else INF for b in state.brokers], dtype=np.float64)
+    net_out = np.array([b.network_out_bps if b.network_out_bps is not None else INF for b in state.brokers], dtype=np.float64)
+    if np.isfinite(net_in).any() or np.isfinite(net_out).any():
+        client_in, client_out = client_traffic(state)
+    else:
+        client_in, client_out = np.zeros(len(ids)), np.zeros(len(ids))
+    moving = np.unique(rows)
+    isr_followers = np.maximum(np.diff(state.isr_offsets)[moving] - 1, 0)
+    lead = state.leader[moving].astype(np.int64)
+    known = np.isin(lead, ids)
+    pos = np.searchsorted(ids, lead[known])
+    leader_base = np.bincount(pos, weights=(state.produce_bps[moving] * isr_followers)[known], minlength=len(ids))
+    return ModelInput.build(
+        broker_ids=ids, source=leaders, dest=dst, bytes=size, write_bps=writes, start_s=start_s,
+        fetcher=fetcher_ids(state, rows, fetch.num_fetchers), leader_rate=leader_rate,
+        follower_rate=follower_rate, network_in=net_in, network_out=net_out, client_in=client_in,
+        client_out=client_out, leader_base=leader_base, fetch=fetch,
+    )

@@ -135,6 +135,11 @@ class ConfigEntry:
         """Set at runtime (per resource or cluster-wide), so an IncrementalAlterConfigs can undo it."""
         return self.source.startswith("DYNAMIC_")
 
+    @property
+    def is_override(self) -> bool:
+        """Set on this very broker or topic (not inherited from a cluster-wide default)."""
+        return self.source in ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
+
 
 K = TypeVar("K", int, str)
 
@@ -242,7 +247,8 @@ def snapshot_state(
 
     Sizes come from DescribeLogDirs of each partition's leader replica (the largest replica
     when the leader's broker did not answer). Throttles are every throttle key set on any
-    broker or topic. Brokers that do not answer are skipped with a warning.
+    broker or topic itself (cluster-wide defaults are left out: a per-broker DELETE cannot
+    remove them). Brokers that do not answer are skipped with a warning.
 
     Args:
         port: the cluster.
@@ -295,7 +301,7 @@ def _read_throttles(port: ClusterPort, broker_ids: list[int], topics: list[str],
     def set_values(entries: Mapping[str, ConfigEntry], keys: tuple[str, ...]) -> dict[str, str]:
         out: dict[str, str] = {}
         for key, entry in sorted(entries.items()):
-            if key in keys and entry.is_dynamic and entry.value:
+            if key in keys and entry.is_override and entry.value:
                 out[key] = entry.value
         return out
 

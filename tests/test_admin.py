@@ -648,7 +648,8 @@ def test_snapshot_state(make_admin: Callable[..., KafkaAdmin], client: FakeAdmin
                                           "removing_replicas": [3]}}
     client.configs[("broker", "1")] = {LEADER_THROTTLED_RATE: cfg("5000", "DYNAMIC_BROKER_CONFIG", True),
                                        FOLLOWER_THROTTLED_RATE: cfg("5000", "DYNAMIC_BROKER_CONFIG", True)}
-    client.configs[("broker", "2")] = {LOG_DIR_THROTTLED_RATE: cfg("9", "STATIC_BROKER_CONFIG", True)}
+    client.configs[("broker", "2")] = {LOG_DIR_THROTTLED_RATE: cfg("9", "STATIC_BROKER_CONFIG", True),
+                                       LEADER_THROTTLED_RATE: cfg("7", "DYNAMIC_DEFAULT_BROKER_CONFIG", True)}
     client.configs[("topic", "b")] = {LEADER_THROTTLED_REPLICAS: cfg("0:2,0:3", "DYNAMIC_TOPIC_CONFIG"),
                                       FOLLOWER_THROTTLED_REPLICAS: cfg("", "DEFAULT_CONFIG")}
     warnings: list[str] = []

@@ -429,3 +429,25 @@ def test_ssl_errors(tmp_path: Path, props: dict[str, str], message: str) -> None
              for k, v in props.items()}
     with pytest.raises(InputError, match=message):
         build({"security.protocol": "SSL", **props}, pem_dir=str(tmp_path))
+
+
+def test_every_emitted_setting_is_a_kafka_admin_client_setting(tmp_path: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import KafkaAdminClient
+
+    ca = write(tmp_path, "ca.pem", CERT)
+    config = build({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": PLAIN_JAAS,
+        "ssl.truststore.location": ca, "ssl.keystore.certificate.chain": CERT, "ssl.keystore.key": KEY,
+        "ssl.key.password": "pw", "ssl.endpoint.identification.algorithm": "", "client.id": "x",
+        "reconnect.backoff.ms": "1", "reconnect.backoff.max.ms": "2", "connections.max.idle.ms": "3",
+        "metadata.max.age.ms": "4", "receive.buffer.bytes": "5", "send.buffer.bytes": "6",
+        "client.dns.lookup": "use_all_dns_ips", "request.timeout.ms": "7",
+    }, pem_dir=str(tmp_path))
+    kwargs = config.admin_kwargs()  # type: ignore[attr-defined]
+    assert set(kwargs) <= set(KafkaAdminClient.DEFAULT_CONFIG)
+    assert len(kwargs) == 21
+    config.cleanup()  # type: ignore[attr-defined]

@@ -4,8 +4,13 @@ What this adapter hides:
 * Retries like Kafka's admin client: every operation has a deadline (`default.api.timeout.ms`);
   errors whose kafka.errors class is `retriable` are retried with jittered exponential backoff
   (`retry.backoff.ms` doubling up to `retry.backoff.max.ms`); anything else fails at once.
+* Deadlines are strict: an attempt that kafka-python would keep waiting on (a connection stuck
+  in its handshake) is abandoned when the operation's time is up.
 * Per-broker operations (broker configs, log dirs, log-dir moves) go to one broker at a time, so
   a broker that is down becomes an "unreachable" entry in the result instead of an exception.
+* Quota throttles (KIP-13/KIP-219): kafka-python pauses a throttled connection itself but drops
+  throttle_time_ms from its results; we learn it from its log records (and ElectLeaders
+  responses) and wait that long before the next request to that broker.
 * DescribeCluster v0 (Kafka 2.8-3.6) makes kafka-python raise KeyError('endpoint_type'); we fall
   back to Metadata through a second client pinned to Kafka 2.7's API versions.
 * Config changes use IncrementalAlterConfigs with raise_on_unknown=False, because the throttle

@@ -94,6 +94,8 @@ class FakeCluster:
         self.calls: list[str] = []
         self.reject: dict[TopicPartition, ApiError] = {}
         """per-partition errors the controller returns for reassignments (start or cancel)"""
+        self.refuse_configs: dict[int | str, ApiError] = {}
+        """per-resource errors (broker id or topic) for config changes, e.g. authorization"""
         self._failures: dict[str, list[BaseException]] = {}
         self.closed = False
 
@@ -287,7 +289,8 @@ class FakeCluster:
             if not self._answers(b):
                 brokers[b] = unreachable(b)
                 continue
-            error = next((e for k, v in ops.items() if (e := _check_broker_value(k, v))), None)
+            error = self.refuse_configs.get(b) or next(
+                (e for k, v in ops.items() if (e := _check_broker_value(k, v))), None)
             brokers[b] = error
             if error is None and not validate_only:
                 _apply(self.broker_configs.setdefault(b, {}), ops)
@@ -296,7 +299,8 @@ class FakeCluster:
                 topics[t] = _error(UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION",
                                    "This server does not host this topic-partition.")
                 continue
-            error = next((e for k, v in ops.items() if (e := _check_topic_value(k, v))), None)
+            error = self.refuse_configs.get(t) or next(
+                (e for k, v in ops.items() if (e := _check_topic_value(k, v))), None)
             topics[t] = error
             if error is None and not validate_only:
                 _apply(self.topic_configs[t], ops)

@@ -175,6 +175,39 @@ def test_execute_timeout_while_setting_throttles_restores_what_was_set(
     assert fake.replicas(FOO0) == (1, 2)
 
 
+def test_execute_authorization_failure_on_a_broker_rolls_back(
+        run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
+    fake.refuse_configs[3] = ApiError(31, "CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed.")
+    code, out, _ = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 3]}), "--execute",
+                       "--throttle", "1000")
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "Error: setting throttles failed: the cluster refused the throttle change (broker 3: Cluster "
+        "authorization failed.). The throttles set so far were restored and nothing was submitted.")
+    assert all(not v for v in fake.broker_configs.values()) and fake.topic_configs["foo"] == {}
+    assert "alter_reassignments" not in fake.calls
+
+
+def test_authentication_failure_changes_nothing(fake: FakeCluster, monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    from contextlib import contextmanager
+
+    from kreassign.cli import kafka_live
+    from kreassign.cluster.errors import ClusterError
+
+    run = KafkaRunner(fake, monkeypatch)
+
+    @contextmanager
+    def refuse(*args: object) -> object:
+        raise ClusterError("SASL authentication failed for user alice: check sasl.jaas.config")
+        yield
+
+    monkeypatch.setattr(kafka_live, "_open", refuse)
+    code, out, _ = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 3]}), "--execute")
+    assert (code, out) == (1, "Error: SASL authentication failed for user alice: check sasl.jaas.config\n")
+    assert fake.calls == []
+
+
 def test_execute_skips_a_source_broker_that_is_down(run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
     fake.stop_broker(4)
     code, out, err = run("--reassignment-json-file", plan_file(tmp_path, {"bar-0": [3, 1]}), "--execute",

@@ -37,6 +37,7 @@ from kreassign.throttle.journal import Journal, JournalStore
 from kreassign.throttle.ops_logdirs import MoveStart, start_log_dir_moves
 from kreassign.throttle.ops_throttles import (
     ApplyOutcome,
+    ConfigsRefused,
     ThrottleSnapshot,
     apply_configs,
     inherit_previous,
@@ -282,8 +283,10 @@ def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOu
     return outcome
 
 
-def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan) -> bool:
-    """Put back the throttle values found before the run on every resource the plan SETs.
+def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan, *,
+                       unchanged: ConfigsRefused | None = None) -> bool:
+    """Put back the throttle values found before the run on every resource the plan SETs
+    (except those that refused the change, which were never changed).
 
     Returns True when every resource answered (False leaves the journal open for `abort`).
     """
@@ -294,6 +297,9 @@ def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: Execute
     # Restore only the keys the plan touched: other keys were never changed.
     broker_ops = {b: {k: v for k, v in ops.items() if k in plan.throttles.broker_rates[b]}
                   for b, ops in broker_ops.items()}
+    if unchanged is not None:
+        broker_ops = {b: ops for b, ops in broker_ops.items() if b not in unchanged.refused_brokers}
+        topic_ops = {t: ops for t, ops in topic_ops.items() if t not in unchanged.refused_topics}
     if journal is not None:
         journal.record("rollback-throttles", "intent")
     try:
@@ -372,7 +378,8 @@ def apply_execute(
             skipped.update(out.skipped)
             notify(ExecuteEvent("log-dir-throttles-set", out))
     except KreassignError as exc:
-        restored = rollback_throttles(port, journal, plan)
+        restored = rollback_throttles(port, journal, plan,
+                                      unchanged=exc if isinstance(exc, ConfigsRefused) else None)
         what = ("The throttles set so far were restored and nothing was submitted."
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
         raise ExecuteFailed(f"setting throttles failed: {exc}. {what}") from exc

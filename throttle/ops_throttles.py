@@ -96,6 +96,15 @@ def inherit_previous(snapshot: ThrottleSnapshot, others: Iterable[Journal]) -> T
     return ThrottleSnapshot(brokers=brokers, topics=topics, unreadable=snapshot.unreadable)
 
 
+class ConfigsRefused(ClusterError):
+    """Some resources refused a config change; the others applied it."""
+
+    def __init__(self, message: str, refused_brokers: Iterable[int], refused_topics: Iterable[str]) -> None:
+        super().__init__(message)
+        self.refused_brokers = frozenset(refused_brokers)
+        self.refused_topics = frozenset(refused_topics)
+
+
 @dataclass(frozen=True)
 class ApplyOutcome:
     """What an IncrementalAlterConfigs did: applied resources and skipped (unreachable) brokers."""
@@ -110,8 +119,9 @@ def apply_configs(port: ClusterPort, *, brokers: Mapping[int, Mapping[str, str |
     """SET/DELETE throttle keys; brokers that do not answer are skipped and reported.
 
     Raises:
-        ClusterError: the request failed as a whole, or a resource refused the change for a
-            reason other than being unreachable (the message names every such resource).
+        ClusterError: the request failed as a whole.
+        ConfigsRefused: a resource refused the change for a reason other than being unreachable
+            (the message names every such resource; the others applied it).
     """
     broker_ops = {b: dict(ops) for b, ops in (brokers or {}).items() if ops}
     topic_ops = {t: dict(ops) for t, ops in (topics or {}).items() if ops}
@@ -122,7 +132,9 @@ def apply_configs(port: ClusterPort, *, brokers: Mapping[int, Mapping[str, str |
     failures = [(what, e) for what, e in result.failures() if not e.unreachable]
     if failures:
         detail = "; ".join(f"{what}: {e.message}" for what, e in failures)
-        raise ClusterError(f"the cluster refused the throttle change ({detail})")
+        raise ConfigsRefused(f"the cluster refused the throttle change ({detail})",
+                             [b for b, e in result.brokers.items() if e is not None and not e.unreachable],
+                             [t for t, e in result.topics.items() if e is not None])
     return ApplyOutcome(brokers=tuple(sorted(b for b in broker_ops if b not in skipped)),
                         topics=tuple(sorted(topic_ops)), skipped=skipped)
 

@@ -510,36 +510,31 @@ def _build_state(cols: _Columns, header: _Header, source: str) -> ClusterState:
         row = _row_of(roff, j)
         _fail(source, label(row), f"names broker {rids[j]} in its replicas, which is not in the "
               "brokers list (list every broker that holds a replica, with \"host\": null if it is down)")
-    rows = np.repeat(np.arange(n, dtype=np.int64), rf)
-    replica_keys = np.sort((rows << 32) | rids, kind="stable")
-    dup = np.flatnonzero(replica_keys[1:] == replica_keys[:-1])
-    if len(dup):
-        key = int(replica_keys[dup[0]])
-        _fail(source, label(key >> 32), f"lists broker {key & 0xFFFFFFFF} twice in its replicas")
+    j = _first_repeat(roff, rids)
+    if j >= 0:
+        _fail(source, label(_row_of(roff, j)), f"lists broker {rids[j]} twice in its replicas")
     leader = cols.leader
     if leader is None:
         leader = rids[roff[:-1]]
-    has_leader = leader != NO_LEADER
-    ok = ~has_leader | _in_rows(np.arange(n, dtype=np.int64), leader, replica_keys)
-    if not ok.all():
-        row = int(np.argmin(ok))
+    led = np.flatnonzero(leader != NO_LEADER)
+    j = _first_missing(roff, rids, led, leader[led])
+    if j >= 0:
+        row = int(led[j])
         _fail(source, label(row), f"has leader {leader[row]}, which is not one of its replicas "
               f"{rids[roff[row]:roff[row + 1]].tolist()}")
     ioff, iids = cols.isr_offsets, cols.isr_ids
     if ioff is None or iids is None:
         ioff, iids = roff, rids
-    isr_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ioff))
-    ok = _in_rows(isr_rows, iids, replica_keys)
-    if not ok.all():
-        j = int(np.argmin(ok))
-        row = int(isr_rows[j])
-        _fail(source, label(row), f"has broker {iids[j]} in its isr, which is not one of its "
-              f"replicas {rids[roff[row]:roff[row + 1]].tolist()}")
-    isr_keys = np.sort((isr_rows << 32) | iids, kind="stable")
-    dup = np.flatnonzero(isr_keys[1:] == isr_keys[:-1])
-    if len(dup):
-        key = int(isr_keys[dup[0]])
-        _fail(source, label(key >> 32), f"lists broker {key & 0xFFFFFFFF} twice in its isr")
+    elif not (np.array_equal(ioff, roff) and np.array_equal(iids, rids)):
+        isr_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ioff))
+        j = _first_missing(roff, rids, isr_rows, iids)
+        if j >= 0:
+            row = int(isr_rows[j])
+            _fail(source, label(row), f"has broker {iids[j]} in its isr, which is not one of its "
+                  f"replicas {rids[roff[row]:roff[row + 1]].tolist()}")
+        j = _first_repeat(ioff, iids)
+        if j >= 0:
+            _fail(source, label(_row_of(ioff, j)), f"lists broker {iids[j]} twice in its isr")
     size = np.zeros(n, dtype=np.int64) if cols.size_bytes is None else cols.size_bytes
     bad = np.flatnonzero(size < 0)
     if len(bad):
@@ -603,11 +598,50 @@ def _is_member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[pos] == values
 
 
-def _in_rows(rows: np.ndarray, values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Whether each `values[i]` appears in row `rows[i]` of the (row << 32 | id) key set."""
-    in_range = (values >= 0) & (values <= _INT32_MAX)
-    keys = (rows << 32) | np.where(in_range, values, 0)
-    return in_range & _is_member(keys, sorted_keys)
+# Rows of a ragged array are compared position by position while they are this narrow (any
+# real replication factor); wider rows fall back to sorting (row, id) keys.
+_NARROW = 16
+
+
+def _first_repeat(offsets: np.ndarray, ids: np.ndarray) -> int:
+    """Flat index of the first id equal to an earlier id of the same row, or -1.
+
+    The ids must lie in 0..2**31-1.
+    """
+    lengths = np.diff(offsets)
+    width = int(lengths.max()) if len(lengths) else 0
+    position = np.arange(len(ids), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    if width > _NARROW:
+        keys = (np.repeat(np.arange(len(lengths), dtype=np.int64), lengths) << 32) | ids
+        order = np.argsort(keys, kind="stable")
+        later = order[1:][keys[order][1:] == keys[order][:-1]]
+        return int(later.min()) if len(later) else -1
+    repeated = np.zeros(len(ids), dtype=bool)
+    for k in range(1, width):
+        repeated[k:] |= (ids[k:] == ids[:-k]) & (position[k:] >= k)
+    hits = np.flatnonzero(repeated)
+    return int(hits[0]) if len(hits) else -1
+
+
+def _first_missing(offsets: np.ndarray, ids: np.ndarray, rows: np.ndarray, values: np.ndarray) -> int:
+    """Index `i` of the first `values[i]` that is not among the ids of row `rows[i]`, or -1.
+
+    The ids must lie in 0..2**31-1; values may be anything.
+    """
+    lengths = np.diff(offsets)
+    width = int(lengths.max()) if len(lengths) else 0
+    if width > _NARROW:
+        keys = np.sort((np.repeat(np.arange(len(lengths), dtype=np.int64), lengths) << 32) | ids)
+        in_range = (values >= 0) & (values <= _INT32_MAX)
+        found = in_range & _is_member((rows << 32) | np.where(in_range, values, 0), keys)
+    else:
+        start, length = offsets[:-1][rows], lengths[rows]
+        found = np.zeros(len(values), dtype=bool)
+        last = max(len(ids) - 1, 0)
+        for k in range(width):
+            found |= (k < length) & (ids[np.minimum(start + k, last)] == values)
+    misses = np.flatnonzero(~found)
+    return int(misses[0]) if len(misses) else -1
 
 
 def _row_of(offsets: np.ndarray, flat_index: int) -> int:

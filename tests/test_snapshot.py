@@ -392,3 +392,30 @@ def test_any_state_round_trips_through_both_formats(tmp_path: Path, state: Clust
         write_snapshot(state, tmp_path / name)
         assert_same(read_snapshot(tmp_path / name), state)
     assert_same(snapshot_from_dict(snapshot_to_dict(state)), state)
+
+
+@pytest.mark.parametrize("width", [3, 20])  # 20 takes the sorting path for wide rows
+@pytest.mark.parametrize(("change", "message"), [
+    ({}, None),
+    ({"replicas": "dup"}, "lists broker 0 twice in its replicas"),
+    ({"leader": 99}, "has leader 99, which is not one of its replicas"),
+    ({"isr": [1, 99]}, "has broker 99 in its isr"),
+    ({"isr": [-1]}, "has broker -1 in its isr"),
+    ({"isr": [2, 1, 2]}, "lists broker 2 twice in its isr"),
+])
+def test_row_checks_for_narrow_and_wide_rows(width: int, change: dict[str, Any],
+                                             message: str | None) -> None:
+    replicas = list(range(width))
+    row: dict[str, Any] = {"topic": "w", "partition": 0, "replicas": replicas, "leader": width - 1,
+                           "isr": list(reversed(replicas))}
+    row |= change
+    if row["replicas"] == "dup":
+        row["replicas"] = replicas + [0]
+    doc = {"format": "kreassign-snapshot", "version": 1, "brokers": [{"id": i} for i in range(30)],
+           "partitions": [{"topic": "a", "partition": 0, "replicas": [5, 6]}, row]}
+    if message is None:
+        state = snapshot_from_dict(doc)
+        assert state.replicas(1) == tuple(replicas) and state.isr(1) == tuple(reversed(replicas))
+    else:
+        with pytest.raises(InputError, match=r"partitions\[1\] \(w-0\) " + message):
+            snapshot_from_dict(doc)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "list": "kreassign.cli.ops_cmd:list_command",
     "resume": "kreassign.cli.ops_cmd:resume",
     "abort": "kreassign.cli.ops_cmd:abort",
+    "simulate": "kreassign.cli.simulate_cmd:simulate",
 }
 
 GLOBAL_FLAGS = {"--help", "-h", "--version", "--debug"}

@@ -1,0 +1,218 @@
+"""`kreassign simulate`: rehearse a rebalance on Spark, over a grid of scenarios."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kreassign.cli.options import DURATION, RATE, output_option
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from kreassign.simulate.request import SimulationResult
+
+T = TypeVar("T")
+
+
+def _axis(values: Sequence[str], parse: Callable[[str], T], option: str) -> tuple[T, ...] | None:
+    """Repeated options, each possibly comma-separated (`--throttle 50MB/s,100MB/s`)."""
+    from kreassign.cluster.errors import InputError
+
+    items = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not items:
+        return None
+    try:
+        return tuple(parse(item) for item in items)
+    except InputError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
+
+
+def _throttle(text: str) -> float | None:
+    from kreassign.cluster.units import parse_rate
+
+    return None if text.lower() in ("none", "unthrottled") else float(parse_rate(text))
+
+
+def _per_broker(text: str) -> int | None:
+    from kreassign.cluster.errors import InputError
+
+    if text.lower() in ("all", "none"):
+        return None
+    if not text.isdigit():
+        raise InputError(f"'{text}' is not a number of moves per broker (or 'all')")
+    return int(text)
+
+
+def _multiplier(text: str) -> float:
+    from kreassign.cluster.errors import InputError
+
+    try:
+        return float(text.lower().lstrip("x"))
+    except ValueError:
+        raise InputError(f"'{text}' is not a write-rate multiplier such as 1.5 or x2") from None
+
+
+def _share(text: str) -> float:
+    from kreassign.cluster.errors import InputError
+
+    raw = text.strip()
+    try:
+        return float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise InputError(f"'{text}' is not a share such as 20% or 0.2") from None
+
+
+@click.command()
+@click.option("--snapshot", type=click.Path(dir_okay=False), help="Cluster snapshot (JSON or Parquet).")
+@click.option("--synthetic", metavar="SPEC",
+              help="Generate a cluster and its plan on Spark instead: brokers=N,racks=N,partitions=N,"
+                   "rf=N,add=N|remove=N,moves=N,size=1GB,write=100kB/s,capacity=1.25GB/s,seed=N.")
+@click.option("--reassignment-json-file", "plan_file", type=click.Path(dir_okay=False),
+              help="The plan to rehearse (Kafka reassignment JSON), with --snapshot.")
+@click.option("--planner", type=click.Choice(["rebalance"]),
+              help="Plan on the snapshot with kreassign's balanced planner instead of a plan file.")
+@click.option("--throttle", "throttles", multiple=True, metavar="RATE[,RATE...]",
+              help="Replication throttle to try (repeatable; 'none' for unthrottled).")
+@click.option("--moves-per-broker", "per_broker", multiple=True, metavar="N[,N...]",
+              help="Schedule: moves each broker sends or receives at once ('all': no limit).")
+@click.option("--write-multiplier", "multipliers", multiple=True, metavar="X[,X...]",
+              help="Scale every produce and consume rate (load during the move).")
+@click.option("--fail", "failures", multiple=True, metavar="BROKER@TIME",
+              help="A broker failing mid-move: 7@30m, random@50% (of the run), or none.")
+@click.option("--seed", "seeds", multiple=True, metavar="N[,N...]",
+              help="Seeds for random failures (one scenario each).")
+@click.option("--headroom-target", default="20%", show_default=True,
+              help="Network share each broker should keep for clients.")
+@click.option("--client-quota", type=RATE, default=None, help="Producer byte-rate quota per client (KIP-13).")
+@click.option("--fetch-quota", type=RATE, default=None, help="Consumer byte-rate quota per client (KIP-13).")
+@click.option("--clients-per-broker", type=int, default=10, show_default=True,
+              help="Clients sharing each broker's traffic.")
+@click.option("--request-timeout", type=DURATION, default=30.0, show_default=True,
+              help="Client request.timeout.ms (KIP-19), as a duration.")
+@click.option("--network-capacity", type=RATE, default=None,
+              help="NIC capacity each way for snapshot brokers that do not record one (default: unlimited).")
+@click.option("--timeline-points", type=click.IntRange(2, 10_000), default=120, show_default=True,
+              help="Samples per timeline.")
+@click.option("--out", "out_dir", default="simulation", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for Parquet results and plots.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master: local[*], local[N], spark://HOST:7077, yarn, k8s://URL.")
+@click.option("--remote", default=None, metavar="sc://HOST:PORT", help="Run on a Spark Connect server.")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark settings.")
+@click.option("--shuffle-partitions", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--driver-memory", default="3g", show_default=True)
+@output_option
+def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None, planner: str | None,
+             throttles: tuple[str, ...], per_broker: tuple[str, ...], multipliers: tuple[str, ...],
+             failures: tuple[str, ...], seeds: tuple[str, ...], headroom_target: str,
+             client_quota: int | None, fetch_quota: int | None, clients_per_broker: int,
+             request_timeout: float, network_capacity: int | None, timeline_points: int,
+             out_dir: str, no_plots: bool, master: str, remote: str | None, confs: tuple[str, ...],
+             shuffle_partitions: int, driver_memory: str, output: str) -> None:
+    """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
+
+    Every combination of throttle, schedule, write load, failure and seed is one scenario; each
+    runs the replication model behind `kreassign estimate` in its own Spark task. Writes a
+    summary, per-broker timelines and cluster timelines as Parquet, and PNG plots, to --out;
+    prints the summary.
+    """
+    from kreassign.cli.console import emit_json, stderr_console, stdout_console
+    from kreassign.cluster.errors import InputError
+    from kreassign.simulate.client_impact import ClientModel
+    from kreassign.simulate.inputs import PlanFile, PlannerRun, SnapshotInput
+    from kreassign.simulate.pipeline import run_simulation
+    from kreassign.simulate.request import SimulationRequest
+    from kreassign.simulate.scenarios import ScenarioAxes, parse_failure
+    from kreassign.simulate.session import SparkOptions
+    from kreassign.simulate.synthetic import parse_synthetic
+
+    if (snapshot is None) == (synthetic is None):
+        raise click.UsageError("give exactly one of --snapshot FILE or --synthetic SPEC")
+    if plan_file and planner:
+        raise click.UsageError("give --reassignment-json-file or --planner, not both")
+    conf: dict[str, str] = {}
+    for item in confs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"'{item}' is not KEY=VALUE", param_hint="'--conf'")
+        conf[key.strip()] = value.strip()
+
+    axes_values: dict[str, Any] = {
+        "throttles": _axis(throttles, _throttle, "--throttle"),
+        "moves_per_broker": _axis(per_broker, _per_broker, "--moves-per-broker"),
+        "write_multipliers": _axis(multipliers, _multiplier, "--write-multiplier"),
+        "failures": _axis(failures, parse_failure, "--fail"),
+        "seeds": _axis(seeds, lambda s: int(s) if s.lstrip("-").isdigit() else _bad_seed(s), "--seed"),
+    }
+    axes = ScenarioAxes(**{k: v for k, v in axes_values.items() if v is not None})
+    plan: PlanFile | PlannerRun | None = None
+    if plan_file:
+        plan = PlanFile(plan_file)
+    elif planner:
+        plan = PlannerRun(seed=(axes.seeds[0]))
+    cluster = SnapshotInput(snapshot) if snapshot else parse_synthetic(synthetic or "")
+    if synthetic and plan is not None:
+        raise InputError("a synthetic cluster makes its own plan (add=N or remove=N in --synthetic); "
+                         "drop --reassignment-json-file/--planner")
+    request = SimulationRequest(
+        cluster=cluster, plan=plan, axes=axes, output_dir=out_dir, plots=not no_plots,
+        timeline_points=timeline_points,
+        default_network_bps=None if network_capacity is None else float(network_capacity),
+        clients=ClientModel(headroom_target=_share(headroom_target),
+                            produce_quota_bps=None if client_quota is None else float(client_quota),
+                            fetch_quota_bps=None if fetch_quota is None else float(fetch_quota),
+                            clients_per_broker=clients_per_broker,
+                            request_timeout_ms=request_timeout * 1000.0),
+        spark=SparkOptions(master=master, remote=remote, shuffle_partitions=shuffle_partitions,
+                           driver_memory=driver_memory, conf=conf),
+    )
+    errors = stderr_console()
+    errors.print(f"Simulating {axes.size} scenario{'s' if axes.size != 1 else ''} on "
+                 f"{remote or master} ...")
+    result = run_simulation(request)
+    if output == "json":
+        emit_json(result.to_dict())
+        return
+    stdout_console().print(render_summary(result))
+    errors.print(f"Results in {result.output_dir}: " + ", ".join(p.rsplit("/", 1)[-1] for p in result.files))
+
+
+def _bad_seed(text: str) -> int:
+    from kreassign.cluster.errors import InputError
+
+    raise InputError(f"'{text}' is not a whole-number seed")
+
+
+def render_summary(result: SimulationResult) -> Table:
+    """The per-scenario summary as a rich table."""
+    from rich.table import Table
+
+    from kreassign.cluster.units import format_bytes, format_duration, format_rate
+
+    first = result.outcomes[0] if result.outcomes else None
+    title = (f"{result.brokers} brokers, {result.partitions} partitions"
+             + (f", {first.moves} moves ({format_bytes(first.bytes)})" if first else ""))
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("#", "right"), ("throttle", "right"), ("per broker", "right"),
+                          ("writes", "right"), ("failure", "left"), ("makespan", "right"),
+                          ("lower bound", "right"), ("stalled", "right"),
+                          ("max client throttle", "right"),
+                          (f"min < {result.headroom_target:.0%} headroom", "right"),
+                          ("brokers at risk", "right"), ("max produce remote", "right"),
+                          ("timed-out requests", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for o in result.outcomes:
+        failure = "-" if o.failed_broker is None else f"{o.failed_broker} @ {format_duration(o.failed_at_s or 0.0)}"
+        table.add_row(
+            str(o.scenario_id),
+            "none" if o.throttle_bps is None else format_rate(o.throttle_bps),
+            "all" if o.moves_per_broker is None else str(o.moves_per_broker),
+            f"x{o.write_multiplier:g}", failure, format_duration(o.makespan_s),
+            format_duration(o.lower_bound_s), str(o.stalled_moves),
+            f"{o.max_client_throttle_ms:,.0f} ms", f"{o.minutes_below_headroom:,.1f}",
+            f"{o.brokers_at_risk}", f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
+        )
+    return table

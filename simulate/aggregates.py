@@ -1,0 +1,165 @@
+"""Per-broker aggregates and makespan lower bounds, computed in Spark (`DataFrame -> DataFrame`)."""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kreassign.simulate.schemas import BROKER_TRAFFIC, LOWER_BOUNDS, MODEL_BROKERS, MOVE_LOAD, columns
+
+
+def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
+    """Steady traffic per broker before any move (PARTITIONS, BROKERS -> BROKER_TRAFFIC).
+
+    Leaders take the produce traffic in, serve the consumers, and send every write on to each
+    follower; followers take each write in once. Brokers without replicas get zeros.
+    """
+    replicas = partitions.select(
+        "leader", "produce_bps", "consume_bps", F.size("replicas").alias("rf"),
+        F.explode("replicas").alias("broker"),
+    )
+    is_leader = F.col("broker") == F.col("leader")
+    per_broker = replicas.groupBy("broker").agg(
+        F.count_if(is_leader).alias("leaders"),
+        F.count(F.lit(1)).alias("replicas"),
+        F.sum(F.when(is_leader, F.col("produce_bps")).otherwise(0.0)).alias("client_in_bps"),
+        F.sum(F.when(is_leader, F.col("consume_bps")).otherwise(0.0)).alias("client_out_bps"),
+        F.sum(F.when(is_leader, 0.0).otherwise(F.col("produce_bps"))).alias("replication_in_bps"),
+        F.sum(F.when(is_leader, F.col("produce_bps") * (F.col("rf") - 1)).otherwise(0.0))
+        .alias("replication_out_bps"),
+    )
+    return (
+        brokers.select("broker")
+        .join(per_broker, "broker", "left")
+        .fillna(0, subset=["leaders", "replicas"])
+        .fillna(0.0, subset=["client_in_bps", "client_out_bps", "replication_in_bps",
+                             "replication_out_bps"])
+        .select(*columns(BROKER_TRAFFIC))
+    )
+
+
+def move_load(moves: DataFrame, partitions: DataFrame) -> DataFrame:
+    """What the plan asks of each broker that sends or receives (MOVES, PARTITIONS -> MOVE_LOAD).
+
+    Moves whose partition has no leader cannot copy and are left out (the model never
+    finishes them and the lower bound is infinite).
+    """
+    led = moves.where(F.col("source") >= 0)
+    incoming = led.groupBy(F.col("dest").alias("broker")).agg(
+        F.count(F.lit(1)).alias("moves_in"), F.sum("bytes").alias("bytes_in"),
+        F.sum("write_bps").alias("write_in_bps"),
+    )
+    outgoing = led.groupBy(F.col("source").alias("broker")).agg(
+        F.count(F.lit(1)).alias("moves_out"), F.sum("bytes").alias("bytes_out"),
+        F.sum("write_bps").alias("write_out_bps"),
+    )
+    moving = moves.select("row").distinct()
+    in_sync = (
+        partitions.join(moving, "row")
+        .groupBy(F.col("leader").alias("broker"))
+        .agg(F.sum(F.col("produce_bps") * F.greatest(F.col("isr_size") - 1, F.lit(0)))
+             .alias("leader_base_bps"))
+    )
+    return (
+        incoming.join(outgoing, "broker", "full")
+        .join(in_sync, "broker", "full")
+        .fillna(0, subset=["moves_in", "moves_out", "bytes_in", "bytes_out"])
+        .fillna(0.0, subset=["write_in_bps", "write_out_bps", "leader_base_bps"])
+        .select(*columns(MOVE_LOAD))
+    )
+
+
+def model_brokers(brokers: DataFrame, traffic: DataFrame, load: DataFrame,
+                  scenarios: DataFrame) -> DataFrame:
+    """Each scenario's view of every broker (BROKERS, BROKER_TRAFFIC, MOVE_LOAD, SCENARIOS ->
+    MODEL_BROKERS).
+
+    Consumers read what is written, so the write multiplier scales every client and
+    replication rate. Both throttles take the scenario's rate, as `--throttle` sets them.
+    """
+    scaled = [
+        (F.coalesce(F.col(name), F.lit(0.0)) * F.col("write_multiplier")).alias(name)
+        for name in ("client_in_bps", "client_out_bps", "replication_in_bps",
+                     "replication_out_bps", "leader_base_bps")
+    ]
+    rate = F.coalesce(F.col("throttle_bps"), F.lit(float("inf")))
+    return (
+        brokers.join(traffic, "broker").join(load.select("broker", "leader_base_bps"), "broker", "left")
+        .crossJoin(F.broadcast(scenarios.select("scenario_id", "write_multiplier", "throttle_bps")))
+        .select("scenario_id", "broker", "network_in_bps", "network_out_bps", *scaled,
+                rate.alias("leader_rate_bps"), rate.alias("follower_rate_bps"))
+        .select(*columns(MODEL_BROKERS))
+    )
+
+
+def _ratio(num: Column, den: Column) -> Column:
+    """num / den, 0 when num is 0, infinite when den <= 0 < num (as the model's `_ratio`)."""
+    return (F.when(num <= 0, F.lit(0.0))
+            .when(den <= 0, F.lit(float("inf")))
+            .otherwise(num / den))
+
+
+def capacities(per_broker: DataFrame) -> DataFrame:
+    """Adds `out_cap` and `in_cap`: what a broker has left for catch-up before any move is in
+    sync (the model's `out_capacity`/`in_capacity` at zero in-sync traffic)."""
+    leader = F.col("leader_rate_bps") - F.col("leader_base_bps")
+    nic_out = F.col("network_out_bps") - F.col("client_out_bps") - F.col("replication_out_bps")
+    follower = F.col("follower_rate_bps")
+    nic_in = F.col("network_in_bps") - F.col("client_in_bps") - F.col("replication_in_bps")
+    return per_broker.withColumns({
+        "out_cap": F.greatest(F.least(leader, nic_out), F.lit(0.0)),
+        "in_cap": F.greatest(F.least(follower, nic_in), F.lit(0.0)),
+    })
+
+
+def lower_bounds(per_broker: DataFrame, load: DataFrame, moves: DataFrame, scenarios: DataFrame,
+                 fetch_partition_bps: float, fetch_response_bps: float) -> DataFrame:
+    """The makespan no schedule can beat, per scenario (MODEL_BROKERS, MOVE_LOAD, MOVES,
+    SCENARIOS -> LOWER_BOUNDS); the same bound as `replication_model.lower_bound`.
+
+    Per broker and side: its bytes over the capacity left once its moves' writes are served,
+    `bytes / (cap - sum w)`. Per move: its bytes alone at its best rate, `bytes / (best - w)`,
+    the best rate being the least of the fetch limits and both ends' capacities. A move with
+    no leader never finishes, so its scenario's bound is infinite. The largest wins.
+    """
+    caps = capacities(per_broker)
+    mult = F.broadcast(scenarios.select("scenario_id", "write_multiplier"))
+    sides = caps.join(load, "broker").join(mult, "scenario_id")
+    infinite = F.lit(float("inf"))
+
+    def side_seconds(size: str, cap: str, writes: str) -> Column:
+        return F.when(F.col(cap) == infinite, F.lit(0.0)).otherwise(
+            _ratio(F.col(size).cast("double"), F.col(cap) - F.col(writes) * F.col("write_multiplier")))
+
+    per_side = sides.select(
+        "scenario_id", "broker",
+        F.greatest(side_seconds("bytes_out", "out_cap", "write_out_bps"),
+                   side_seconds("bytes_in", "in_cap", "write_in_bps")).alias("seconds"),
+    )
+    small = F.broadcast(caps.select("scenario_id", "broker", "out_cap", "in_cap"))
+    src = small.select("scenario_id", F.col("broker").alias("source"), "out_cap")
+    dst = small.select("scenario_id", F.col("broker").alias("dest"), "in_cap")
+    best = F.least(F.lit(fetch_partition_bps), F.lit(fetch_response_bps), F.col("out_cap"), F.col("in_cap"))
+    alone = (
+        moves.select("source", "dest", "bytes", "write_bps")
+        .crossJoin(mult)
+        .join(src, ["scenario_id", "source"], "left")
+        .join(dst, ["scenario_id", "dest"])
+        .select(
+            "scenario_id", F.col("dest").alias("broker"),
+            F.when(F.col("source") < 0, infinite)
+            .when(best == infinite, F.lit(0.0))
+            .otherwise(_ratio(F.col("bytes").cast("double"),
+                              best - F.col("write_bps") * F.col("write_multiplier")))
+            .alias("seconds"),
+        )
+    )
+    bounds = per_side.unionByName(alone).groupBy("scenario_id").agg(
+        F.max("seconds").alias("lower_bound_s"),
+        F.max_by("broker", F.struct("seconds", "broker")).alias("bottleneck_broker"),
+    )
+    return (
+        scenarios.select("scenario_id")
+        .join(bounds, "scenario_id", "left")
+        .fillna(0.0, subset=["lower_bound_s"])
+        .select(*columns(LOWER_BOUNDS))
+    )

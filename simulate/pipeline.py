@@ -1,0 +1,166 @@
+"""`run_simulation`: inputs -> per-broker aggregates and bounds -> one model task per scenario ->
+Parquet tables and plots. Only the summary and the per-scenario cluster timeline (scenarios x
+samples rows) reach the driver."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kreassign.simulate.request import ScenarioOutcome, SimulationRequest, SimulationResult
+from kreassign.simulate.scenarios import Scenario, scenario_grid
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from kreassign.simulate.inputs import Inputs
+
+SUMMARY_DIR = "summary.parquet"
+BROKER_TIMELINE_DIR = "broker_timeline.parquet"
+CLUSTER_TIMELINE_DIR = "cluster_timeline.parquet"
+
+
+def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = None) -> SimulationResult:
+    """Run every scenario of `request` on Spark and write the results under its output dir.
+
+    Args:
+        request: the cluster, plan, scenario axes and output settings.
+        spark: a session to use; by default one is started from `request.spark` and stopped
+            at the end.
+
+    Raises:
+        SparkUnavailable: Spark cannot start (no Java, bad master, no Connect client).
+        InputError: unreadable snapshot or plan, a plan that does not fit the cluster.
+    """
+    from kreassign.simulate.session import start_session
+
+    own_session = spark is None
+    session = start_session(request.spark) if spark is None else spark
+    try:
+        return _run(session, request)
+    finally:
+        if own_session:
+            session.stop()
+
+
+def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
+    """The brokers, partitions and moves DataFrames of the request's cluster and plan."""
+    from kreassign.simulate.inputs import SnapshotInput, read_plan_moves, snapshot_inputs, synthetic_inputs
+
+    if isinstance(request.cluster, SnapshotInput):
+        from kreassign.cluster.snapshot import read_snapshot
+
+        assert request.plan is not None
+        state = read_snapshot(request.cluster.path)
+        default = request.default_network_bps
+        return snapshot_inputs(spark, state, read_plan_moves(state, request.plan),
+                               default_bps=float("inf") if default is None else default)
+    return synthetic_inputs(spark, request.cluster)
+
+
+def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
+    from pyspark import StorageLevel
+
+    from kreassign.simulate.aggregates import broker_traffic, lower_bounds, model_brokers, move_load
+    from kreassign.simulate.model_task import model_moves, simulate_scenarios
+    from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
+    from kreassign.simulate.scenarios import scenarios_frame
+    from kreassign.throttle.replication_model import FetchLimits
+
+    timings: dict[str, float] = {}
+    scenarios = scenario_grid(request.axes)
+    out = Path(request.output_dir)
+    target = request.clients.headroom_target
+    fetch = FetchLimits()
+
+    with _timed(timings, "inputs_s"):
+        inputs = load_inputs(spark, request)
+        _check_failures(inputs.brokers, scenarios)
+        scenario_df = scenarios_frame(spark, scenarios)
+        load = move_load(inputs.moves, inputs.partitions)
+        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                                   load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+        bounds = lower_bounds(per_broker, load, inputs.moves, scenario_df,
+                              fetch.partition_bps, fetch.fetcher_bps)
+    with _timed(timings, "model_s"):
+        needs_failover = any(s.failure is not None for s in scenarios)
+        results = simulate_scenarios(
+            model_moves(inputs.moves, inputs.partitions, scenario_df, needs_failover), per_broker,
+            scenarios, request.clients, request.timeline_points,
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        summary = scenario_summary(results, scenario_df, bounds)
+        outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
+    with _timed(timings, "write_s"):
+        timelines = broker_timelines(results)
+        summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
+        timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
+        cluster_timeline(results, timelines, target).coalesce(1).write.mode("overwrite").parquet(
+            str(out / CLUSTER_TIMELINE_DIR))
+        files = [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
+        counts = inputs.partitions.selectExpr("count(1) AS n").first()
+        brokers = per_broker.where(f"scenario_id = {scenarios[0].scenario_id}").count()
+    results.unpersist()
+    per_broker.unpersist()
+    if request.plots:
+        with _timed(timings, "plots_s"):
+            files += [str(p) for p in _plot(spark, out, scenarios, target)]
+    return SimulationResult(
+        outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
+        brokers=int(brokers), partitions=int(counts["n"]) if counts else 0,
+        headroom_target=target, timings_s=timings,
+    )
+
+
+def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None:
+    """Fail before the sweep, not inside a task, when a scenario fails an unknown broker."""
+    from pyspark.sql import functions as F
+
+    from kreassign.cluster.errors import InputError
+
+    named = sorted({s.failure.broker for s in scenarios if s.failure is not None and s.failure.broker >= 0})
+    if not named:
+        return
+    found = {r["broker"] for r in brokers.where(F.col("broker").isin(named)).select("broker").collect()}
+    missing = [b for b in named if b not in found]
+    if missing:
+        raise InputError(f"--fail names broker {missing[0]}, which is not in the cluster")
+
+
+def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...], target: float) -> tuple[Path, ...]:
+    from kreassign.simulate.plots import write_plots
+
+    cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR)).toPandas()
+    labels = {s.scenario_id: scenario_label(s) for s in scenarios}
+    return write_plots(cluster, labels, target, out)
+
+
+def scenario_label(scenario: Scenario) -> str:
+    """A short legend label: only what the scenario sets."""
+    from kreassign.cluster.units import format_rate
+
+    parts = [f"#{scenario.scenario_id}"]
+    parts.append("unthrottled" if scenario.throttle_bps is None else format_rate(scenario.throttle_bps))
+    if scenario.moves_per_broker is not None:
+        parts.append(f"{scenario.moves_per_broker}/broker")
+    if scenario.write_multiplier != 1.0:
+        parts.append(f"writes x{scenario.write_multiplier:g}")
+    if scenario.failure is not None:
+        who = "random" if scenario.failure.broker < 0 else str(scenario.failure.broker)
+        parts.append(f"broker {who} fails")
+    return " ".join(parts)
+
+
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = time.perf_counter() - start
+
+
+def summary_frame(spark: SparkSession, out: Path) -> DataFrame:
+    """Read back the summary a run wrote (for scripts and tests)."""
+    return spark.read.parquet(str(out / SUMMARY_DIR))

@@ -1,0 +1,351 @@
+"""One scenario on one executor: the replication model (`throttle.replication_model`, the same
+code `kreassign estimate` runs), an optional broker failure, and the client impact, sampled on
+a uniform time grid. Pure numpy: the Spark task only converts pandas to these arrays and back.
+
+A broker failure at time `t_f` splits the run in two model runs. Moves finished by `t_f` stay
+finished; moves into the failed broker never finish (the reassignment waits for it); moves it
+was sending fail over to the partition's next in-sync replica and, like every other unfinished
+move, continue from what was left at `t_f` (a running move is taken to have progressed
+linearly between its start and its predicted finish). The failed broker's client traffic
+moves evenly onto the survivors.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kreassign.cluster.errors import InputError
+from kreassign.simulate.client_impact import BrokerTraffic, ClientModel, assess
+from kreassign.simulate.scenarios import RANDOM_BROKER, Scenario
+from kreassign.throttle.replication_model import (
+    Admission,
+    FetchLimits,
+    ModelInput,
+    ModelResult,
+    simulate,
+)
+
+MODEL_TOLERANCE = 0.01
+"""The event batching of `replication_model.simulate`, as `kreassign estimate` uses it"""
+_MIN_HORIZON_S = 60.0
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioArrays:
+    """One scenario's brokers and moves as numpy columns (brokers sorted by id, moves by move id;
+    moves name brokers by id).
+
+    Per broker: capacities, steady client and replication traffic (already scaled by the
+    scenario's write load), the leader-throttle base and the throttles. Per move: plan order
+    id, source (-1: no leader), destination, bytes, partition write rate (unscaled) and the
+    replica that takes over as leader if the source fails (-1: none).
+    """
+
+    broker_ids: np.ndarray
+    network_in: np.ndarray
+    network_out: np.ndarray
+    client_in: np.ndarray
+    client_out: np.ndarray
+    replication_in: np.ndarray
+    replication_out: np.ndarray
+    leader_base: np.ndarray
+    leader_rate: np.ndarray
+    follower_rate: np.ndarray
+    move_id: np.ndarray
+    source: np.ndarray
+    dest: np.ndarray
+    bytes: np.ndarray
+    write_bps: np.ndarray
+    failover_source: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.move_id)
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of broker ids in `broker_ids` (sorted ascending)."""
+        return np.searchsorted(self.broker_ids, ids)
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioRun:
+    """Outcome of one scenario: per move, per broker on the grid, and totals."""
+
+    finish_s: np.ndarray
+    model_lower_bound_s: float
+    failed_broker: int | None
+    failed_at_s: float | None
+    grid_t_s: np.ndarray
+    bytes_remaining: np.ndarray
+    rate_in: np.ndarray
+    """(brokers, samples) average catch-up bytes/s into each broker over each sample"""
+    rate_out: np.ndarray
+    pending_bytes: np.ndarray
+    """(brokers, samples) bytes of moves into each broker not finished at each sample time"""
+
+    @property
+    def makespan_s(self) -> float:
+        return float(self.finish_s.max()) if len(self.finish_s) else 0.0
+
+    @property
+    def stalled_moves(self) -> int:
+        return int(np.count_nonzero(np.isinf(self.finish_s)))
+
+
+def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.ndarray | None = None,
+                client_out: np.ndarray | None = None, fetch: FetchLimits | None = None) -> ModelInput:
+    """The replication model's input for this scenario (the NIC carries clients and in-sync
+    followers; the leader throttle also counts the moving partitions' in-sync followers)."""
+    c_in = arrays.client_in if client_in is None else client_in
+    c_out = arrays.client_out if client_out is None else client_out
+    return ModelInput.build(
+        broker_ids=arrays.broker_ids, source=arrays.source, dest=arrays.dest, bytes=arrays.bytes,
+        write_bps=arrays.write_bps * scenario.write_multiplier,
+        leader_rate=arrays.leader_rate, follower_rate=arrays.follower_rate,
+        network_in=arrays.network_in, network_out=arrays.network_out,
+        client_in=c_in + arrays.replication_in, client_out=c_out + arrays.replication_out,
+        leader_base=arrays.leader_base, fetch=fetch,
+    )
+
+
+def _admission(scenario: Scenario, priority: np.ndarray) -> Admission | None:
+    if scenario.moves_per_broker is None:
+        return None
+    return Admission(priority=priority, max_moves_per_broker=scenario.moves_per_broker)
+
+
+def run_model(arrays: ScenarioArrays, scenario: Scenario) -> ModelResult:
+    """The model on this scenario without failures, moves admitted in plan order."""
+    return simulate(model_input(arrays, scenario),
+                    admission=_admission(scenario, np.arange(len(arrays), dtype=np.int64)),
+                    tolerance=MODEL_TOLERANCE)
+
+
+def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> ScenarioRun:
+    """Run the model (and the failure, if any) and sample it on `points` grid times.
+
+    Raises:
+        InputError: the failing broker is not in the cluster.
+    """
+    first = run_model(arrays, scenario)
+    if scenario.failure is None:
+        finish, log, curve = first.finish_s, _rate_log(first), (first.times, first.remaining_bytes)
+        failed, failed_at = None, None
+    else:
+        failed, failed_at = _failure_point(arrays, scenario, first)
+        finish, log, curve = _after_failure(arrays, scenario, first, failed, failed_at)
+    grid = _grid(finish, curve[0], points)
+    rate_out, rate_in = _grid_rates(log, len(arrays.broker_ids), grid)
+    return ScenarioRun(
+        finish_s=finish, model_lower_bound_s=float(first.lower.seconds),
+        failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
+        bytes_remaining=np.interp(grid, curve[0], curve[1]) if len(curve[0]) else np.zeros(len(grid)),
+        rate_in=rate_in, rate_out=rate_out,
+        pending_bytes=_pending(arrays, finish, grid),
+    )
+
+
+# ---- failure ----------------------------------------------------------------------------------
+def _failure_point(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult) -> tuple[int, float]:
+    failure = scenario.failure
+    assert failure is not None
+    if failure.at_s is not None:
+        at = float(failure.at_s)
+    else:
+        assert failure.at_fraction is not None
+        end = first.makespan if math.isfinite(first.makespan) else first.completable_makespan
+        at = failure.at_fraction * end
+    if failure.broker == RANDOM_BROKER:
+        involved = np.union1d(arrays.dest, arrays.source[arrays.source >= 0])
+        pool = involved if len(involved) else arrays.broker_ids
+        rng = np.random.default_rng(scenario.seed)
+        return int(pool[rng.integers(len(pool))]), at
+    if failure.broker not in set(arrays.broker_ids.tolist()):
+        raise InputError(f"broker {failure.broker} cannot fail: it is not in the cluster")
+    return failure.broker, at
+
+
+RateLog = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(time, broker position, bytes/s out, bytes/s in): each entry holds until the broker's next"""
+
+
+def _rate_log(result: ModelResult, shift: float = 0.0) -> RateLog:
+    return result.rate_time + shift, result.rate_broker, result.rate_out, result.rate_in
+
+
+def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult, failed: int,
+                   at: float) -> tuple[np.ndarray, RateLog, tuple[np.ndarray, np.ndarray]]:
+    """Finish times, rate log and remaining curve of a run where `failed` goes down at `at`."""
+    done = first.finish_s <= at
+    stuck = ~done & (arrays.dest == failed)
+    rest = np.flatnonzero(~done & ~stuck)
+    started = first.start_s[rest] <= at
+    remaining = _remaining_at(arrays, scenario, first, at)[rest]
+    source = arrays.source[rest]
+    source = np.where(source == failed, arrays.failover_source[rest], source)
+    source = np.where(source == failed, -1, source)
+
+    survivors = arrays.broker_ids != failed
+    share = np.where(survivors, 1.0 / max(int(survivors.sum()), 1), 0.0)
+    client_in = np.where(survivors, arrays.client_in + arrays.client_in[~survivors].sum() * share, 0.0)
+    client_out = np.where(survivors, arrays.client_out + arrays.client_out[~survivors].sum() * share, 0.0)
+    second_arrays = ScenarioArrays(
+        broker_ids=arrays.broker_ids, network_in=arrays.network_in, network_out=arrays.network_out,
+        client_in=client_in, client_out=client_out,
+        replication_in=np.where(survivors, arrays.replication_in, 0.0),
+        replication_out=np.where(survivors, arrays.replication_out, 0.0),
+        leader_base=arrays.leader_base, leader_rate=arrays.leader_rate,
+        follower_rate=arrays.follower_rate, move_id=arrays.move_id[rest], source=source,
+        dest=arrays.dest[rest], bytes=remaining, write_bps=arrays.write_bps[rest],
+        failover_source=arrays.failover_source[rest],
+    )
+    # Moves already copying keep their slots: they are first in line after the failure.
+    priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
+    second = simulate(model_input(second_arrays, scenario), admission=_admission(scenario, priority),
+                      tolerance=MODEL_TOLERANCE)
+
+    finish = first.finish_s.copy()
+    finish[stuck] = math.inf
+    finish[rest] = at + second.finish_s
+    before = first.rate_time < at
+    n_brokers = len(arrays.broker_ids)
+    log = tuple(np.concatenate(parts) for parts in zip(
+        (first.rate_time[before], first.rate_broker[before], first.rate_out[before], first.rate_in[before]),
+        (np.full(n_brokers, at), np.arange(n_brokers), np.zeros(n_brokers), np.zeros(n_brokers)),
+        _rate_log(second, at),
+    ))
+    stuck_bytes = float(arrays.bytes[stuck].sum())
+    keep = first.times < at
+    times = np.concatenate([first.times[keep], at + second.times])
+    left_bytes = np.concatenate([first.remaining_bytes[keep], second.remaining_bytes + stuck_bytes])
+    return finish, log, (times, left_bytes)  # type: ignore[return-value]
+
+
+def _remaining_at(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult,
+                  at: float) -> np.ndarray:
+    """Bytes each move still has to copy at time `at` (0 for finished moves).
+
+    The model reports each broker's catch-up traffic, not each move's, so a broker's bytes
+    received by `at`, less what its finished moves copied, are shared among its unfinished
+    moves in proportion to how long each has been copying (max-min fair sharing gives moves
+    on the same bottleneck the same rate). A move's lag shrinks by what it fetched less the
+    writes it had to follow meanwhile.
+    """
+    n_brokers = len(arrays.broker_ids)
+    dest = arrays.positions(arrays.dest)
+    received = np.zeros(n_brokers)
+    order = np.lexsort((np.arange(len(first.rate_time)), first.rate_time, first.rate_broker))
+    brokers, times, rates = first.rate_broker[order], first.rate_time[order], first.rate_in[order]
+    for b in np.unique(brokers):
+        sel = brokers == b
+        received[b] = _integral(times[sel], rates[sel], np.array([at]))[0]
+    finished = first.finish_s <= at
+    copied = np.bincount(dest[finished], weights=first.copied_bytes[finished], minlength=n_brokers)
+    fetched_by_open = np.maximum(received - copied, 0.0)
+    active = ~finished & (first.start_s <= at)
+    elapsed = np.where(active, at - np.where(active, first.start_s, 0.0), 0.0)
+    per_broker_elapsed = np.bincount(dest, weights=elapsed, minlength=n_brokers)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fetched = np.where(active, fetched_by_open[dest] * elapsed / per_broker_elapsed[dest], 0.0)
+    writes = arrays.write_bps * scenario.write_multiplier * elapsed
+    left = np.clip(arrays.bytes - (np.nan_to_num(fetched) - writes), 0.0, arrays.bytes)
+    return np.where(finished, 0.0, left)
+
+
+# ---- sampling -------------------------------------------------------------------------------
+def _grid(finish: np.ndarray, times: np.ndarray, points: int) -> np.ndarray:
+    """`points` times from 0 to the makespan (or past the last event when moves never end)."""
+    finite = finish[np.isfinite(finish)]
+    if len(finite) == len(finish) and len(finish):
+        horizon = float(finite.max())
+    else:
+        last = max(float(finite.max(initial=0.0)), float(times.max(initial=0.0)))
+        horizon = 1.25 * last
+    return np.linspace(0.0, horizon if horizon > 0 else _MIN_HORIZON_S, points)
+
+
+def _grid_rates(log: RateLog, n_brokers: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average bytes/s out and in of each broker over each sample [t_k, t_k+1) (the last sample
+    looks one step past the end), from a change log of piecewise-constant rates."""
+    time, broker, out, into = log
+    edges = np.append(grid, grid[-1] + (grid[-1] - grid[-2] if len(grid) > 1 else 1.0))
+    width = np.diff(edges)
+    rate_out = np.zeros((n_brokers, len(grid)))
+    rate_in = np.zeros((n_brokers, len(grid)))
+    order = np.lexsort((np.arange(len(time)), time, broker))
+    time, broker, out, into = time[order], broker[order], out[order], into[order]
+    starts = np.flatnonzero(np.r_[True, broker[1:] != broker[:-1]]) if len(broker) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(broker)]
+    for s, e in zip(starts, ends):
+        b = int(broker[s])
+        rate_out[b] = np.diff(_integral(time[s:e], out[s:e], edges)) / width
+        rate_in[b] = np.diff(_integral(time[s:e], into[s:e], edges)) / width
+    return rate_out, rate_in
+
+
+def _integral(times: np.ndarray, rates: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Integral from 0 of a step function (rate[i] from times[i] on, 0 before times[0])."""
+    segment = np.diff(times) * rates[:-1]
+    cumulative = np.concatenate(([0.0], np.cumsum(segment)))
+    idx = np.searchsorted(times, at, side="right") - 1
+    inside = idx >= 0
+    j = np.maximum(idx, 0)
+    return np.where(inside, cumulative[j] + rates[j] * (at - times[j]), 0.0)
+
+
+def _pending(arrays: ScenarioArrays, finish: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Per broker and sample, bytes of moves into it that have not finished by then."""
+    n_brokers, samples = len(arrays.broker_ids), len(grid)
+    dest = arrays.positions(arrays.dest)
+    total = np.bincount(dest, weights=arrays.bytes, minlength=n_brokers)
+    finished_by = np.searchsorted(grid, finish, side="left")  # first sample at or after finish
+    ok = finished_by < samples
+    done = np.zeros((n_brokers, samples))
+    np.add.at(done, (dest[ok], finished_by[ok]), arrays.bytes[ok])
+    return total[:, None] - np.cumsum(done, axis=1)
+
+
+# ---- the task's row -------------------------------------------------------------------------
+def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
+                 clients: ClientModel) -> dict[str, Any]:
+    """One SCENARIO_RESULT row: totals, client impact and the packed timelines."""
+    grid = run.grid_t_s
+    dt = float(grid[1] - grid[0]) if len(grid) > 1 else 0.0
+    traffic = BrokerTraffic(
+        capacity_in=arrays.network_in[:, None], capacity_out=arrays.network_out[:, None],
+        client_in=arrays.client_in[:, None], client_out=arrays.client_out[:, None],
+        replication_in=arrays.replication_in[:, None] + run.rate_in,
+        replication_out=arrays.replication_out[:, None] + run.rate_out,
+        catchup_in=run.rate_in,
+    )
+    impact = assess(clients, traffic, dt)
+    n_brokers, samples = run.rate_in.shape
+    return {
+        "scenario_id": scenario_id,
+        "moves": len(arrays),
+        "bytes": int(arrays.bytes.sum()),
+        "makespan_s": run.makespan_s,
+        "model_lower_bound_s": run.model_lower_bound_s,
+        "stalled_moves": run.stalled_moves,
+        "failed_broker": run.failed_broker,
+        "failed_at_s": run.failed_at_s,
+        "max_client_throttle_ms": impact.max_throttle_ms,
+        "minutes_below_headroom": impact.minutes_below_target,
+        "brokers_at_risk": impact.brokers_at_risk,
+        "brokers_saturated": impact.brokers_saturated,
+        "max_produce_remote_ms": impact.max_produce_remote_ms,
+        "timed_out_requests": impact.timed_out_requests,
+        "grid_t_s": grid,
+        "grid_bytes_remaining": run.bytes_remaining,
+        "tl_broker": np.repeat(arrays.broker_ids.astype(np.int32), samples),
+        "tl_t_s": np.tile(grid, n_brokers),
+        "tl_replication_in_bps": run.rate_in.ravel(),
+        "tl_replication_out_bps": run.rate_out.ravel(),
+        "tl_pending_bytes": run.pending_bytes.ravel(),
+        "tl_headroom": np.ascontiguousarray(impact.headroom).ravel(),
+        "tl_client_throttle_ms": np.ascontiguousarray(impact.throttle_ms).ravel(),
+        "tl_produce_remote_ms": np.ascontiguousarray(impact.produce_remote_ms).ravel(),
+        "tl_request_delay_ms": np.ascontiguousarray(impact.request_delay_ms).ravel(),
+    }

@@ -1,0 +1,149 @@
+"""Starting Spark: embedded `local[*]` by default, a real cluster with `master`, or Spark Connect.
+
+Everything here runs only inside `kreassign simulate` (and the test fixture): pyspark and the
+JVM are never started by importing kreassign.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kreassign.cluster.errors import KreassignError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MIN_JAVA = 17
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|yarn|k8s://.+|mesos://.+)$")
+
+
+class SparkUnavailable(KreassignError):
+    """Spark cannot start here: no Java, a bad master URL, or no Spark Connect client."""
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """Where and how Spark runs.
+
+    `remote` (a Spark Connect URL, `sc://host:15002`) wins over `master`. `conf` is passed to
+    the session builder as is, after kreassign's own settings, so it can override them.
+    """
+
+    master: str = "local[*]"
+    remote: str | None = None
+    shuffle_partitions: int = 8
+    driver_memory: str = "3g"
+    app_name: str = "kreassign-simulate"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.remote is None and self.master.startswith("local")
+
+
+def java_version(java: str) -> int | None:
+    """The major version of a `java` executable, or None if it does not run."""
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_java_version(proc.stderr + proc.stdout)
+
+
+def parse_java_version(text: str) -> int | None:
+    """`openjdk version "17.0.15"` -> 17; `java version "1.8.0_392"` -> 8."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def find_java(env: Mapping[str, str] | None = None) -> str | None:
+    """The java Spark would start: $JAVA_HOME/bin/java, else the first on PATH."""
+    env = os.environ if env is None else env
+    home = env.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        return candidate if os.access(candidate, os.X_OK) else None
+    return shutil.which("java", path=env.get("PATH"))
+
+
+def check_java(env: Mapping[str, str] | None = None) -> None:
+    """Raise SparkUnavailable with what to do when no usable Java is installed."""
+    java = find_java(env)
+    hint = (f"Spark needs Java {MIN_JAVA} or newer: install it (for example "
+            "`apt-get install openjdk-17-jre-headless`) and set JAVA_HOME, or run on a Spark "
+            "Connect server with --remote sc://HOST:15002.")
+    if java is None:
+        where = "JAVA_HOME" if (env or os.environ).get("JAVA_HOME") else "PATH"
+        raise SparkUnavailable(f"Java was not found (looked in {where}). {hint}")
+    version = java_version(java)
+    if version is None or version < MIN_JAVA:
+        found = "an unknown version" if version is None else f"Java {version}"
+        raise SparkUnavailable(f"{java} is {found}. {hint}")
+
+
+def check_master(master: str) -> None:
+    if not _MASTER.match(master):
+        raise SparkUnavailable(
+            f"'{master}' is not a Spark master: use local[*], local[N], spark://HOST:7077, yarn "
+            "or k8s://https://HOST:PORT (or --remote sc://HOST:15002 for Spark Connect)"
+        )
+
+
+def start_session(options: SparkOptions) -> SparkSession:
+    """Start (or join) the Spark session the simulation runs on.
+
+    Raises:
+        SparkUnavailable: Java is missing or too old, the master URL is malformed, or
+            `remote` is given without Spark Connect's client libraries installed.
+    """
+    from pyspark.sql import SparkSession
+
+    if options.remote is not None:
+        try:
+            import grpc  # noqa: F401  (Spark Connect's transport; missing unless pyspark[connect])
+        except ImportError:
+            raise SparkUnavailable(
+                "--remote needs the Spark Connect client: pip install 'pyspark[connect]' "
+                "(or run embedded with --master local[*])"
+            ) from None
+        builder = SparkSession.builder.remote(options.remote)
+    else:
+        check_master(options.master)
+        check_java()
+        if options.is_local:
+            # Executors of an embedded session are child processes of this interpreter.
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+            os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        builder = SparkSession.builder.master(options.master)
+        local = {
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.memory": options.driver_memory,
+        }
+        for key, value in (local.items() if options.is_local else ()):
+            builder = builder.config(key, value)
+        builder = builder.config("spark.ui.enabled", "false")
+    settings = {
+        "spark.app.name": options.app_name,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(options.shuffle_partitions),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        **options.conf,
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if options.remote is None:
+        session.sparkContext.setLogLevel("ERROR")
+    return session

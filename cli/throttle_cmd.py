@@ -1,0 +1,142 @@
+"""`kreassign throttle show|set|clear|suggest`: throttles of running moves, live, journaled."""
+from __future__ import annotations
+
+import click
+
+from kreassign.cli.options import BROKER_LIST, RATE, output_option, source_options
+from kreassign.cli.watch_cmd import PERCENT, connect, connection_options, deadline_seconds, journal_store, runtime
+
+
+@click.group()
+def throttle() -> None:
+    """Show, change, clear and suggest replication throttles (KIP-73), on running moves too."""
+
+
+def _topics(value: str | None) -> list[str] | None:
+    return None if value is None else [t.strip() for t in value.split(",") if t.strip()]
+
+
+@throttle.command()
+@connection_options
+@click.option("--brokers", type=BROKER_LIST, default=None, help="Only these brokers (default: every live broker).")
+@click.option("--topics", default=None, help="Only these topics, comma-separated (default: every topic with lists).")
+@output_option
+def show(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
+         journal_dir: str | None, brokers: tuple[int, ...] | None, topics: str | None, output: str) -> None:
+    """Show each broker's leader, follower and log-dir rates (and where they come from) and each
+    topic's throttled-replica lists, with the reassignments in flight."""
+    from kreassign.cli.console import emit_json, stdout_console
+    from kreassign.cli.watch_render import render_throttle_view
+    from kreassign.throttle.throttle_ops import read_throttle_view
+
+    names = _topics(topics)
+    with connect(bootstrap_server, command_config, request_timeout) as port:
+        view = read_throttle_view(port, brokers=brokers, topics=names, all_topics=names is None)
+    if output == "json":
+        emit_json(view.to_dict())
+    else:
+        stdout_console().print(render_throttle_view(view))
+
+
+@throttle.command(name="set")
+@connection_options
+@click.option("--rate", type=RATE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --rate).")
+@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --rate).")
+@click.option("--brokers", type=BROKER_LIST, default=None,
+              help="Only these brokers (default: every broker in a reassignment in flight).")
+@click.option("--keep-lists", is_flag=True,
+              help="Leave the topics' throttled-replica lists alone (default: recompute them from the "
+                   "reassignments in flight, by Kafka's rules).")
+@click.option("--dry-run", is_flag=True, help="Say what would be set; change nothing.")
+@output_option
+def set_command(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
+                journal_dir: str | None, rate: int | None, leader_rate: int | None, follower_rate: int | None,
+                brokers: tuple[int, ...] | None, keep_lists: bool, dry_run: bool, output: str) -> None:
+    """Change the throttle of a running move, without restarting anything. Every change is
+    journaled with the values it replaces, so `throttle clear` restores them."""
+    from kreassign.cli.console import emit_json
+    from kreassign.cli.watch_render import set_lines
+    from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+
+    request = ThrottleSetRequest(leader_rate=leader_rate if leader_rate is not None else rate,
+                                 follower_rate=follower_rate if follower_rate is not None else rate,
+                                 brokers=brokers, update_lists=not keep_lists)
+    with connect(bootstrap_server, command_config, request_timeout) as port:
+        change = plan_throttle_set(port, request)
+        result = apply_throttle_change(port, change, store=journal_store(journal_dir), dry_run=dry_run)
+    if output == "json":
+        emit_json(result.to_dict())
+    else:
+        for line in set_lines(result):
+            click.echo(line)
+
+
+@throttle.command()
+@connection_options
+@click.option("--brokers", type=BROKER_LIST, default=None, help="Only these brokers (journals stay open).")
+@click.option("--topics", default=None, help="Only these topics, comma-separated (journals stay open).")
+@click.option("--force", is_flag=True, help="Clear although reassignments are still running.")
+@click.option("--dry-run", is_flag=True, help="Say what would be cleared and restored; change nothing.")
+@output_option
+def clear(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
+          journal_dir: str | None, brokers: tuple[int, ...] | None, topics: str | None, force: bool,
+          dry_run: bool, output: str) -> int:
+    """Remove throttles, putting back the values that existed before kreassign changed them
+    (from the open execution journals); throttles no journal knows are deleted, as Kafka does.
+    Safe to run at any time; refuses while moves run unless --force."""
+    from kreassign.cli.console import emit_json
+    from kreassign.cli.watch_render import clear_lines
+    from kreassign.throttle.throttle_ops import clear_all_throttles
+
+    with connect(bootstrap_server, command_config, request_timeout) as port:
+        result = clear_all_throttles(port, store=journal_store(journal_dir), brokers=brokers, topics=_topics(topics),
+                                     force=force, dry_run=dry_run)
+    if output == "json":
+        emit_json(result.to_dict())
+    else:
+        for line in clear_lines(result):
+            click.echo(line)
+    return 0 if result.complete else 1
+
+
+@throttle.command()
+@click.option("--reassignment-json-file", "-f", "plan_file", required=True, type=click.Path(dir_okay=False),
+              help="The reassignment to throttle.")
+@source_options
+@click.option("--max-impact", type=PERCENT, required=True,
+              help="Share of each broker's network the moves may take, e.g. 20%.")
+@click.option("--deadline", default=None, help="Finish by then: 2h, 06:00, or a date-time.")
+@click.option("--network-capacity", type=RATE, default=None,
+              help="Network capacity (each direction) of brokers whose capacity the snapshot lacks.")
+@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+              help="Plan for paced execution with this many moves per broker.")
+@output_option
+def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+            max_impact: float, deadline: str | None, network_capacity: int | None,
+            max_moves_per_broker: int | None, output: str) -> None:
+    """Suggest the highest leader and follower rates that keep replication plus client traffic
+    within --max-impact of each broker's network, and say whether --deadline is reachable (by the
+    replication model); if not, what would reach it: a rate, more concurrency, or which brokers
+    bound it."""
+    from datetime import datetime
+
+    from kreassign.cli.console import emit_json, stdout_console
+    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.watch_render import render_suggestion
+    from kreassign.cluster.kafka_json import parse_reassignment
+    from kreassign.cluster.source import load_cluster_state
+    from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
+
+    parsed = parse_reassignment(read_text(plan_file))
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config)
+    now = runtime().now or datetime.now().astimezone
+    request = SuggestRequest(
+        max_impact=max_impact, deadline_s=deadline_seconds(deadline, now()) if deadline else None,
+        max_moves_per_broker=max_moves_per_broker,
+        network_capacity=(float(network_capacity), float(network_capacity)) if network_capacity else None)
+    result = suggest_throttle(state, parsed.entries, request)
+    if output == "json":
+        emit_json(result.to_dict())
+    else:
+        stdout_console().print(render_suggestion(result))

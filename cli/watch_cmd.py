@@ -1,0 +1,267 @@
+"""`kreassign watch`: live progress, ETAs, stall detection, pacing and auto-throttle.
+
+The loop is `kreassign.throttle.watch.watch`; this module parses options, connects, and renders
+events (rich bars on a terminal, one line per poll otherwise, JSON lines with --output json).
+Tests inject the clock, the sleeper and the connection through `Runtime` as click's `obj`.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kreassign.cli.options import BROKER_LIST, DURATION, RATE, SIZE, output_option
+
+if TYPE_CHECKING:
+    from kreassign.cluster.port import ClusterPort
+    from kreassign.throttle.journal import JournalStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
+
+
+@dataclass
+class Runtime:
+    """What tests inject (as click's `obj`): the connection, the clock, the sleeper, the time of day."""
+
+    connect: Connect | None = None
+    clock: Callable[[], float] | None = None
+    sleep: Callable[[float], None] | None = None
+    now: Callable[[], datetime] | None = None
+
+
+def runtime() -> Runtime:
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_object(Runtime) if ctx is not None else None
+    return obj if obj is not None else Runtime()
+
+
+def connect(bootstrap: str | None, command_config: str | None, timeout_s: float | None
+            ) -> AbstractContextManager[ClusterPort]:
+    rt = runtime()
+    if rt.connect is not None:
+        return rt.connect(bootstrap, command_config, timeout_s)
+    from kreassign.cli.ops_cmd import open_port
+
+    return open_port(bootstrap, command_config, timeout_s)
+
+
+def journal_store(journal_dir: str | None) -> JournalStore:
+    from kreassign.throttle.journal import JournalStore
+
+    return JournalStore(journal_dir)
+
+
+class PercentType(click.ParamType):
+    """A share: `20%` or `0.2`."""
+
+    name = "PCT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            self.fail(f"'{value}' is not a share: use a percentage such as 20% (or 0.2)", param, ctx)
+        if not 0 <= share <= 1:
+            self.fail(f"'{value}' must be between 0% and 100%", param, ctx)
+        return share
+
+
+PERCENT = PercentType()
+_CLOCK = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+
+
+def deadline_seconds(text: str, now: datetime) -> float:
+    """Seconds from `now` to a deadline given as a duration (`2h`), a time of day (`06:00`, the
+    next one) or an ISO date-time.
+
+    Raises:
+        InputError: the text is none of these, or names a moment in the past.
+    """
+    from kreassign.cluster.errors import InputError
+    from kreassign.cluster.units import parse_duration
+
+    match = _CLOCK.match(text.strip())
+    if match:
+        at = now.replace(hour=int(match.group(1)), minute=int(match.group(2)), second=0, microsecond=0)
+        if at <= now:
+            at += timedelta(days=1)
+        return (at - now).total_seconds()
+    try:
+        return parse_duration(text)
+    except InputError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"'{text}' is not a deadline: use a duration (2h), a time of day (06:00) "
+                         "or a date-time (2025-06-01T06:00)") from None
+    if moment.tzinfo is None and now.tzinfo is not None:
+        moment = moment.replace(tzinfo=now.tzinfo)
+    seconds = (moment - now).total_seconds()
+    if seconds <= 0:
+        raise InputError(f"the deadline {text} has already passed")
+    return seconds
+
+
+def connection_options(f: F) -> F:
+    f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
+                     help="Where execution journals live (env: KREASSIGN_JOURNAL_DIR).")(f)
+    f = click.option("--request-timeout", type=DURATION, default=None,
+                     help="Deadline of each cluster request (default: the client's).")(f)
+    f = click.option("--command-config", type=click.Path(dir_okay=False),
+                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
+    f = click.option("--bootstrap-server", envvar="KREASSIGN_BOOTSTRAP_SERVER", metavar="HOST:PORT[,...]",
+                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
+    return f
+
+
+def rate_options(f: F) -> F:
+    f = click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --throttle).")(f)
+    f = click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --throttle).")(f)
+    f = click.option("--throttle", "rate", type=RATE, default=None,
+                     help="Replication rate for both sides, e.g. 50MB/s.")(f)
+    return f
+
+
+@click.command()
+@connection_options
+@click.option("--reassignment-json-file", "-f", "plan_file", type=click.Path(dir_okay=False),
+              help="Watch only this plan's partitions (default: every reassignment in flight).")
+@click.option("--pace", "pace_file", type=click.Path(dir_okay=False),
+              help="Submit this plan in waves as moves complete (with --max-moves-per-broker and/or "
+                   "--max-inflight-bytes), then watch it to the end.")
+@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+              help="With --pace: moves each broker sends, and receives, at once.")
+@click.option("--max-inflight-bytes", type=SIZE, default=None, help="With --pace: bytes moving at once.")
+@click.option("--order", type=click.Choice(["small-first", "large-first", "plan"]), default="plan",
+              show_default=True, help="With --pace: which partitions start first.")
+@rate_options
+@click.option("--additional", is_flag=True, help="With --pace: start although other reassignments run.")
+@click.option("--interval", type=DURATION, default=10.0, show_default=True, help="Time between polls.")
+@click.option("--timeout", type=DURATION, default=None, help="Give up after this long (exit status 3).")
+@click.option("--stall-after", type=DURATION, default=None,
+              help="A move whose lag has not shrunk for this long is stalled (default: 3 intervals, >= 30s).")
+@click.option("--fail-on-stall", is_flag=True, help="Stop with exit status 4 when a move cannot finish.")
+@click.option("--keep-throttles", is_flag=True, help="Leave the throttles in place when everything is done.")
+@click.option("--auto-throttle", is_flag=True, help="Adjust the rates live toward --target-headroom or --deadline.")
+@click.option("--target-headroom", type=PERCENT, default=None,
+              help="With --auto-throttle: share of each broker's network to keep free, e.g. 30%.")
+@click.option("--deadline", default=None, help="With --auto-throttle: finish by then: 2h, 06:00, or a date-time.")
+@click.option("--min-rate", type=RATE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
+@click.option("--max-rate", type=RATE, default=None, help="Auto-throttle's highest rate.")
+@click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,
+              help="Auto-throttle changes a rate only when it differs by more than this.")
+@click.option("--adjust-every", type=DURATION, default=60.0, show_default=True,
+              help="Auto-throttle changes rates at most this often.")
+@click.option("--network-capacity", type=RATE, default=None,
+              help="Each broker's network capacity (both directions), for --target-headroom and the model.")
+@click.option("--consumer-fanout", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Bytes consumers read per byte written (client traffic for --target-headroom).")
+@click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
+@output_option
+def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
+          journal_dir: str | None, plan_file: str | None, pace_file: str | None, max_moves_per_broker: int | None,
+          max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
+          follower_rate: int | None, additional: bool, interval: float, timeout: float | None,
+          stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
+          target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
+          change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
+          dry_run: bool, output: str) -> int:
+    """Follow reassignments live: progress bars per move and overall (bytes copied against the
+    leader's size), throughput, the ETA from observed rates and from the replication model, and
+    moves that cannot finish because their partition's writes exceed their throttled share (with
+    the rates that would work). Throttles are restored when everything is done. With --pace it
+    submits the plan in waves; with --auto-throttle it tunes the rates as it goes.
+
+    Exit status: 0 done, 1 error, 3 timed out, 4 a move cannot finish (--fail-on-stall)."""
+    import time
+
+    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cluster.errors import InputError
+    from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
+    from kreassign.throttle.auto_throttle import AutoThrottlePolicy
+    from kreassign.throttle.pacing import PaceLimits
+    from kreassign.throttle.watch import WatchRequest
+    from kreassign.throttle.watch import watch as run_watch
+
+    if plan_file and pace_file:
+        raise click.UsageError("give the plan once: --pace FILE both submits and watches it")
+    pacing = max_moves_per_broker is not None or max_inflight_bytes is not None or order != "plan"
+    if pacing and not pace_file:
+        raise click.UsageError("--max-moves-per-broker, --max-inflight-bytes and --order need --pace PLAN_FILE")
+    if not auto_throttle and (target_headroom is not None or deadline is not None):
+        raise click.UsageError("--target-headroom and --deadline steer --auto-throttle; add --auto-throttle")
+    targets = None
+    source = pace_file or plan_file
+    if source:
+        parsed = parse_reassignment(read_text(source))
+        if pace_file:
+            validate_execute_entries(parsed)
+        targets = tuple(parsed.entries)
+    rt = runtime()
+    policy = None
+    if auto_throttle:
+        if target_headroom is None and deadline is None:
+            raise InputError("--auto-throttle needs --target-headroom 30% or --deadline 06:00 (or both)")
+        deadline_s = deadline_seconds(deadline, (rt.now or datetime.now().astimezone)()) if deadline else None
+        policy = AutoThrottlePolicy(target_headroom=target_headroom, deadline_s=deadline_s, min_rate=min_rate,
+                                    max_rate=max_rate, change_threshold=change_threshold,
+                                    min_interval_s=adjust_every, consumer_fanout=consumer_fanout)
+    capacity = (float(network_capacity), float(network_capacity)) if network_capacity else None
+    request = WatchRequest(
+        targets=targets, interval_s=interval, timeout_s=timeout, keep_throttles=keep_throttles,
+        fail_on_stall=fail_on_stall, stall_after_s=stall_after,
+        pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
+        leader_rate=leader_rate if leader_rate is not None else rate,
+        follower_rate=follower_rate if follower_rate is not None else rate,
+        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run)
+    emit, close = _emitter(output)
+    try:
+        with connect(bootstrap_server, command_config, request_timeout) as port:
+            result = run_watch(port, request, store=journal_store(journal_dir), clock=rt.clock or time.monotonic,
+                               sleep=rt.sleep or time.sleep, emit=emit)
+    finally:
+        close()
+    if dry_run and request.pace is not None and output == "text":
+        click.echo(f"Would submit {len(targets or ())} partition(s) in waves; nothing was changed.")
+    return int(result.status)
+
+
+def _emitter(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
+    """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
+    from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
+    from kreassign.throttle.watch import ProgressEvent
+
+    if output == "json":
+        return (lambda event: write_json_event(sys.stdout, event)), (lambda: None)
+    from kreassign.cli.console import stdout_console
+
+    console = stdout_console()
+    if not console.is_terminal:
+        def plain(event: Any) -> None:
+            lines = [summary_line(event)] if isinstance(event, ProgressEvent) else event_lines(event)
+            for line in lines:
+                click.echo(line)
+        return plain, (lambda: None)
+    from rich.live import Live
+
+    live = Live(console=console, auto_refresh=False, transient=False)
+    live.start()
+
+    def show(event: Any) -> None:
+        if isinstance(event, ProgressEvent):
+            live.update(render_progress(event), refresh=True)
+        else:
+            for line in event_lines(event):
+                live.console.print(line, markup=False, highlight=False)
+    return show, live.stop

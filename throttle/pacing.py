@@ -1,0 +1,373 @@
+"""The pacing loop: submit a plan in waves, at most N moves per broker and B bytes in flight.
+
+`next_wave` (pure) picks, in the plan's order, the partitions whose moves fit in the free slots:
+a move takes one send slot on the partition's leader and one receive slot on its destination,
+as the replication model's `Admission` counts them, so the model's paced ETA and the loop agree.
+A partition that does not fit lets later ones pass for broker slots but not for bytes, so big
+partitions are not starved, and one larger than the byte budget runs alone.
+
+`Pacer` applies waves through the cluster port: Kafka's checks on the whole plan first
+(`prepare_execute`), one execution journal for the whole plan (so `verify`, `resume`, `abort`
+and `throttle clear` find it), and for each wave the topic throttle lists recomputed from the
+moves in flight plus the wave (Kafka's rules), rates on brokers that join, then the submission,
+each step journaled.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kreassign.cluster.errors import InputError, KreassignError
+from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
+from kreassign.cluster.port import ApiError, ClusterPort
+from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, compute_move_map, throttle_plan
+from kreassign.throttle.journal import Journal, JournalStore
+from kreassign.throttle.ops_execute import ExecutePlan, ExecuteRequest, journaled_step, prepare_execute
+from kreassign.throttle.ops_throttles import apply_configs, inherit_previous, read_throttles
+
+Order = Literal["small-first", "large-first", "plan"]
+ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan")
+
+
+@dataclass(frozen=True)
+class PaceLimits:
+    """How many moves may run at once, and in which order partitions start."""
+
+    max_moves_per_broker: int | None = None
+    max_inflight_bytes: int | None = None
+    order: Order = "plan"
+
+    def __post_init__(self) -> None:
+        if self.max_moves_per_broker is not None and self.max_moves_per_broker < 1:
+            raise InputError("--max-moves-per-broker must be at least 1")
+        if self.max_inflight_bytes is not None and self.max_inflight_bytes <= 0:
+            raise InputError("--max-inflight-bytes must be positive")
+        if self.order not in ORDERS:
+            raise InputError(f"--order must be one of {', '.join(ORDERS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_moves_per_broker": self.max_moves_per_broker,
+                "max_inflight_bytes": self.max_inflight_bytes, "order": self.order}
+
+
+@dataclass(frozen=True)
+class PendingPartition:
+    """A partition of the plan not yet submitted: its leader (the source), the replicas it adds
+    and its size."""
+
+    target: PartitionTarget
+    leader: int | None
+    adding: tuple[int, ...]
+    size: int
+    position: int = 0
+    """index in the plan file, for `--order plan`"""
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.target.tp
+
+    @property
+    def bytes(self) -> int:
+        return self.size * len(self.adding)
+
+
+def order_pending(pending: Iterable[PendingPartition], order: Order) -> list[PendingPartition]:
+    """Partitions in start order; ties keep the plan's order."""
+    items = sorted(pending, key=lambda p: p.position)
+    if order == "small-first":
+        return sorted(items, key=lambda p: p.bytes)
+    if order == "large-first":
+        return sorted(items, key=lambda p: -p.bytes)
+    return items
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Moves in flight now: per broker sending (as leader) and receiving, and their bytes."""
+
+    out: Mapping[int, int] = field(default_factory=dict)
+    into: Mapping[int, int] = field(default_factory=dict)
+    bytes: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.out.values()) and not any(self.into.values())
+
+
+def in_flight_slots(in_flight: Mapping[TopicPartition, Reassignment],
+                    leaders: Mapping[TopicPartition, int | None],
+                    sizes: Mapping[TopicPartition, int]) -> Slots:
+    """Count the moves of every reassignment in flight (ours or not: they all use the brokers)."""
+    out: dict[int, int] = {}
+    into: dict[int, int] = {}
+    total = 0
+    for tp, r in in_flight.items():
+        leader = leaders.get(tp)
+        for b in r.adding:
+            into[b] = into.get(b, 0) + 1
+            if leader is not None:
+                out[leader] = out.get(leader, 0) + 1
+        total += sizes.get(tp, 0) * len(r.adding)
+    return Slots(out, into, total)
+
+
+def next_wave(ordered: Sequence[PendingPartition], slots: Slots, limits: PaceLimits) -> list[PendingPartition]:
+    """The partitions to submit now, in order, within the free slots and byte budget.
+
+    A broker with nothing in flight takes a partition even if that partition alone exceeds the
+    per-broker cap (a replication-factor change adding several replicas), so nothing waits forever.
+    """
+    cap = limits.max_moves_per_broker
+    out, into = dict(slots.out), dict(slots.into)
+    budget = None if limits.max_inflight_bytes is None else limits.max_inflight_bytes - slots.bytes
+    idle = slots.empty
+    chosen: list[PendingPartition] = []
+    for p in ordered:
+        if not p.adding:
+            chosen.append(p)  # reorders and shrinks copy nothing
+            continue
+        if cap is not None:
+            if p.leader is not None and not _fits(out.get(p.leader, 0), len(p.adding), cap):
+                continue
+            if any(not _fits(into.get(b, 0), 1, cap) for b in p.adding):
+                continue
+        if budget is not None and p.bytes > budget:
+            if not (idle and not any(c.adding for c in chosen)):
+                break  # bytes are not passed: the next partition waits for this one
+        chosen.append(p)
+        if budget is not None:
+            budget -= p.bytes
+        if p.leader is not None:
+            out[p.leader] = out.get(p.leader, 0) + len(p.adding)
+        for b in p.adding:
+            into[b] = into.get(b, 0) + 1
+    return chosen
+
+
+def _fits(now: int, more: int, cap: int) -> bool:
+    # An idle broker takes any one partition, even one adding more replicas than the cap.
+    return now == 0 or now + more <= cap
+
+
+# ---- applying ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Wave:
+    """One submitted wave."""
+
+    number: int
+    partitions: tuple[TopicPartition, ...]
+    bytes: int
+    errors: Mapping[TopicPartition, ApiError] = field(default_factory=dict)
+    throttled_brokers: tuple[int, ...] = ()
+    skipped_brokers: Mapping[int, ApiError] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wave": self.number, "partitions": [str(tp) for tp in self.partitions], "bytes": self.bytes,
+                "errors": {str(tp): str(e) for tp, e in sorted(self.errors.items())},
+                "throttled_brokers": list(self.throttled_brokers),
+                "skipped_brokers": {str(b): e.message for b, e in sorted(self.skipped_brokers.items())}}
+
+
+def _sizes(port: ClusterPort, infos: Mapping[TopicPartition, PartitionInfo]) -> dict[TopicPartition, int]:
+    """Partition sizes: the leader's replica, or the largest one when the leader did not answer."""
+    report = port.log_dir_sizes(partitions=list(infos))
+    out: dict[TopicPartition, int] = {}
+    for tp, info in infos.items():
+        size = report.size(tp, info.leader) if info.leader is not None else None
+        if size is None:
+            size = max((s for s in (report.size(tp, b) for b in info.replicas) if s is not None), default=0)
+        out[tp] = size
+    return out
+
+
+class Pacer:
+    """Submits a plan wave by wave as moves complete. Call `start` once, then `step` each poll.
+
+    Args:
+        port: the cluster.
+        targets: the plan.
+        limits: moves per broker, bytes in flight, order.
+        leader_rate, follower_rate: throttles for the brokers of each wave (None: unthrottled).
+        store: where the plan's journal lives (None: no journal, for dry runs and tests).
+        additional: submit although other reassignments are running (Kafka's --additional).
+    """
+
+    def __init__(self, port: ClusterPort, targets: Sequence[PartitionTarget], limits: PaceLimits, *,
+                 leader_rate: int | None = None, follower_rate: int | None = None,
+                 store: JournalStore | None = None, additional: bool = False,
+                 command: str = "execute --max-moves-per-broker") -> None:
+        by_tp = {t.tp: t for t in targets}  # a later duplicate wins, as in Kafka's map
+        self.port = port
+        self.targets = [by_tp[tp] for tp in dict.fromkeys(t.tp for t in targets)]
+        self.limits = limits
+        self.rates: dict[int, tuple[int | None, int | None]] = {}
+        """per-broker (leader, follower) overrides, e.g. from auto-throttle"""
+        self.leader_rate, self.follower_rate = leader_rate, follower_rate
+        self.store, self.additional, self.command = store, additional, command
+        self.plan: ExecutePlan | None = None
+        self.journal: Journal | None = None
+        self.pending: list[PendingPartition] = []
+        self.sizes: dict[TopicPartition, int] = {}
+        self.waves = 0
+
+    @property
+    def throttled(self) -> bool:
+        return self.leader_rate is not None or self.follower_rate is not None or bool(self.rates)
+
+    @property
+    def finished(self) -> bool:
+        return not self.pending
+
+    @property
+    def pending_bytes(self) -> int:
+        return sum(p.bytes for p in self.pending)
+
+    def set_rates(self, leader_rate: int | None, follower_rate: int | None,
+                  per_broker: Mapping[int, tuple[int | None, int | None]] | None = None) -> None:
+        """Rates for brokers that join in later waves (auto-throttle keeps them current)."""
+        self.leader_rate, self.follower_rate = leader_rate, follower_rate
+        self.rates = dict(per_broker or {})
+
+    def start(self) -> ExecutePlan:
+        """Check the whole plan as Kafka would, and open (or reopen) its journal.
+
+        Raises:
+            ReassignmentInProgress: reassignments run and `additional` is False.
+            AdminCommandFailed: unknown brokers, topics or partitions.
+        """
+        resuming = False
+        if self.store is not None:
+            found = self.store.find(self.port.describe_brokers().cluster_id, self.targets)
+            resuming = found is not None and found.is_open and bool(found.submitted)
+        plan = prepare_execute(self.port, ExecuteRequest(
+            targets=tuple(self.targets), additional=self.additional or resuming,
+            leader_rate=self.leader_rate, follower_rate=self.follower_rate))
+        self.plan = plan
+        infos = {p.tp: p for p in self.port.describe_topics(sorted({t.topic for t in self.targets}))}
+        self.sizes = _sizes(self.port, {t.tp: infos[t.tp] for t in self.targets})
+        if self.store is not None:
+            self.journal = self._open_journal(plan)
+        submitted = set(self.journal.submitted) if self.journal is not None else set()
+        pending = []
+        for i, t in enumerate(self.targets):
+            info = infos[t.tp]
+            if t.tp in submitted or (tuple(info.replicas) == tuple(t.replicas) and t.tp not in plan.in_flight):
+                continue
+            adding = tuple(b for b in t.replicas if b not in plan.in_flight.get(t.tp, Reassignment(info.replicas)).original)
+            pending.append(PendingPartition(t, info.leader, adding, self.sizes.get(t.tp, 0), i))
+        self.pending = order_pending(pending, self.limits.order)
+        return plan
+
+    def _open_journal(self, plan: ExecutePlan) -> Journal:
+        assert self.store is not None
+        existing = self.store.find(plan.cluster_id, self.targets)
+        options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
+                   "follower_rate": self.follower_rate, "additional": self.additional}
+        if existing is not None and existing.is_open:
+            existing.update(options=options, command=self.command)
+            existing.record("record-previous", "done", reused=True)
+            return existing
+        others = self.store.journals(plan.cluster_id, open_only=True)
+        previous = inherit_previous(plan.previous, others)
+        journal = self.store.create(
+            cluster_id=plan.cluster_id, targets=self.targets, command=self.command,
+            original=dict(plan.current), previous_brokers=previous.brokers, previous_topics=previous.topics,
+            unreadable_brokers=sorted(previous.unreadable), options=options)
+        journal.record("record-previous", "done", brokers=sorted(previous.brokers), topics=sorted(previous.topics))
+        return journal
+
+    def rate_for(self, broker: int) -> tuple[int | None, int | None]:
+        return self.rates.get(broker, (self.leader_rate, self.follower_rate))
+
+    def step(self, in_flight: Mapping[TopicPartition, Reassignment],
+             partitions: Mapping[TopicPartition, PartitionInfo]) -> Wave | None:
+        """Submit the next wave if slots are free; None when nothing fits or nothing is left.
+
+        Args:
+            in_flight: every reassignment running now.
+            partitions: partition infos covering the plan and the running moves (for leaders).
+        """
+        if self.plan is None:
+            raise RuntimeError("call start() first")
+        if not self.pending:
+            return None
+        leaders = {tp: p.leader for tp, p in partitions.items()}
+        slots = in_flight_slots(in_flight, leaders, self.sizes)
+        pending = [PendingPartition(p.target, leaders.get(p.tp, p.leader), p.adding, p.size, p.position)
+                   for p in self.pending]
+        wave = next_wave(pending, slots, self.limits)
+        if not wave:
+            return None
+        self.waves += 1
+        number = self.waves
+        chosen = {p.tp for p in wave}
+        throttled, skipped = self._throttle(number, wave, in_flight, partitions)
+        targets = {p.tp: p.target.replicas for p in wave}
+        journal = self.journal
+        if journal is not None:
+            journal.record(f"wave {number}: submit", "intent", partitions=[str(tp) for tp in sorted(targets)])
+        try:
+            results = self.port.alter_reassignments(targets)
+        except (KreassignError, KeyboardInterrupt) as exc:
+            if journal is not None:
+                journal.record(f"wave {number}: submit", "failed", error=str(exc) or type(exc).__name__)
+            raise
+        errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
+        accepted = sorted(tp for tp in targets if tp not in errors)
+        if journal is not None:
+            journal.submitted = sorted(set(journal.submitted) | set(accepted))
+            journal.record(f"wave {number}: submit", "failed" if errors else "done", accepted=len(accepted),
+                           errors={str(tp): str(e) for tp, e in errors.items()})
+            if accepted:
+                journal.set_state("submitted")
+        self.pending = [p for p in self.pending if p.tp not in chosen]
+        return Wave(number, tuple(sorted(targets)), sum(p.bytes for p in wave), errors, throttled, skipped)
+
+    def _throttle(self, number: int, wave: Sequence[PendingPartition], in_flight: Mapping[TopicPartition, Reassignment],
+                  partitions: Mapping[TopicPartition, PartitionInfo]) -> tuple[tuple[int, ...], dict[int, ApiError]]:
+        """Lists for the moves in flight plus this wave; rates on brokers whose rate changes."""
+        if not self.throttled:
+            return (), {}
+        current = {p.tp: tuple(partitions[p.tp].replicas) if p.tp in partitions else () for p in wave}
+        move_map = compute_move_map(current, [(p.tp, p.target.replicas) for p in wave], in_flight)
+        plan = throttle_plan(move_map, rate=0)
+        journal = self.journal
+        planned_b = journal.planned_brokers if journal is not None else {}
+        planned_t = journal.planned_topics if journal is not None else {}
+        broker_ops: dict[int, dict[str, str]] = {}
+        for b in plan.reassigning_brokers:
+            leader, follower = self.rate_for(b)
+            ops = {k: str(int(v)) for k, v in ((LEADER_RATE, leader), (FOLLOWER_RATE, follower))
+                   if v is not None and planned_b.get(b, {}).get(k) != str(int(v))}
+            if ops:
+                broker_ops[b] = ops
+        topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if planned_t.get(t) != v}
+        if journal is not None:
+            self._record_previous(journal, broker_ops, topic_ops)
+            for b, ops in broker_ops.items():
+                journal.planned_brokers.setdefault(b, {}).update(ops)
+            for t, ops in topic_ops.items():
+                journal.planned_topics.setdefault(t, {}).update(ops)
+        skipped: dict[int, ApiError] = {}
+        if topic_ops:
+            journaled_step(journal, f"wave {number}: topic throttles",
+                           lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
+        if broker_ops:
+            out = journaled_step(journal, f"wave {number}: broker throttles",
+                                 lambda: apply_configs(self.port, brokers=broker_ops), brokers=sorted(broker_ops))
+            skipped = dict(out.skipped)
+        return tuple(sorted(broker_ops)), skipped
+
+    def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:
+        new_b = [b for b in broker_ops if b not in journal.previous_brokers]
+        new_t = [t for t in topic_ops if t not in journal.previous_topics]
+        if not new_b and not new_t:
+            return
+        assert self.store is not None
+        found = inherit_previous(read_throttles(self.port, new_b, new_t),
+                                 self.store.journals(journal.cluster_id, open_only=True))
+        for b, keys in found.brokers.items():
+            journal.previous_brokers.setdefault(b, keys)
+        for t, keys in found.topics.items():
+            journal.previous_topics.setdefault(t, keys)

@@ -1,0 +1,403 @@
+"""The watch loop: progress, ETAs, stall detection, pacing and auto-throttle until moves finish.
+
+Every `interval_s` of the injected clock it reads the reassignments, the partitions' leaders
+and DescribeLogDirs of the brokers involved, and emits events:
+
+* `progress`: per move and overall bytes copied, throughput, the ETA extrapolated from the
+  observed rates, and the ETA of the replication model run from the current state;
+* `stalled`: a move whose lag has not shrunk for `stall_after_s`; when the model agrees that its
+  partition's writes exceed its throttled share, the event names the rates that would work;
+* `wave` (with a pace): partitions submitted as earlier moves freed their brokers;
+* `throttle` (with auto-throttle): rates changed toward the target, journaled;
+* `complete` (throttles restored from the journal unless kept) or `timeout`.
+
+Nothing here sleeps or reads the wall clock: `clock` and `sleep` are injected, so tests step
+simulated time (the sandbox's `advance`) instead of waiting.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kreassign.cluster.errors import ExitStatus
+from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
+from kreassign.cluster.port import ClusterPort, LogDirReport
+from kreassign.throttle.auto_throttle import (
+    AutoThrottlePolicy,
+    RateDecision,
+    WriteRateMeter,
+    client_traffic_of,
+    deadline_rates,
+    decide,
+    headroom_rates,
+    leader_bases,
+)
+from kreassign.throttle.journal import JournalStore
+from kreassign.throttle.live_model import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
+from kreassign.throttle.ops_verify import PartitionStatus, describe_known, partition_states
+from kreassign.throttle.pacing import PaceLimits, Pacer, Wave
+from kreassign.throttle.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
+from kreassign.throttle.throttle_ops import (
+    ThrottleClearResult,
+    ThrottleSetRequest,
+    ThrottleSetResult,
+    ThrottleView,
+    apply_throttle_change,
+    clear_all_throttles,
+    plan_throttle_set,
+    read_throttle_view,
+)
+
+Capacities = Mapping[int, tuple[float | None, float | None]]
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    """What to watch and what to do along the way.
+
+    `targets` None watches every reassignment in flight; with targets, only those partitions
+    (and, with `pace`, they are submitted in waves by the loop itself).
+    """
+
+    targets: tuple[PartitionTarget, ...] | None = None
+    interval_s: float = 10.0
+    timeout_s: float | None = None
+    keep_throttles: bool = False
+    fail_on_stall: bool = False
+    stall_after_s: float | None = None
+    """default: three intervals, at least 30 s"""
+    pace: PaceLimits | None = None
+    leader_rate: int | None = None
+    follower_rate: int | None = None
+    additional: bool = False
+    auto: AutoThrottlePolicy | None = None
+    capacities: Capacities | None = None
+    network_capacity: tuple[float, float] | None = None
+    """(in, out) for every broker whose capacity is not in `capacities`"""
+    dry_run: bool = False
+
+    @property
+    def stall_window_s(self) -> float:
+        return self.stall_after_s if self.stall_after_s is not None else max(3 * self.interval_s, 30.0)
+
+    def capacity(self, broker: int) -> tuple[float | None, float | None]:
+        if self.capacities and broker in self.capacities:
+            return self.capacities[broker]
+        return self.network_capacity if self.network_capacity is not None else (None, None)
+
+
+# ---- events -----------------------------------------------------------------------------------
+def _secs(value: float | None) -> float | None:
+    return None if value is None or math.isinf(value) or math.isnan(value) else round(value, 3)
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    at: float
+    view: ProgressView
+    model: ModelEta | None
+    in_flight: int
+    kind: str = "progress"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
+                               "reassignments_in_flight": self.in_flight}
+        out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
+        out["moves"] = [m.to_dict() for m in self.view.moves]
+        return out
+
+
+@dataclass(frozen=True)
+class StalledEvent:
+    at: float
+    stall: StallDiagnosis
+    kind: str = "stalled"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), **self.stall.to_dict()}
+
+
+@dataclass(frozen=True)
+class WaveEvent:
+    at: float
+    wave: Wave
+    pending: int
+    kind: str = "wave"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), **self.wave.to_dict(), "pending_partitions": self.pending}
+
+
+@dataclass(frozen=True)
+class ThrottleEvent:
+    at: float
+    decision: RateDecision
+    result: ThrottleSetResult | None
+    dry_run: bool = False
+    kind: str = "throttle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), **self.decision.to_dict(), "dry_run": self.dry_run,
+                "journal": str(self.result.journal_path) if self.result and self.result.journal_path else None}
+
+
+@dataclass(frozen=True)
+class CompleteEvent:
+    at: float
+    view: ProgressView
+    partitions: tuple[PartitionStatus, ...] = ()
+    clear: ThrottleClearResult | None = None
+    kept_reason: str | None = None
+    """why throttles were left in place, when they were"""
+    kind: str = "complete"
+
+    @property
+    def mismatched(self) -> tuple[PartitionStatus, ...]:
+        return tuple(p for p in self.partitions if p.state == "mismatch")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), "copied_bytes": self.view.copied,
+                "moves": len(self.view.moves),
+                "mismatched": [{"topic": p.tp.topic, "partition": p.tp.partition, "current": list(p.current),
+                                "target": list(p.target)} for p in self.mismatched],
+                "throttles_cleared": None if self.clear is None else self.clear.to_dict(),
+                "throttles_kept": self.kept_reason}
+
+
+@dataclass(frozen=True)
+class TimeoutEvent:
+    at: float
+    view: ProgressView
+    kind: str = "timeout"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), "active_moves": len(self.view.active),
+                "fraction": round(self.view.fraction, 6)}
+
+
+WatchEvent = ProgressEvent | StalledEvent | WaveEvent | ThrottleEvent | CompleteEvent | TimeoutEvent
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    status: ExitStatus
+    view: ProgressView
+    stalls: tuple[StallDiagnosis, ...] = ()
+    clear: ThrottleClearResult | None = None
+    polls: int = 0
+
+
+# ---- the loop ---------------------------------------------------------------------------------
+@dataclass
+class _Poll:
+    """What one poll read from the cluster."""
+
+    in_flight: dict[TopicPartition, Reassignment]
+    watched: dict[TopicPartition, Reassignment]
+    partitions: dict[TopicPartition, PartitionInfo]
+    report: LogDirReport
+
+
+@dataclass
+class _Loop:
+    port: ClusterPort
+    request: WatchRequest
+    store: JournalStore | None
+    emit: Callable[[WatchEvent], None]
+    broker_ids: list[int]
+    pacer: Pacer | None = None
+    tracker: ProgressTracker = field(default_factory=ProgressTracker)
+    reported: set[MoveKey] = field(default_factory=set)
+    stalls: list[StallDiagnosis] = field(default_factory=list)
+    last_change_s: float | None = None
+    meter: WriteRateMeter = field(default_factory=WriteRateMeter)
+    seen_topics: set[str] = field(default_factory=set)
+
+    @property
+    def target_set(self) -> set[TopicPartition] | None:
+        return None if self.request.targets is None else {t.tp for t in self.request.targets}
+
+    def poll(self, now: float) -> _Poll:
+        in_flight = self.port.list_reassignments()
+        if self.pacer is not None and not self.pacer.finished:
+            topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
+            infos = {p.tp: p for p in self.port.describe_topics(topics)} if topics else {}
+            wave = self.pacer.step(in_flight, infos)
+            if wave is not None:
+                self.emit(WaveEvent(now, wave, len(self.pacer.pending)))
+                in_flight = self.port.list_reassignments()
+        wanted = self.target_set
+        watched = {tp: r for tp, r in in_flight.items() if wanted is None or tp in wanted}
+        self.seen_topics |= {tp.topic for tp in watched}
+        topics = sorted({tp.topic for tp in watched})
+        partitions = {p.tp: p for p in self.port.describe_topics(topics)} if topics else {}
+        brokers = sorted({b for r in watched.values() for b in r.adding}
+                         | {p.leader for tp, p in partitions.items() if tp in watched and p.leader is not None})
+        report = self.port.log_dir_sizes(brokers, partitions=sorted(watched)) if watched else LogDirReport()
+        return _Poll(in_flight, watched, partitions, report)
+
+    def model(self, view: ProgressView, poll: _Poll, throttles: ThrottleView) -> tuple[LiveModel | None, ModelEta | None]:
+        pending = self.pacer.pending if self.pacer is not None else []
+        if not view.active and not pending:
+            return None, None
+        capacities = {b: self.request.capacity(b) for b in self.broker_ids}
+        live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
+                                write_rates=self.tracker.write_rates(), pending=pending,
+                                limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
+                                capacities=capacities)
+        return live, diagnose(live)
+
+    def check_stalls(self, now: float, view: ProgressView, eta: ModelEta | None) -> list[StallDiagnosis]:
+        """Stalls seen for the first time: observed (the lag did not shrink over the window),
+        explained by the model when it agrees."""
+        by_model = {s.key: s for s in (eta.stalls if eta is not None else ())}
+        fresh = []
+        for m in view.active:
+            if not m.stalled:
+                self.reported.discard(m.key)
+                continue
+            if m.key in self.reported:
+                continue
+            found = by_model.get(m.key)
+            diagnosis = found if found is not None else observed_stall(m.key, m.write_bps, m.copy_bps)
+            if found is not None and m.copy_bps is not None:
+                diagnosis = StallDiagnosis(found.key, found.reason, found.write_bps, found.limit, found.broker,
+                                           found.needed_bps, found.fixes, m.copy_bps)
+            self.reported.add(m.key)
+            fresh.append(diagnosis)
+            self.emit(StalledEvent(now, diagnosis))
+        self.stalls.extend(fresh)
+        return fresh
+
+    def auto_throttle(self, now: float, poll: _Poll, live: LiveModel | None, throttles: ThrottleView) -> None:
+        policy = self.request.auto
+        if policy is None or live is None:
+            return
+        involved = sorted(int(b) for b in set(live.inp.source[live.inp.source >= 0].tolist())
+                          | set(live.inp.dest.tolist()))
+        ids = [int(b) for b in live.inp.broker_ids]
+        involved_ids = sorted({ids[i] for i in involved})
+        current = {b: (throttles.broker(b).leader_rate, throttles.broker(b).follower_rate) for b in involved_ids}
+        cap = None
+        reason = "to keep the target headroom"
+        if policy.target_headroom is not None:
+            infos = self.port.describe_topics()
+            sizes = self.port.log_dir_sizes(involved_ids)
+            leaders = {p.tp: s for p in infos if p.leader is not None
+                       and (s := sizes.size(p.tp, p.leader)) is not None}
+            self.meter.update(now, leaders)
+            rates = self.meter.rates()
+            if not rates:
+                return  # one more sample is needed before client traffic is known
+            brokers = self.port.describe_brokers().brokers
+            client_in, client_out = client_traffic_of(brokers, infos, rates, policy.consumer_fanout)
+            cap = headroom_rates(policy, involved_ids, {b: self.request.capacity(b) for b in involved_ids},
+                                 client_in, client_out, leader_bases(live))
+        if policy.deadline_s is not None:
+            proposed, reason = deadline_rates(policy, live, now, cap)
+            proposed = {b: proposed[b] for b in involved_ids if b in proposed}
+        else:
+            assert cap is not None
+            proposed = cap
+        decision = decide(policy, now, self.last_change_s, current, proposed, reason, involved=involved_ids)
+        if decision is None:
+            return
+        self.last_change_s = now
+        result = None
+        if not self.request.dry_run:
+            change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
+            result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
+            if self.pacer is not None:
+                self.pacer.rates.update(decision.rates)
+        self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
+
+    def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:
+        statuses: tuple[PartitionStatus, ...] = ()
+        if self.request.targets is not None:
+            current = describe_known(self.port, {t.topic for t in self.request.targets})
+            statuses = partition_states(self.request.targets, poll.in_flight, current)
+        kept: str | None = None
+        clear = None
+        if self.request.keep_throttles:
+            kept = "--keep-throttles was given"
+        elif poll.in_flight:
+            kept = (f"{len(poll.in_flight)} other reassignment(s) still run in the cluster; the throttles are "
+                    "cleared when nothing moves (run kreassign watch or verify again)")
+        else:
+            topics = self.seen_topics | {t.topic for t in self.request.targets or ()}
+            clear = clear_all_throttles(self.port, store=self.store, force=True, dry_run=self.request.dry_run,
+                                        leftover_topics=topics)
+        return CompleteEvent(now, view, statuses, clear, kept)
+
+
+def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | None,
+          clock: Callable[[], float], sleep: Callable[[float], None],
+          emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+    """Watch (and with a pace, submit) reassignments until they finish, stall or time out.
+
+    Returns the exit status: OK when everything finished (throttles restored unless kept),
+    CANNOT_COMPLETE when a move stalled and `fail_on_stall`, IN_PROGRESS on timeout.
+
+    Raises:
+        ClusterError: the cluster could not be read or refused a change.
+        ReassignmentInProgress, AdminCommandFailed: a paced plan failed Kafka's checks.
+    """
+    start = clock()
+    loop = _Loop(port, request, store, emit, sorted(b.id for b in port.describe_brokers().brokers),
+                 tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    if request.pace is not None:
+        if request.targets is None:
+            from kreassign.cluster.errors import InputError
+
+            raise InputError("pacing needs the plan: give the reassignment JSON file")
+        loop.pacer = Pacer(port, request.targets, request.pace, leader_rate=request.leader_rate,
+                           follower_rate=request.follower_rate, store=None if request.dry_run else store,
+                           additional=request.additional)
+        loop.pacer.start()
+        if request.dry_run:
+            first = loop.pacer.pending[:]
+            view = ProgressView(0.0, (), sum(p.bytes for p in first))
+            return WatchResult(ExitStatus.OK, view)
+    polls = 0
+    view = ProgressView(0.0, ())
+    while True:
+        now = clock() - start
+        poll = loop.poll(now)
+        polls += 1
+        sample = sample_moves(now, poll.watched, poll.partitions, poll.report)
+        view = loop.tracker.update(sample, pending_bytes=loop.pacer.pending_bytes if loop.pacer else 0)
+        pending_topics = {p.tp.topic for p in loop.pacer.pending} if loop.pacer else set()
+        throttle_brokers = sorted({b for r in poll.in_flight.values() for b in r.replicas}
+                                  | {b for p in (loop.pacer.pending if loop.pacer else []) for b in p.adding}
+                                  | {p.leader for p in poll.partitions.values() if p.leader is not None})
+        throttles = read_throttle_view(port, brokers=throttle_brokers,
+                                       topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
+                                       in_flight=poll.in_flight)
+        live, eta = loop.model(view, poll, throttles)
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight)))
+        fresh = loop.check_stalls(now, view, eta)
+        if fresh and request.fail_on_stall:
+            return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls)
+        loop.auto_throttle(now, poll, live, throttles)
+        if not poll.watched and (loop.pacer is None or loop.pacer.finished):
+            done = loop.finish(now, view, poll)
+            emit(done)
+            status = ExitStatus.ERROR if done.mismatched or (done.clear and not done.clear.complete) else ExitStatus.OK
+            return WatchResult(status, view, tuple(loop.stalls), done.clear, polls)
+        if request.timeout_s is not None and now >= request.timeout_s:
+            emit(TimeoutEvent(now, view))
+            return WatchResult(ExitStatus.IN_PROGRESS, view, tuple(loop.stalls), polls=polls)
+        sleep(request.interval_s)
+
+
+def watch_plan(port: ClusterPort, targets: Sequence[PartitionTarget], *, store: JournalStore | None,
+               clock: Callable[[], float], sleep: Callable[[float], None],
+               emit: Callable[[WatchEvent], None] = lambda event: None, interval_s: float = 10.0,
+               timeout_s: float | None = None, keep_throttles: bool = False,
+               fail_on_stall: bool = False) -> WatchResult:
+    """`verify --watch`: watch a plan's partitions until they finish, then restore throttles."""
+    request = WatchRequest(targets=tuple(targets), interval_s=interval_s, timeout_s=timeout_s,
+                           keep_throttles=keep_throttles, fail_on_stall=fail_on_stall)
+    return watch(port, request, store=store, clock=clock, sleep=sleep, emit=emit)

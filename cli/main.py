@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "list": "kreassign.cli.ops_cmd:list_command",
     "resume": "kreassign.cli.ops_cmd:resume",
     "abort": "kreassign.cli.ops_cmd:abort",
+    "watch": "kreassign.cli.watch_cmd:watch",
+    "throttle": "kreassign.cli.throttle_cmd:throttle",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
 }
 

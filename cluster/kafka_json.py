@@ -41,8 +41,9 @@ MISSING = _Missing()
 class ParsedReassignment:
     """A reassignment file as Kafka's parser returns it.
 
-    `entries` keeps file order and duplicates (validation reports them); `replica_log_dirs`
-    holds only the replicas given an explicit log dir, later entries overriding earlier ones.
+    `entries` keeps file order and duplicates (validation reports them); an entry's `log_dirs`
+    is None when every dir is "any". `replica_log_dirs` holds only the replicas given an
+    explicit log dir, later entries overriding earlier ones.
     """
 
     entries: tuple[PartitionTarget, ...]

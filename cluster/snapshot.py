@@ -174,7 +174,7 @@ def _parse_header(doc: Any, source: str) -> _Header:
         raise InputError(f"{source} is not a kreassign snapshot: its \"format\" field should be "
                          f"\"{FORMAT_NAME}\", got {_show(doc.get('format'))}")
     version = doc.get("version")
-    if not _is_int(version) or version < 1:
+    if type(version) is not int or version < 1:
         _fail(source, "version", f"must be a positive integer, got {_show(version)}")
     if version > FORMAT_VERSION:
         raise InputError(f"{source}: snapshot format version {version} is newer than this kreassign "
@@ -410,7 +410,8 @@ def _columns_from_table(table: Any, source: str) -> _Columns:
         col = column(key)
         if not pa.types.is_integer(col.type):
             _fail(source, f"partitions.{key}", f"must hold whole numbers, not {col.type}")
-        return col.to_numpy().astype(np.int64, copy=False)
+        values: np.ndarray = col.to_numpy().astype(np.int64, copy=False)
+        return values
 
     def floats(key: str) -> np.ndarray | None:
         if key not in present:
@@ -418,7 +419,8 @@ def _columns_from_table(table: Any, source: str) -> _Columns:
         col = column(key)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             _fail(source, f"partitions.{key}", f"must hold numbers, not {col.type}")
-        return col.to_numpy().astype(np.float64, copy=False)
+        values: np.ndarray = col.to_numpy().astype(np.float64, copy=False)
+        return values
 
     def ragged(col: Any, key: str) -> tuple[np.ndarray, np.ndarray]:
         if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) or not \
@@ -593,9 +595,11 @@ def _is_member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     if sorted_set[0] >= 0 and top < 1 << 24:
         table = np.zeros(top + 1, dtype=bool)
         table[sorted_set] = True
-        return (values >= 0) & (values <= top) & table[np.clip(values, 0, top)]
+        hit: np.ndarray = (values >= 0) & (values <= top) & table[np.clip(values, 0, top)]
+        return hit
     pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
-    return sorted_set[pos] == values
+    found: np.ndarray = sorted_set[pos] == values
+    return found
 
 
 # Rows of a ragged array are compared position by position while they are this narrow (any

@@ -220,11 +220,11 @@ def mutate(path: str, value: Any) -> dict[str, Any]:
     node = doc
     for key in parents:
         node = node[int(key)] if isinstance(node, list) else node[key]
-    key: Any = int(last) if isinstance(node, list) else last
+    place: Any = int(last) if isinstance(node, list) else last
     if value is DEL:
-        del node[key]
+        del node[place]
     else:
-        node[key] = value
+        node[place] = value
     return doc
 
 

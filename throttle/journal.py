@@ -102,6 +102,7 @@ class Journal:
     options: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     now: Callable[[], datetime] = field(default=_utc_now, repr=False, compare=False)
+    _fixed_text: str | None = field(default=None, repr=False, compare=False)
 
     # ---- queries --------------------------------------------------------------------------
     @property
@@ -137,10 +138,25 @@ class Journal:
         self.save()
 
     def save(self) -> None:
-        write_atomically(self.path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        # Compact on purpose (json's C encoder skips indented output), and the targets, which
+        # never change, are encoded once: a 10,000-partition journal is rewritten after each step.
+        if self._fixed_text is None:
+            self._fixed_text = json.dumps(self._fixed(), separators=(",", ":"))
+        dynamic = json.dumps(self._dynamic(), separators=(",", ":"))
+        write_atomically(self.path, dynamic[:-1] + "," + self._fixed_text[1:] + "\n")
 
     # ---- serialisation ---------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
+        return {**self._dynamic(), **self._fixed()}
+
+    def _fixed(self) -> dict[str, Any]:
+        return {
+            "targets": [{"topic": t.topic, "partition": t.partition, "replicas": list(t.replicas),
+                         "log_dirs": list(t.dirs())} for t in self.targets],
+            "original": {f"{tp.topic}\t{tp.partition}": list(r) for tp, r in sorted(self.original.items())},
+        }
+
+    def _dynamic(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "cluster_id": self.cluster_id,
@@ -149,9 +165,6 @@ class Journal:
             "updated_at": _stamp(self.now),
             "command": self.command,
             "state": self.state,
-            "targets": [{"topic": t.topic, "partition": t.partition, "replicas": list(t.replicas),
-                         "log_dirs": list(t.dirs())} for t in self.targets],
-            "original": {f"{tp.topic}\t{tp.partition}": list(r) for tp, r in sorted(self.original.items())},
             "previous": {"brokers": _keys_to_str(self.previous_brokers), "topics": self.previous_topics,
                          "unreadable_brokers": self.unreadable_brokers},
             "planned": {"brokers": _keys_to_str(self.planned_brokers), "topics": self.planned_topics},

@@ -16,6 +16,8 @@ import numpy as np
 from kreassign.cluster.errors import InputError
 
 NO_LEADER = -1
+FIRST_REPLICA = -2
+"""`PartitionInfo.leader` default: the first replica leads (convenient for tests and plans)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -61,8 +63,10 @@ class PartitionInfo:
     topic: str
     partition: int
     replicas: tuple[int, ...]
-    leader: int | None = None
-    isr: tuple[int, ...] = ()
+    leader: int | None = FIRST_REPLICA
+    """None (or NO_LEADER) for a partition without a leader; FIRST_REPLICA by default."""
+    isr: tuple[int, ...] | None = None
+    """None means all replicas are in sync; () is an empty ISR (an offline partition)."""
     size_bytes: int = 0
     produce_bps: float = 0.0
     consume_bps: float = 0.0
@@ -273,11 +277,8 @@ class ClusterState:
         """Build from value objects; convenient for tests and small clusters."""
         parts = list(partitions)
         roff, rids = _ragged([p.replicas for p in parts])
-        ioff, iids = _ragged([p.isr if p.isr else p.replicas for p in parts])
-        leader = [
-            (p.leader if p.leader is not None else (p.replicas[0] if p.replicas else NO_LEADER))
-            for p in parts
-        ]
+        ioff, iids = _ragged([p.replicas if p.isr is None else p.isr for p in parts])
+        leader = [_leader_value(p) for p in parts]
         return cls.from_arrays(
             brokers=list(brokers), topic=[p.topic for p in parts],
             partition=[p.partition for p in parts], replica_offsets=roff, replica_ids=rids,
@@ -385,12 +386,14 @@ class ClusterState:
 
     # ---- per-broker aggregates ---------------------------------------------------------
     def _per_broker(self, ids: np.ndarray, weights: np.ndarray | None = None) -> dict[int, float]:
-        pos = np.array([self._broker_pos.get(int(b), -1) for b in range(int(ids.max()) + 1)]) if len(ids) else np.zeros(0, int)
-        mapped = pos[ids] if len(ids) else ids
-        known = mapped >= 0
-        counts = np.bincount(mapped[known], weights=None if weights is None else weights[known],
-                             minlength=len(self.brokers))
-        return {b.id: counts[i].item() for i, b in enumerate(self.brokers)}
+        """Sum per broker of the cluster (ids of brokers the cluster does not list are ignored)."""
+        known = np.array(self.broker_ids, dtype=np.int64)
+        pos = np.searchsorted(known, ids)
+        ok = (pos < len(known)) & (known[np.minimum(pos, max(len(known) - 1, 0))] == ids) if len(known) \
+            else np.zeros(len(ids), dtype=bool)
+        counts = np.bincount(pos[ok], weights=None if weights is None else weights[ok],
+                             minlength=len(known))
+        return {b: counts[i].item() for i, b in enumerate(self.broker_ids)}
 
     def replicas_per_broker(self) -> dict[int, int]:
         return {k: int(v) for k, v in self._per_broker(self.replica_ids).items()}
@@ -410,16 +413,27 @@ class ClusterState:
     def with_assignment(self, targets: Mapping[TopicPartition, Sequence[int]]) -> ClusterState:
         """The state after `targets` complete: replicas replaced, leader kept if still a
         replica (else the first target replica), ISR = the new replicas, no reassignments."""
-        lists = [self.replicas(r) for r in range(len(self))]
+        keys = list(targets)
+        rows = self.find_rows([tp.topic for tp in keys], [tp.partition for tp in keys]) if keys \
+            else np.zeros(0, dtype=np.int64)
+        if np.any(rows < 0):
+            raise InputError(f"partition {keys[int(np.argmax(rows < 0))]} does not exist in the cluster")
+        t_off, t_ids = _ragged([targets[tp] for tp in keys])
+        t_len = np.diff(t_off)
+        lengths = np.diff(self.replica_offsets)
+        starts = self.replica_offsets[:-1].copy()
+        lengths[rows] = t_len
+        starts[rows] = len(self.replica_ids) + t_off[:-1]
+        source = np.concatenate([self.replica_ids, t_ids.astype(np.int32)])
+        roff = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=roff[1:])
+        rids = source[np.repeat(starts - roff[:-1], lengths) + np.arange(int(roff[-1]))]
         leaders = self.leader.astype(np.int64).copy()
-        for tp, target in targets.items():
-            row = self.find_row(tp.topic, tp.partition)
-            if row < 0:
-                raise InputError(f"partition {tp} does not exist in the cluster")
-            lists[row] = tuple(target)
-            if int(leaders[row]) not in target:
-                leaders[row] = target[0] if target else NO_LEADER
-        roff, rids = _ragged(lists)
+        seg = np.repeat(np.arange(len(rows)), t_len)
+        kept = np.bincount(seg, weights=(t_ids == np.repeat(leaders[rows], t_len)), minlength=len(rows)) > 0
+        first = np.where(t_len > 0, t_ids[np.minimum(t_off[:-1], max(len(t_ids) - 1, 0))] if len(t_ids) else NO_LEADER,
+                         NO_LEADER)
+        leaders[rows] = np.where(kept, leaders[rows], first)
         return ClusterState(
             brokers=self.brokers, topics=self.topics, topic_index=self.topic_index,
             partition=self.partition, replica_offsets=roff, replica_ids=rids,
@@ -432,6 +446,14 @@ class ClusterState:
     def describe(self) -> dict[str, Any]:
         return {"brokers": len(self.brokers), "topics": len(self.topics), "partitions": len(self),
                 "replicas": int(len(self.replica_ids)), "bytes": int(self.size_bytes.sum())}
+
+
+def _leader_value(p: PartitionInfo) -> int:
+    if p.leader is None:
+        return NO_LEADER
+    if p.leader == FIRST_REPLICA:
+        return p.replicas[0] if p.replicas else NO_LEADER
+    return p.leader
 
 
 def _take_ragged(offsets: np.ndarray, ids: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -151,8 +151,10 @@ def clear_warnings(clear: ClearResult | None) -> list[str]:
 def _open(bootstrap: str | None, command_config: str | None, err: TextIO) -> Iterator[ClusterPort]:
     from kreassign.cluster.admin import open_admin
 
-    with open_admin(bootstrap, command_config=command_config,
-                    warn=lambda line: err.write(f"Warning: {line}\n")) as admin:
+    def warn(line: str) -> None:
+        err.write(f"Warning: {line}\n")
+
+    with open_admin(bootstrap, command_config=command_config, warn=warn) as admin:
         yield admin
 
 

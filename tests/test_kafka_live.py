@@ -318,6 +318,24 @@ def test_verify_log_dir_states(run: KafkaRunner, fake: FakeCluster, tmp_path: Pa
     assert "Clearing" not in out  # a log-dir move is still running
 
 
+@pytest.mark.parametrize(("state", "line"), [
+    ("missing-replica", "Partition foo-0 cannot be found in any live log directory on broker 2."),
+    ("missing-log-dir", "Partition foo-0 is not found in any live log dir on broker 2. There is likely an "
+                        "offline log directory on the broker."),
+    ("in-progress", "Reassignment of replica foo-0-2 is still in progress."),
+    ("moving-elsewhere", "Partition foo-0 on broker 2 is being moved to log dir /c instead of /b."),
+    ("not-moving", "Partition foo-0 on broker 2 is not being moved from log dir /a to /b."),
+    ("completed", "Reassignment of replica foo-0-2 completed successfully."),
+])
+def test_every_log_dir_line(state: str, line: str) -> None:
+    from kreassign.cli.kafka_live import render_verify
+    from kreassign.throttle.ops_logdirs import LogDirStatus
+    from kreassign.throttle.ops_verify import VerifyResult
+
+    status = LogDirStatus(_tpr("foo", 0, 2), state, "/b", "/a", "/c")  # type: ignore[arg-type]
+    assert render_verify(VerifyResult((), (status,))) == f"Status of partition reassignment:\n{line}\n"
+
+
 def test_verify_with_broker_down_warns_and_keeps_journal_open(
         run: KafkaRunner, fake: FakeCluster, tmp_path: Path, journal_dir: Path) -> None:
     plan = plan_file(tmp_path, {"bar-0": [3, 1]})
@@ -369,6 +387,13 @@ def test_cancel_errors_are_terse(run: KafkaRunner, fake: FakeCluster, tmp_path: 
     code, out, _ = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [3, 4]}), "--cancel")
     assert (code, out) == (1, "Error cancelling partition reassignment for:\nfoo-1: Unable to revert partition "
                               "assignment for foo:1 because it would require an unclean leader election.\n")
+
+
+def test_cancel_errors_plural(run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
+    fake.alter_reassignments({FOO0: [1, 3], FOO1: [3, 4]})
+    fake.reject[FOO0] = fake.reject[FOO1] = ApiError(-1, "UNKNOWN_SERVER_ERROR", "boom")
+    code, out, _ = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [3, 4]}), "--cancel")
+    assert (code, out) == (1, "Error cancelling partition reassignments for:\nfoo-0: boom\nfoo-1: boom\n")
 
 
 def test_cancel_moves_active_log_dir_moves_back(run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:

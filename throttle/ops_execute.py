@@ -238,8 +238,10 @@ def _journal_for(store: JournalStore, plan: ExecutePlan, command: str) -> Journa
     options = {"additional": plan.request.additional, "leader_rate": plan.request.leader_rate,
                "follower_rate": plan.request.follower_rate, "log_dir_rate": plan.request.log_dir_rate,
                "log_dir_timeout_s": plan.request.log_dir_timeout_s}
-    planned_brokers = {b: dict(v) for b, v in plan.throttles.broker_rates.items()}
-    planned_topics = {t: dict(v) for t, v in plan.throttles.topic_configs.items()}
+    planned_brokers: dict[int, dict[str, str | None]] = {
+        b: dict(v) for b, v in plan.throttles.broker_rates.items()}
+    planned_topics: dict[str, dict[str, str | None]] = {
+        t: dict(v) for t, v in plan.throttles.topic_configs.items()}
     if existing is not None and existing.is_open:
         # A re-run of the same plan (e.g. --additional to change the rate): keep the values found
         # before the first run; record only resources seen for the first time.

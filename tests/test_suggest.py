@@ -1,0 +1,143 @@
+"""`throttle suggest`: impact-bounded rates, deadline verdicts and remedies, by hand and by property."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
+from kreassign.planner.diff import diff_plan
+from kreassign.throttle.replication_model import from_moves
+from kreassign.throttle.suggest import SuggestRequest, finish_at_rate, rate_for_deadline, suggest_throttle
+
+MB = 1_000_000
+
+
+def state(cap: float | None = 100 * MB) -> ClusterState:
+    brokers = [Broker(b, network_in_bps=cap, network_out_bps=cap) for b in (1, 2, 3)]
+    return ClusterState.from_partitions(brokers, [PartitionInfo("t", 0, (1, 2), 1, (1, 2), size_bytes=1000 * MB,
+                                                                produce_bps=1 * MB, consume_bps=2 * MB)])
+
+
+PLAN = [PartitionTarget("t", 0, (1, 3))]
+
+
+def test_rates_by_hand() -> None:
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, deadline_s=60))
+    one, three = s.brokers
+    # Broker 1 leads: clients take 1 MB/s in, 2 (consumers) + 1 (replication to 2) out.
+    assert (one.client_in, one.client_out) == (1 * MB, 3 * MB)
+    # 20% of 100 MB/s for catch-up, plus the 1 MB/s of in-sync replication the quota also counts.
+    assert (one.leader_rate, three.follower_rate) == (21 * MB, 20 * MB)
+    assert (s.leader_rate, s.follower_rate) == (21 * MB, 20 * MB)
+    # 1000 MB at 20 MB/s while 1 MB/s of writes keep arriving.
+    assert s.eta_s == pytest.approx(1000 / 19, rel=1e-6)
+    assert s.reachable is True and s.remedies == ()
+
+
+def test_client_traffic_limits_the_budget() -> None:
+    busy = ClusterState.from_partitions(
+        [Broker(b, network_in_bps=100 * MB, network_out_bps=100 * MB) for b in (1, 2, 3)],
+        [PartitionInfo("t", 0, (1, 2), 1, (1, 2), size_bytes=100 * MB, produce_bps=10 * MB, consume_bps=85 * MB)])
+    s = suggest_throttle(busy, PLAN, SuggestRequest(max_impact=0.5))
+    # Broker 1 sends 85 + 10 to clients: 5 MB/s are left, plus the 10 MB/s in-sync share.
+    assert s.brokers[0].leader_rate == 15 * MB
+
+
+def test_missed_deadline_names_the_rate_and_bottleneck() -> None:
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, deadline_s=30))
+    assert s.reachable is False
+    kinds = [r.kind for r in s.remedies]
+    assert kinds == ["rate", "bottleneck"]
+    # 1000 MB in 30 s with 1 MB/s of writes: 34.33 MB/s of catch-up.
+    assert s.remedies[0].value == pytest.approx(1000 * MB / 30 + MB, rel=3e-3)
+    assert "34%" in s.remedies[0].text and "broker 1" in s.remedies[1].text
+
+
+def test_unreachable_at_any_rate() -> None:
+    s = suggest_throttle(state(cap=10 * MB), PLAN, SuggestRequest(max_impact=1.0, deadline_s=10))
+    assert s.remedies[0].kind == "unreachable"
+
+
+def test_concurrency_remedy() -> None:
+    # A lagging partition catches up at most 1 MiB per 10 ms fetch (~105 MB/s): on 1 GB/s NICs,
+    # one move at a time is bound by that, four at once by the network.
+    many = ClusterState.from_partitions(
+        [Broker(b, network_in_bps=1000 * MB, network_out_bps=1000 * MB) for b in (1, 2, 3)],
+        [PartitionInfo("t", p, (1, 2), 1, size_bytes=500 * MB) for p in range(4)])
+    plan = [PartitionTarget("t", p, (1, 3)) for p in range(4)]
+    s = suggest_throttle(many, plan, SuggestRequest(max_impact=1.0, deadline_s=10, max_moves_per_broker=1))
+    assert s.eta_s == pytest.approx(4 * 500 * MB / (1024 * 1024 / 0.01), rel=1e-6)
+    assert s.reachable is False
+    remedy = next(r for r in s.remedies if r.kind == "concurrency")
+    # Two at a time: two rounds of 500 MB at ~105 MB/s each, 9.5 s.
+    assert remedy.value == 2 and remedy.text == "--max-moves-per-broker 2 would finish in 9.5s at the network limit"
+
+
+def test_unknown_capacity_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="--network-capacity"):
+        suggest_throttle(state(cap=None), PLAN, SuggestRequest(max_impact=0.2))
+    s = suggest_throttle(state(cap=None), PLAN, SuggestRequest(max_impact=0.2, network_capacity=(50 * MB, 50 * MB)))
+    assert s.brokers[1].follower_rate == 10 * MB
+
+
+def test_request_validation() -> None:
+    with pytest.raises(InputError, match="max-impact"):
+        SuggestRequest(max_impact=0)
+
+
+def test_to_dict_has_no_infinity() -> None:
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2))
+    assert s.to_dict()["eta_s"] == pytest.approx(1000 / 19, rel=1e-3)
+
+
+clusters = st.fixed_dictionaries({
+    "caps": st.lists(st.floats(10 * MB, 1000 * MB), min_size=4, max_size=4),
+    "produce": st.lists(st.floats(0, 20 * MB), min_size=3, max_size=3),
+    "consume": st.lists(st.floats(0, 60 * MB), min_size=3, max_size=3),
+    "impact": st.floats(0.01, 1.0),
+})
+
+
+def random_case(d: dict) -> tuple[ClusterState, list[PartitionTarget]]:
+    brokers = [Broker(b + 1, network_in_bps=c, network_out_bps=c * 0.9) for b, c in enumerate(d["caps"])]
+    parts = [PartitionInfo("t", p, (p % 4 + 1, (p + 1) % 4 + 1), p % 4 + 1, size_bytes=50 * MB,
+                           produce_bps=d["produce"][p], consume_bps=d["consume"][p]) for p in range(3)]
+    plan = [PartitionTarget("t", p, (p % 4 + 1, (p + 2) % 4 + 1)) for p in range(3)]
+    return ClusterState.from_partitions(brokers, parts), plan
+
+
+@settings(max_examples=40, deadline=None)
+@given(clusters)
+def test_suggested_rates_never_exceed_the_impact_bound(d: dict) -> None:
+    cluster, plan = random_case(d)
+    s = suggest_throttle(cluster, plan, SuggestRequest(max_impact=d["impact"]))
+    for b in s.brokers:
+        catch_up_out = b.leader_rate - b.in_sync_base
+        assert catch_up_out <= d["impact"] * b.capacity_out + 1
+        assert catch_up_out <= max(b.capacity_out - b.client_out, 0.0) + 1
+        assert b.follower_rate <= d["impact"] * b.capacity_in + 1
+        assert b.follower_rate <= max(b.capacity_in - b.client_in, 0.0) + 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(clusters, st.floats(1 * MB, 200 * MB), st.floats(1.01, 5.0))
+def test_higher_rate_never_slower(d: dict, rate: float, factor: float) -> None:
+    cluster, plan = random_case(d)
+    inp = from_moves(cluster, diff_plan(cluster, plan).moves)
+    slow = finish_at_rate(inp, rate, None, 0.0)
+    fast = finish_at_rate(inp, rate * factor, None, 0.0)
+    assert fast <= slow * (1 + 1e-9) or math.isinf(slow)
+
+
+def test_rate_for_deadline_is_the_smallest_that_works() -> None:
+    cluster = state()
+    inp = from_moves(cluster, diff_plan(cluster, PLAN).moves)
+    rate = rate_for_deadline(inp, 100.0, tolerance=0.0)
+    assert rate is not None
+    assert finish_at_rate(inp, rate, None, 0.0) <= 100.0 < finish_at_rate(inp, rate / 1.01, None, 0.0)
+    assert rate_for_deadline(inp, 0.5, high=float(np.float64(50 * MB))) is None

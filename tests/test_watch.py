@@ -1,0 +1,196 @@
+"""The watch loop on a fake cluster whose replicas grow with (fake) time: progress, stalls with
+the rates that would work, completion with throttles restored, timeout, JSON lines, rendering."""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from fake_cluster import FakeCluster
+from kreassign.cli.watch_render import event_lines, render_progress, summary_line
+from kreassign.cli.watch_cmd import Runtime
+from kreassign.cluster.errors import ExitStatus
+from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
+from kreassign.cluster.port import LogDirReport, ReplicaLogDir
+from kreassign.throttle.configs import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    parse_throttled_replicas,
+)
+from kreassign.throttle.journal import JournalStore
+from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+from kreassign.throttle.watch import (
+    CompleteEvent,
+    ProgressEvent,
+    StalledEvent,
+    WatchEvent,
+    WatchRequest,
+    watch,
+)
+from test_throttle_cmd import invoke
+
+MB = 1_000_000
+TP = TopicPartition("t", 0)
+
+
+class GrowingCluster(FakeCluster):
+    """Leaders take writes; a new replica copies at 10 MB/s, or less under the KIP-73 throttles
+    of its partition's listed replicas (the leader quota also counts in-sync followers); a move
+    completes when its new replicas have caught up."""
+
+    def __init__(self) -> None:
+        super().__init__((1, 2, 3, 4))
+        self.add_topic("t", [[1, 2], [3, 4]])
+        self.size = {TP: 100 * MB, TopicPartition("t", 1): 50 * MB}
+        self.write = {TP: 1 * MB, TopicPartition("t", 1): 0.0}
+        self.copied: dict[tuple[TopicPartition, int], float] = {}
+        self.now = 0.0
+
+    def listed(self, tp: TopicPartition, key: str, broker: int) -> bool:
+        value = parse_throttled_replicas(self.topic_configs[tp.topic].get(key, ""))
+        return value == "*" or (tp.partition, broker) in value  # type: ignore[operator]
+
+    def rate(self, tp: TopicPartition, broker: int) -> float:
+        part = self.partitions[tp]
+        rate = 10.0 * MB
+        if self.listed(tp, FOLLOWER_REPLICAS, broker) and FOLLOWER_RATE in self.broker_configs[broker]:
+            rate = min(rate, float(self.broker_configs[broker][FOLLOWER_RATE]))
+        leader = part.leader
+        if leader is not None and self.listed(tp, LEADER_REPLICAS, leader) and LEADER_RATE in self.broker_configs[leader]:
+            in_sync = len([b for b in part.isr if b != leader])
+            rate = min(rate, float(self.broker_configs[leader][LEADER_RATE]) - self.write[tp] * in_sync)
+        return max(rate, 0.0)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for tp, r in self.list_reassignments().items():
+            self.size[tp] += self.write[tp] * seconds
+            for b in r.adding:
+                done = self.copied.get((tp, b), 0.0) + self.rate(tp, b) * seconds
+                self.copied[(tp, b)] = min(done, self.size[tp])
+            if all(self.copied[(tp, b)] >= self.size[tp] for b in r.adding):
+                self.complete(tp)
+
+    def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
+                      partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
+        self._enter("log_dir_sizes")
+        wanted = set(self.brokers if brokers is None else brokers)
+        out = {}
+        for tp, part in self.partitions.items():
+            if partitions is not None and tp not in set(partitions):
+                continue
+            for b in part.replicas:
+                if b in wanted:
+                    size = self.copied.get((tp, b), 0.0) if b in part.adding else self.size[tp]
+                    out[TopicPartitionReplica(tp.topic, tp.partition, b)] = ReplicaLogDir("/d", int(size), 0)
+        return LogDirReport(replicas=out)
+
+
+def run(fake: GrowingCluster, request: WatchRequest, store: JournalStore | None) -> tuple[Any, list[WatchEvent]]:
+    events: list[WatchEvent] = []
+    result = watch(fake, request, store=store, clock=lambda: fake.now, sleep=fake.advance, emit=events.append)
+    return result, events
+
+
+def test_watch_to_completion_restores_throttles(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    fake.broker_configs[3][FOLLOWER_RATE] = "4000000"  # the operator's, before the move
+    store = JournalStore(tmp_path)
+    fake.alter_reassignments({TP: [1, 3]})
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
+                          store=store)
+    result, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5), store)
+    assert result.status == ExitStatus.OK
+    progress = [e for e in events if isinstance(e, ProgressEvent)]
+    # Broker 1's leader quota (5 MB/s) also counts the 1 MB/s its in-sync follower 2 replicates,
+    # so the new replica copies 4 MB/s against 1 MB/s of writes: 100 MB + t = 4 t at t = 33.3 s.
+    assert [round(e.at) for e in progress] == [0, 5, 10, 15, 20, 25, 30, 35]
+    second = progress[1].view.moves[0]
+    assert (second.copy_bps, second.write_bps, second.copied, second.total) == (4 * MB, 1 * MB, 20 * MB, 105 * MB)
+    assert second.eta_s == pytest.approx(85 / 3)
+    assert progress[1].model is not None and progress[1].model.seconds == pytest.approx(85 / 3, rel=0.01)
+    done = events[-1]
+    assert isinstance(done, CompleteEvent) and done.kept_reason is None and done.mismatched == ()
+    assert fake.broker_configs == {1: {}, 2: {}, 3: {FOLLOWER_RATE: "4000000"}, 4: {}}
+    assert fake.topic_configs["t"] == {}
+    assert store.journals(fake.cluster_id, open_only=True) == []
+    assert json.loads(json.dumps(done.to_dict()))["throttles_cleared"]["complete"] is True
+
+
+def test_keep_throttles(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    fake.alter_reassignments({TP: [1, 3]})
+    fake.broker_configs[3][FOLLOWER_RATE] = "50000000"
+    result, events = run(fake, WatchRequest(interval_s=5, keep_throttles=True), JournalStore(tmp_path))
+    assert result.status == ExitStatus.OK and fake.broker_configs[3] == {FOLLOWER_RATE: "50000000"}
+    assert isinstance(events[-1], CompleteEvent) and events[-1].kept_reason == "--keep-throttles was given"
+
+
+def stalled_cluster() -> GrowingCluster:
+    fake = GrowingCluster()
+    fake.write[TP] = 2 * MB
+    fake.alter_reassignments({TP: [1, 3]})
+    fake.broker_configs[3][FOLLOWER_RATE] = "1000000"
+    fake.topic_configs["t"] = {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"}
+    return fake
+
+
+def test_stall_is_detected_and_the_working_rate_named() -> None:
+    fake = stalled_cluster()
+    result, events = run(fake, WatchRequest(interval_s=10, stall_after_s=30, fail_on_stall=True), None)
+    assert result.status == ExitStatus.CANNOT_COMPLETE
+    stalled = [e for e in events if isinstance(e, StalledEvent)]
+    assert [e.at for e in stalled] == [30.0]
+    stall = stalled[0].stall
+    # The follower quota of broker 3 (1 MB/s) is below the 2 MB/s of writes: it must exceed 2 MB/s,
+    # and 2.5 MB/s (25% more) is what the model suggests; the leader side is unthrottled.
+    assert (stall.reason, stall.limit, stall.broker, stall.needed_bps) == ("model", "follower-throttle", 3, 2 * MB)
+    assert [f.command() for f in stall.fixes] == ["kreassign throttle set --follower-rate 2500000 --brokers 3"]
+    assert event_lines(stalled[0]) == [
+        "STALLED: t-0 (new replica on broker 3) cannot finish: its partition takes 2.0 MB/s of writes, more than "
+        "its share of the follower-throttle on broker 3 (which must exceed 2.0 MB/s); these rates would work: "
+        "kreassign throttle set --follower-rate 2500000 --brokers 3"]
+    assert fake.broker_configs[3] == {FOLLOWER_RATE: "1000000"}  # nothing cleared on a stall
+
+
+def test_timeout_is_in_progress() -> None:
+    result, events = run(stalled_cluster(), WatchRequest(interval_s=10, timeout_s=20), None)
+    assert result.status == ExitStatus.IN_PROGRESS and events[-1].to_dict()["event"] == "timeout"
+
+
+def test_cli_json_lines(tmp_path: Path) -> None:
+    fake = stalled_cluster()
+    ran = invoke(fake, "watch", "--output", "json", "--interval", "10s", "--stall-after", "20s", "--fail-on-stall",
+                 "--journal-dir", str(tmp_path), runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+    assert ran.exit_code == 4, ran.output
+    lines = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert [d["event"] for d in lines] == ["progress", "progress", "progress", "stalled"]
+    assert lines[1]["moves"][0]["write_bps"] == 2 * MB and lines[1]["eta_model_s"] is None
+    assert lines[-1]["fixes"][0]["rate"] == 2_500_000
+
+
+def test_rendering() -> None:
+    fake = GrowingCluster()
+    fake.alter_reassignments({TP: [1, 3]})
+    fake.broker_configs[3][FOLLOWER_RATE] = "5000000"
+    fake.topic_configs["t"] = {FOLLOWER_REPLICAS: "0:3"}
+    _, events = run(fake, WatchRequest(interval_s=5, timeout_s=5), None)
+    progress = [e for e in events if isinstance(e, ProgressEvent)][1]
+    # 25 MB of 105 MB; 5 MB/s against 1 MB/s of writes leaves 80 MB at 4 MB/s: 20 s either way.
+    assert summary_line(progress) == ("[5.0s] 23.8% 23.8 MiB/100.1 MiB, 1 moving, 0 done, throughput 5.0 MB/s, "
+                                      "ETA observed 20s, model 20s")
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(render_progress(progress))
+    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert lines[0].split() == ["move", "progress", "copied", "rate", "writes", "eta"]
+    assert lines[1].startswith("t-0->3 ") and lines[1].split()[-9:] == [
+        "23.8%", "23.8", "MiB/100.1", "MiB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+    assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
+    assert lines[3] == summary_line(progress)

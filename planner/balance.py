@@ -268,7 +268,8 @@ def _plan(
     layout.set_targets(targets)
 
     if move_data:
-        _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options, warnings)
+        _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options, warnings,
+                everywhere=balance_data)
         if balance_data:
             for goal in options.goals:
                 if goal == "replicas":
@@ -413,7 +414,8 @@ def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarr
 
 def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.ndarray,
             rf_changes: Mapping[int, int], is_removed: np.ndarray, direct: tuple[int, int] | None,
-            id_pos: Mapping[int, int], options: BalanceOptions, warnings: list[str]) -> None:
+            id_pos: Mapping[int, int], options: BalanceOptions, warnings: list[str],
+            everywhere: bool) -> None:
     items: list[tuple[int, int]] = []
     on_removed = movable & is_removed[np.maximum(F0, 0)] & (F0 >= 0)
     stuck = (F0 >= 0) & ~movable & is_removed[np.maximum(F0, 0)]
@@ -438,7 +440,12 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
         elif want < have:
             _shrink(layout, p, have - want)
     if layout.rack_on:
-        items.extend(_rack_fixes(layout, F0, is_removed))
+        fixes = _rack_fixes(layout, F0, is_removed)
+        if not everywhere:
+            # Targeted commands repair rack awareness only in the partitions they touch.
+            touched = set(rf_changes) | set(np.flatnonzero(on_removed.any(axis=1)).tolist())
+            fixes = [(p, s) for p, s in fixes if p in touched]
+        items.extend(fixes)
     count_goal = options.before("replicas", "disk") or not options.has("disk")
     failed = layout.place(items, count_goal)
     if failed:
@@ -468,14 +475,17 @@ def _rack_fixes(layout: Layout, F0: np.ndarray, is_removed: np.ndarray) -> list[
     """Replicas to move so that no rack holds more of a partition than rack awareness allows.
 
     Only partitions crowded in the original assignment can be crowded now: every edit made
-    before this point (replacements, drops) is rack-checked.
+    before this point (replacements, drops) is rack-checked. Crowded partitions lose the
+    same-rack shortcut in `Layout.rack_fits`, so their other moves are fully checked too.
     """
     t = layout.targets
     assert t is not None
     rack = np.asarray(layout.rack, dtype=np.int64)
-    racks = np.where((F0 >= 0) & ~is_removed[np.maximum(F0, 0)], rack[np.maximum(F0, 0)], -1)
+    racks = np.where(F0 >= 0, rack[np.maximum(F0, 0)], -1)
     same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
     crowded = np.flatnonzero(same.sum(axis=2).max(axis=1, initial=0) > np.asarray(layout.rack_cap))
+    # Replicas on removed brokers move anyway, but until then they count for their rack.
+    layout.crowded = set(crowded.tolist())
     out: list[tuple[int, int]] = []
     for p in crowded.tolist():
         cap = layout.rack_cap[p]

@@ -149,6 +149,7 @@ class Layout:
         self.rack_cap: list[int] = [n] * n
         self.set_topic_caps(np.full((max(n_topics, 1), max(self.racks + 1, 1)), n, dtype=np.int64))
         self.rack_locked = False
+        self.crowded: set[int] = set()
         self.targets: Targets | None = None
         self.tscale = 1.0
         self.warnings: list[str] = []
@@ -183,8 +184,9 @@ class Layout:
 
     def rack_fits(self, p: int, s: int, d: int) -> bool:
         rd = self.rack[d]
-        # A move inside one rack leaves the partition's rack counts as they were.
-        if not self.rack_on or (s >= 0 and self.rack[s] == rd):
+        # A move inside one rack leaves the partition's rack counts as they were, which is fine
+        # unless that rack is the one holding too many of it.
+        if not self.rack_on or (s >= 0 and self.rack[s] == rd and p not in self.crowded):
             return True
         same = 0
         for b in self.rows[p]:
@@ -320,6 +322,11 @@ class Layout:
             d = self._first_host(p, s, self._candidate_sinks(heaps, -1, TOP_SINKS))
             if d < 0:
                 d = self._first_host(p, s, self._all_sinks(count_goal))
+            if d < 0 and self.topic_on:
+                # These moves are mandatory; the topic cap ranks below them.
+                self.topic_check = False
+                d = self._first_host(p, s, self._all_sinks(count_goal))
+                self.topic_check = True
             if d < 0:
                 failed.append((p, s))
                 continue

@@ -28,7 +28,9 @@ def dispatch(args: KafkaArgs, *, out: TextIO, err: TextIO) -> int:
         return generate(args, out=out, err=err)
     from kreassign.cli import kafka_live
 
-    return int(getattr(kafka_live, action)(args, out=out, err=err))
+    actions = {"execute": kafka_live.execute, "verify": kafka_live.verify,
+               "cancel": kafka_live.cancel, "list": kafka_live.list_action}
+    return int(actions[action](args, out=out, err=err))
 
 
 def generate(args: KafkaArgs, *, out: TextIO, err: TextIO) -> int:

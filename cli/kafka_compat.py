@@ -63,6 +63,8 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in (
         "(--generate only).", kreassign_only=True),
     Opt("seed", True, "kreassign: seed the random start index and shift of --generate, for "
         "reproducible output.", kreassign_only=True),
+    Opt("journal-dir", True, "kreassign: where execution journals live (default: "
+        "$KREASSIGN_JOURNAL_DIR or ~/.kreassign/journal).", kreassign_only=True),
     Opt("debug", False, "kreassign: show tracebacks for errors.", kreassign_only=True),
 )}
 
@@ -75,12 +77,12 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 PERMITTED: dict[str, tuple[str, ...]] = {
-    "verify": ("bootstrap-server", "command-config", "preserve-throttles"),
+    "verify": ("bootstrap-server", "command-config", "preserve-throttles", "journal-dir"),
     "generate": ("bootstrap-server", "broker-list", "command-config", "disable-rack-aware",
                  "snapshot", "seed"),
     "execute": ("additional", "bootstrap-server", "command-config", "throttle",
-                "replica-alter-log-dirs-throttle", "timeout"),
-    "cancel": ("command-config", "preserve-throttles", "timeout"),
+                "replica-alter-log-dirs-throttle", "timeout", "journal-dir"),
+    "cancel": ("command-config", "preserve-throttles", "timeout", "journal-dir"),
     "list": ("command-config",),
 }
 

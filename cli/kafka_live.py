@@ -165,10 +165,10 @@ def _connector(args: KafkaArgs, err: TextIO, connect: Connect | None) -> Connect
     return lambda: _open(bootstrap, args.value("command-config"), err)
 
 
-def _store(store: JournalStore | None) -> JournalStore:
+def _store(store: JournalStore | None, args: KafkaArgs) -> JournalStore:
     from kreassign.throttle.journal import JournalStore
 
-    return store if store is not None else JournalStore()
+    return store if store is not None else JournalStore(args.value("journal-dir"))
 
 
 def _write_lines(stream: TextIO, lines: Sequence[str]) -> None:
@@ -236,7 +236,7 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
         parsed, additional=args.has("additional"),
         leader_rate=throttle if throttle >= 0 else None, follower_rate=throttle if throttle >= 0 else None,
         log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=args.long("timeout", 10000) / 1000)
-    journals = _store(store)
+    journals = _store(store, args)
     with _connector(args, err, connect)() as port:
         plan = prepare_execute(port, request)
         _write_lines(err, [f"Warning: {w}" for w in plan.warnings])
@@ -262,7 +262,7 @@ def verify(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = VerifyRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"))
     with _connector(args, err, connect)() as port:
-        result = run_verify(port, request, store=_store(store))
+        result = run_verify(port, request, store=_store(store, args))
     out.write(render_verify(result))
     _write_lines(err, [f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                        for b, m in sorted(result.unreachable.items())])
@@ -283,7 +283,7 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     request = CancelRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"),
                             timeout_s=args.long("timeout", 10000) / 1000)
     with _connector(args, err, connect)() as port:
-        result = run_cancel(port, request, store=_store(store), clock=clock, sleep=sleep,
+        result = run_cancel(port, request, store=_store(store, args), clock=clock, sleep=sleep,
                             on_moves_started=lambda batch: None)
     if result.errors:
         raise TerseError(render_errors(f"Error cancelling partition reassignment{_s(len(result.errors))} for:",
@@ -308,10 +308,3 @@ def list_action(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect |
     with _connector(args, err, connect)() as port:
         out.write(render_list(list_reassignments(port)))
     return 0
-
-
-def __getattr__(name: str) -> object:
-    # The front door looks actions up by flag name; a module-level `list` would shadow the builtin.
-    if name == "list":
-        return list_action
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

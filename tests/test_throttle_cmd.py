@@ -121,8 +121,9 @@ class Ran:
         return self.stdout + self.stderr
 
 
-def invoke(fake: FakeCluster, *args: str, runtime: Runtime | None = None) -> Ran:
-    """Run the CLI as `main` does (errors become messages and exit codes), with the fake injected."""
+def invoke(fake: FakeCluster | None, *args: str, runtime: Runtime | None = None) -> Ran:
+    """Run the CLI as `main` does (errors become messages and exit codes), with the fake (if any)
+    and the runtime injected."""
     @contextmanager
     def connect(*_: Any) -> Iterator[FakeCluster]:
         yield fake
@@ -130,7 +131,8 @@ def invoke(fake: FakeCluster, *args: str, runtime: Runtime | None = None) -> Ran
     runner = CliRunner(env={"COLUMNS": "160"})
     with runner.isolation() as (out, err, _):
         code = run_guarded(lambda: cli.main(args=list(args), prog_name="kreassign", standalone_mode=False,
-                                            obj=Runtime(**{**vars(runtime or Runtime()), "connect": connect})))
+                                            obj=Runtime(**{**vars(runtime or Runtime()),
+                                                           **({"connect": connect} if fake else {})})))
         sys.stdout.flush()
         sys.stderr.flush()
         return Ran(code, out.getvalue().decode(), err.getvalue().decode())

@@ -51,6 +51,7 @@ from kreassign.throttle.throttle_ops import (
 )
 
 Capacities = Mapping[int, tuple[float | None, float | None]]
+_CLOCK_SLACK = 1e-6  # a clock stepped in float increments may land a hair short of the timeout
 
 
 @dataclass(frozen=True)
@@ -386,7 +387,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             emit(done)
             status = ExitStatus.ERROR if done.mismatched or (done.clear and not done.clear.complete) else ExitStatus.OK
             return WatchResult(status, view, tuple(loop.stalls), done.clear, polls)
-        if request.timeout_s is not None and now >= request.timeout_s:
+        if request.timeout_s is not None and now >= request.timeout_s - _CLOCK_SLACK:
             emit(TimeoutEvent(now, view))
             return WatchResult(ExitStatus.IN_PROGRESS, view, tuple(loop.stalls), polls=polls)
         sleep(request.interval_s)

@@ -18,6 +18,12 @@ from kreassign.cli.boundary import run_guarded
 COMMANDS: dict[str, str] = {
     "generate": "kreassign.cli.generate_cmd:generate",
     "plan": "kreassign.cli.plan_cmd:plan",
+    "rebalance": "kreassign.cli.balance_cmd:rebalance",
+    "add-brokers": "kreassign.cli.balance_cmd:add_brokers",
+    "decommission": "kreassign.cli.balance_cmd:decommission",
+    "replace-broker": "kreassign.cli.balance_cmd:replace_broker",
+    "set-rf": "kreassign.cli.balance_cmd:set_rf",
+    "leaders": "kreassign.cli.balance_cmd:leaders",
     "snapshot": "kreassign.cli.snapshot_cmd:snapshot",
     "sandbox": "kreassign.cli.sandbox_cmd:sandbox",
     "execute": "kreassign.cli.ops_cmd:execute",

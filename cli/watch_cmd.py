@@ -6,6 +6,7 @@ Tests inject the clock, the sleeper and the connection through `Runtime` as clic
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, DURATION, RATE, SIZE, output_option
+from kreassign.cli.options import DURATION, RATE, SIZE, output_option
 
 if TYPE_CHECKING:
     from kreassign.cluster.port import ClusterPort
@@ -232,8 +233,14 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
                                sleep=rt.sleep or time.sleep, emit=emit)
     finally:
         close()
-    if dry_run and request.pace is not None and output == "text":
-        click.echo(f"Would submit {len(targets or ())} partition(s) in waves; nothing was changed.")
+    if dry_run and request.pace is not None:
+        first = [str(tp) for tp in result.first_wave]
+        if output == "json":
+            click.echo(json.dumps({"event": "dry-run", "first_wave": first, "partitions": len(targets or ()),
+                                   "pending_bytes": result.view.pending_bytes}))
+        else:
+            click.echo(f"Would submit {len(targets or ())} partition(s) in waves; the first wave: "
+                       f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
     return int(result.status)
 
 

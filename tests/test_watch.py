@@ -24,12 +24,14 @@ from kreassign.throttle.configs import (
     LEADER_REPLICAS,
     parse_throttled_replicas,
 )
+from kreassign.throttle.auto_throttle import AutoThrottlePolicy
 from kreassign.throttle.journal import JournalStore
 from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 from kreassign.throttle.watch import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,
+    ThrottleEvent,
     WatchEvent,
     WatchRequest,
     watch,
@@ -194,3 +196,37 @@ def test_rendering() -> None:
         "23.8%", "23.8", "MiB/100.1", "MiB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
     assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
     assert lines[3] == summary_line(progress)
+
+
+def test_auto_throttle_toward_a_deadline_is_journaled(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    store = JournalStore(tmp_path)
+    fake.alter_reassignments({TP: [1, 3]})
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=1 * MB, follower_rate=1 * MB)), store=store)
+    policy = AutoThrottlePolicy(deadline_s=100.0, min_rate=1 * MB, max_rate=50 * MB, min_interval_s=10)
+    result, events = run(fake, WatchRequest(interval_s=5, auto=policy), store)
+    assert result.status == ExitStatus.OK
+    changes = [e for e in events if isinstance(e, ThrottleEvent)]
+    assert changes and changes[0].at == 5.0  # the first poll with measured write rates
+    # Finishing 100 MB + 1 MB/s of writes within 90% of the 95 s left needs ~2.2 MB/s of
+    # catch-up; the leader quota also carries the 1 MB/s its in-sync follower replicates.
+    leader, follower = changes[0].decision.rates[1][0], changes[0].decision.rates[3][1]
+    assert leader == pytest.approx(follower + 1 * MB, rel=0.01) and 2 * MB < follower < 2.6 * MB
+    done = events[-1]
+    assert isinstance(done, CompleteEvent) and done.at <= 100.0
+    journal = JournalStore(tmp_path).journals(fake.cluster_id)[0]
+    assert any(s.step == "auto-throttle: rates" and s.status == "done" for s in journal.steps)
+    assert fake.broker_configs == {1: {}, 2: {}, 3: {}, 4: {}}  # restored at the end
+
+
+def test_pace_dry_run_names_the_first_wave(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 3]}, {"topic": "t", "partition": 1, "replicas": [3, 2]}]}))
+    ran = invoke(fake, "watch", "--pace", str(plan), "--max-moves-per-broker", "1", "--dry-run",
+                 runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+    assert ran.exit_code == 0, ran.output
+    # t-0: 1 sends to 3; t-1: 3 sends to 2. One move per broker each way: both fit.
+    assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: t-0,t-1. Nothing was changed.\n"
+    assert fake.list_reassignments() == {}

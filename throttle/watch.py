@@ -37,7 +37,7 @@ from kreassign.throttle.auto_throttle import (
 from kreassign.throttle.journal import JournalStore
 from kreassign.throttle.live_model import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
 from kreassign.throttle.ops_verify import PartitionStatus, describe_known, partition_states
-from kreassign.throttle.pacing import PaceLimits, Pacer, Wave
+from kreassign.throttle.pacing import PaceLimits, Pacer, Wave, in_flight_slots, next_wave
 from kreassign.throttle.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.throttle.throttle_ops import (
     ThrottleClearResult,
@@ -188,6 +188,8 @@ class WatchResult:
     stalls: tuple[StallDiagnosis, ...] = ()
     clear: ThrottleClearResult | None = None
     polls: int = 0
+    first_wave: tuple[TopicPartition, ...] = ()
+    """with a pace and `dry_run`: what the first wave would submit"""
 
 
 # ---- the loop ---------------------------------------------------------------------------------
@@ -272,10 +274,10 @@ class _Loop:
         self.stalls.extend(fresh)
         return fresh
 
-    def auto_throttle(self, now: float, poll: _Poll, live: LiveModel | None, throttles: ThrottleView) -> None:
+    def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView) -> None:
         policy = self.request.auto
-        if policy is None or live is None:
-            return
+        if policy is None or live is None or (view.active and view.throughput_bps is None):
+            return  # decide on measured write rates, not on the first sample
         involved = sorted(int(b) for b in set(live.inp.source[live.inp.source >= 0].tolist())
                           | set(live.inp.dest.tolist()))
         ids = [int(b) for b in live.inp.broker_ids]
@@ -358,9 +360,12 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                            additional=request.additional)
         loop.pacer.start()
         if request.dry_run:
-            first = loop.pacer.pending[:]
-            view = ProgressView(0.0, (), sum(p.bytes for p in first))
-            return WatchResult(ExitStatus.OK, view)
+            in_flight = port.list_reassignments()
+            infos = {p.tp: p for p in port.describe_topics(sorted({tp.topic for tp in in_flight}))} if in_flight else {}
+            slots = in_flight_slots(in_flight, {tp: p.leader for tp, p in infos.items()}, loop.pacer.sizes)
+            wave = next_wave(loop.pacer.pending, slots, request.pace)
+            return WatchResult(ExitStatus.OK, ProgressView(0.0, (), loop.pacer.pending_bytes),
+                               first_wave=tuple(p.tp for p in wave))
     polls = 0
     view = ProgressView(0.0, ())
     while True:
@@ -381,7 +386,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls)
-        loop.auto_throttle(now, poll, live, throttles)
+        loop.auto_throttle(now, view, live, throttles)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
             done = loop.finish(now, view, poll)
             emit(done)

@@ -226,7 +226,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run)
-    emit, close = _emitter(output)
+    emit, close = event_printer(output)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
             result = run_watch(port, request, store=journal_store(journal_dir), clock=rt.clock or time.monotonic,
@@ -244,7 +244,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     return int(result.status)
 
 
-def _emitter(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
+def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
     """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
     from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
     from kreassign.throttle.watch import ProgressEvent

@@ -25,7 +25,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
 from kreassign.planner.balance_engine import Layout, Targets
 from kreassign.planner.balance_metrics import MetricContext, lower_bounds, metrics
-from kreassign.planner.balance_targets import integer_shares, rack_bounds, waterfill
+from kreassign.planner.balance_targets import integer_shares_by_group, rack_bounds, waterfill
 from kreassign.planner.balance_types import BalanceOptions, BalancePlan
 from kreassign.planner.leader_balance import LeaderBalancer
 
@@ -401,7 +401,7 @@ def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarr
     cap = np.where(np.isnan(br.disk), np.inf, br.disk * (1 - options.disk_headroom)) \
         if options.disk_headroom > 0 else np.full(nb, np.inf)
     byte_t = share(total_bytes, bytes_now, fixed_bytes, weights, cap, size.astype(np.float64))
-    exact = integer_shares(counts, count_now, total_count, np.asarray(layout.tb))
+    exact = integer_shares_by_group(counts, count_now, total_count, np.asarray(layout.tb), br.rack)
     lo_c = np.floor(counts + 1e-9).astype(np.int64)
     hi_c = np.ceil(counts - 1e-9).astype(np.int64)
     tol = options.disk_tolerance

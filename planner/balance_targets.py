@@ -96,6 +96,21 @@ def integer_shares(shares: np.ndarray, current: np.ndarray, total: int, tiebreak
     return base
 
 
+def integer_shares_by_group(shares: np.ndarray, current: np.ndarray, total: int, tiebreak: np.ndarray,
+                            groups: np.ndarray) -> np.ndarray:
+    """`integer_shares` that also keeps each group's (rack's) total at the floor or ceil of its
+    share, so a rack whose total rack awareness fixes gets exactly that total."""
+    g = int(groups.max()) + 1 if len(groups) else 0
+    group_share = np.bincount(groups, weights=shares, minlength=g)
+    group_now = np.bincount(groups, weights=current, minlength=g)
+    group_int = integer_shares(group_share, group_now, total, np.arange(g))
+    out = np.zeros(len(shares), dtype=np.int64)
+    for r in range(g):
+        members = np.flatnonzero(groups == r)
+        out[members] = integer_shares(shares[members], current[members], int(group_int[r]), tiebreak[members])
+    return out
+
+
 def rack_bounds(per_partition: np.ndarray, rf: np.ndarray, racks: int) -> tuple[float, float]:
     """Least and most a rack can hold of a per-partition quantity under even rack spread."""
     if racks <= 0:

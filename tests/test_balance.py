@@ -15,7 +15,7 @@ from kreassign.planner.balance import (
     set_replication_factor,
 )
 from kreassign.planner.balance_synthetic import synthetic_cluster
-from kreassign.planner.balance_targets import integer_shares, waterfill
+from kreassign.planner.balance_targets import integer_shares, integer_shares_by_group, waterfill
 from kreassign.planner.balance_types import BalanceOptions, BalancePlan, parse_goals
 
 
@@ -237,3 +237,11 @@ def test_integer_shares_keep_current_ceilings() -> None:
     shares = np.array([2.5, 2.5, 2.5, 2.5])
     out = integer_shares(shares, np.array([2, 3, 2, 3]), 10, np.arange(4))
     assert out.tolist() == [2, 3, 2, 3]
+
+
+def test_integer_shares_by_group_keep_each_rack_total() -> None:
+    # Rack 0 must hold exactly 7 (2 brokers), rack 1 exactly 8 (3 brokers).
+    shares = np.array([3.5, 3.5, 8 / 3, 8 / 3, 8 / 3])
+    out = integer_shares_by_group(shares, np.array([4, 4, 3, 3, 2]), 15, np.arange(5), np.array([0, 0, 1, 1, 1]))
+    assert out[:2].sum() == 7 and out[2:].sum() == 8
+    assert out.tolist() == [4, 3, 3, 3, 2]

@@ -1,0 +1,127 @@
+"""The balanced planner on seeded synthetic clusters, against Kafka-compatible `generate`.
+
+Clusters: RF 3, three racks of unequal size, log-normal partition sizes (sigma 1.2), Zipf-sized
+topics. Scenarios (the issue's budgets): 150,000 partitions rebalanced from a skewed start
+(< 5 s); 1,000 brokers / 300,000 partitions after adding 10% empty brokers (< 10 s, < 2 GiB);
+with BENCH_BALANCE_LARGE=1 also 3,000,000 replicas (< 60 s). Each scenario runs in its own
+process so peak memory is its own. Recorded per scenario: wall and CPU time (the machine is
+shared, so CPU time is the steadier number), peak RSS, moves and bytes against the lower bounds
+the plan reports (method in `LowerBounds.method`), balance reached, and the same numbers for
+`generate` (all topics laid out anew on all brokers, rack-aware, seed 0) with our/their ratios.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import resource
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.common import record
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "rebalance-150k": dict(brokers=300, partitions=150_000, rack_sizes=[90, 100, 110], new_brokers=0,
+                           skew_sigma=0.3, budget_s=5.0),
+    "add-10pct-1000b-300k": dict(brokers=900, partitions=300_000, rack_sizes=[250, 300, 350],
+                                 new_brokers=100, skew_sigma=0.0, budget_s=10.0),
+}
+LARGE = {
+    "rebalance-3m-replicas": dict(brokers=300, partitions=1_000_000, rack_sizes=[90, 100, 110],
+                                  new_brokers=30, skew_sigma=0.0, budget_s=60.0),
+}
+
+
+def balance_of(state: Any, matrix: np.ndarray, ids: np.ndarray, racks: np.ndarray) -> dict[str, float]:
+    """Replica spread (worst within a rack), bytes max/mean, leader spread of an assignment."""
+    pos = np.searchsorted(ids, np.maximum(matrix, 0))
+    valid = matrix >= 0
+    counts = np.bincount(pos[valid], minlength=len(ids))
+    size = np.bincount(pos[valid], weights=np.broadcast_to(state.size_bytes[:, None], matrix.shape)[valid],
+                       minlength=len(ids))
+    leaders = np.bincount(pos[:, 0], minlength=len(ids))
+    per_rack = max(int(counts[racks == r].max() - counts[racks == r].min()) for r in np.unique(racks))
+    rack_mean = {r: size[racks == r].mean() for r in np.unique(racks)}
+    over = max(float(size[racks == r].max() / rack_mean[r]) for r in rack_mean)
+    return {"replica_spread_in_rack": per_rack, "bytes_max_over_rack_mean": round(over, 4),
+            "bytes_max_over_mean": round(float(size.max() / size.mean()), 4),
+            "leader_spread": int(leaders.max() - leaders.min())}
+
+
+def moved(state: Any, before: np.ndarray, after: np.ndarray) -> tuple[int, int, int]:
+    added = ((after[:, :, None] != before[:, None, :]).all(axis=2) & (after >= 0)).sum(axis=1)
+    leader_changes = int((after[:, 0] != before[:, 0]).sum())
+    return int(added.sum()), int((added * state.size_bytes).sum()), leader_changes
+
+
+def run_scenario(name: str, spec: dict[str, Any], queue: Any) -> None:
+    from kreassign.cluster.model import TopicPartition
+    from kreassign.planner.balance import rebalance
+    from kreassign.planner.balance_synthetic import synthetic_cluster
+    from kreassign.planner.generate import generate_assignment
+
+    params = {k: v for k, v in spec.items() if k != "budget_s"}
+    state = synthetic_cluster(rf=3, seed=11, **params)
+    ids = np.array(state.broker_ids)
+    racks = np.array([b.rack for b in state.brokers])
+    before = state.replica_matrix().astype(np.int64)
+    wall, cpu = time.perf_counter(), time.process_time()
+    plan = rebalance(state)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    after = before.copy()
+    rows = state.find_rows([t.topic for t in plan.targets], [t.partition for t in plan.targets])
+    after[rows] = np.array([t.replicas for t in plan.targets], dtype=np.int64).reshape(len(rows), -1)
+    ours = balance_of(state, after, ids, racks)
+
+    gen_wall = time.perf_counter()
+    gen = generate_assignment(state, list(state.topics), list(state.broker_ids), rack_aware=True, seed=0)
+    gen_wall = time.perf_counter() - gen_wall
+    proposed = before.copy()
+    keys = list(gen.proposed)
+    grow = state.find_rows([tp.topic for tp in keys], [tp.partition for tp in keys])
+    proposed[grow] = np.array([gen.proposed[TopicPartition(tp.topic, tp.partition)] for tp in keys])
+    g_moves, g_bytes, g_leaders = moved(state, before, proposed)
+    theirs = balance_of(state, proposed, ids, racks)
+
+    lb = plan.lower_bounds
+    queue.put({
+        "scenario": name, "brokers": len(ids), "partitions": len(state), "replicas": int(len(state.replica_ids)),
+        "rack_sizes": spec["rack_sizes"], "new_brokers": spec["new_brokers"], "budget_s": spec["budget_s"],
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss_mb),
+        "replica_moves": plan.replica_moves, "lower_bound_moves": lb.replica_moves,
+        "bytes_moved": plan.bytes_moved, "lower_bound_bytes": lb.bytes_moved,
+        "bytes_over_lower_bound": round(plan.bytes_moved / max(lb.bytes_moved, 1), 4),
+        "leader_changes": plan.leader_changes,
+        "bytes_over_target": round(plan.after.bytes_over_target, 4),
+        "replica_spread_allowed": plan.after.replica_spread_allowed,
+        "leader_bps_max_over_mean": round(plan.after.leader_bps.max / max(plan.after.leader_bps.mean, 1e-9), 3),
+        "rack_violations": plan.after.rack_violations, "warnings": list(plan.warnings),
+        "ours": ours, "lower_bound_method": lb.method,
+        "generate": {"wall_s": round(gen_wall, 2), "replica_moves": g_moves, "bytes_moved": g_bytes,
+                     "leader_changes": g_leaders, **theirs},
+        "ratio_bytes_moved_ours_over_generate": round(plan.bytes_moved / max(g_bytes, 1), 4),
+        "ratio_leader_changes_ours_over_generate": round(plan.leader_changes / max(g_leaders, 1), 4),
+    })
+
+
+def main() -> None:
+    scenarios = dict(SCENARIOS)
+    if os.environ.get("BENCH_BALANCE_LARGE"):
+        scenarios.update(LARGE)
+    ctx = mp.get_context("spawn")
+    for name, spec in scenarios.items():
+        queue = ctx.Queue()
+        proc = ctx.Process(target=run_scenario, args=(name, spec, queue))
+        proc.start()
+        row = queue.get()
+        proc.join()
+        row["load_average_1m"] = round(os.getloadavg()[0], 2)
+        record("bench_balance", **row)
+        print(json.dumps({"scenario": name, "wall_s": row["wall_s"], "cpu_s": row["cpu_s"]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -313,7 +313,8 @@ def _matrix_of(rows: list[list[int]], width: int) -> np.ndarray:
 
 def _movable(state: ClusterState, F0: np.ndarray, br: _Brokers, options: BalanceOptions,
              is_excluded: np.ndarray, warnings: list[str]) -> np.ndarray:
-    n = len(state)
+    """Replica slots the planner may move: not an excluded topic or broker, not pinned, not
+    part of a running reassignment."""
     mov = F0 >= 0
     if options.exclude_topics:
         unknown = sorted(t for t in options.exclude_topics if not state.has_topic(t))
@@ -335,7 +336,6 @@ def _movable(state: ClusterState, F0: np.ndarray, br: _Brokers, options: Balance
         pos = int(np.flatnonzero(br.ids == pin.broker)[0])
         mov[row] &= F0[row] != pos
     mov &= F0 >= 0
-    del n
     return mov
 
 
@@ -392,7 +392,8 @@ def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarr
         lo = np.where(is_excluded, now, lo)
         w = np.where(holding & ~is_excluded, weights, 0.0)
         glo, ghi = bounds(per_partition)
-        return waterfill(total, w, lo, hi, br.rack, glo, ghi)
+        out: np.ndarray = waterfill(total, w, lo, hi, br.rack, glo, ghi)
+        return out
 
     ones = np.ones(nb)
     counts = share(float(total_count), count_now, fixed_count, ones, np.full(nb, np.inf), np.ones(len(rf)))

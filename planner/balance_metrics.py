@@ -176,4 +176,5 @@ def _smallest_k(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, k: np
     csum = np.concatenate([[0.0], np.cumsum(z)])
     have = start[1:] - start[:-1]
     take = np.minimum(k, have)
-    return csum[start[:-1] + take] - csum[start[:-1]]
+    out: np.ndarray = csum[start[:-1] + take] - csum[start[:-1]]
+    return out

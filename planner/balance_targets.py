@@ -44,7 +44,8 @@ def waterfill(
     ghi = np.clip(np.maximum(group_hi, glo), box_lo, box_hi)
 
     def fill(level: np.ndarray) -> np.ndarray:
-        return np.clip(level[groups] * w, lo, hi)
+        out: np.ndarray = np.clip(level[groups] * w, lo, hi)
+        return out
 
     def group_totals(level: float) -> np.ndarray:
         raw = np.bincount(groups, weights=fill(np.full(g, level)), minlength=g)

@@ -30,7 +30,7 @@ def parse_goals(goals: Sequence[str]) -> tuple[Goal, ...]:
             raise InputError(f"unknown goal '{g}'; choose from {', '.join(ALL_GOALS)}")
         if g in out:
             raise InputError(f"goal '{g}' is listed twice")
-        out.append(g)  # type: ignore[arg-type]
+        out.append(g)
     return tuple(out)
 
 

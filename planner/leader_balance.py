@@ -54,7 +54,8 @@ class LeaderBalancer:
 
     def led_movable(self, b: int) -> np.ndarray:
         rows = self.hosted(b)
-        return rows[(self.lead[rows] == b) & self.movable[rows]]
+        out: np.ndarray = rows[(self.lead[rows] == b) & self.movable[rows]]
+        return out
 
     def set_targets(self, eligible: np.ndarray) -> None:
         has = self.lead >= 0
@@ -225,7 +226,7 @@ class LeaderBalancer:
         return False
 
     def _viol(self, a: int, mean: float, tolerance: float, delta: float = 0.0) -> float:
-        x = self.B[a] + delta
+        x = float(self.B[a]) + delta
         return max(0.0, x - mean * (1 + tolerance)) + max(0.0, mean * (1 - tolerance) - x)
 
     def _improves(self, g: int, t: int, moved: float, mean: float, tol: float) -> bool:

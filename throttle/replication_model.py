@@ -32,8 +32,8 @@ from kreassign.cluster.model import NO_LEADER, ClusterState
 MiB = 1024 * 1024
 INF = math.inf
 DEFAULT_TOLERANCE = 0.1
-"""Event batching of `simulate`: makespans within about 0.5% of exact, single moves within 5%
-(p99), measured against `tolerance=0` on 10,000 heavy-tailed moves."""
+"""Event batching of `simulate`: on 10,000 heavy-tailed moves, makespans about 1% above exact
+(`tolerance=0`) and single moves within 5% (p99), at a twentieth of the events."""
 _PROGRESS_EPS = 1e-9  # a move whose rate exceeds its write rate by less than this fraction is stuck
 _LEVEL_EPS = 1e-13
 _MAX_GROWTH = 0.5  # a batch never spans more than this share of the time elapsed so far
@@ -627,6 +627,8 @@ class _Step:
     rate: np.ndarray
     moved: np.ndarray  # catch-up bytes each active move sent during the step
     late: float  # share of the step that came after the capacity of completed moves was freed
+    spare_out: np.ndarray  # per broker, bytes of capacity left unused during the step
+    spare_in: np.ndarray
 
 
 def _late_share(progress: np.ndarray, tau: np.ndarray, dt: float) -> float:
@@ -864,13 +866,42 @@ class _Simulation:
             finished = act[done]
             self.finish[finished] = np.minimum(t + tau[done], self.early[finished])
             self._complete(finished)
-            prev = _Step(t, dt, act, rate, moved, _late_share(progress[done], tau[done], dt))
+            prev = self._step_record(t, dt, act, rate, moved, progress, tau, done)
             t += dt
             self.steps += 1
         self._settle(prev, None, None, False)
         self._record_remaining(t)
         self._close_log(t)
         return self._result()
+
+    def _step_record(self, t: float, dt: float, act: np.ndarray, rate: np.ndarray, moved: np.ndarray,
+                     progress: np.ndarray, tau: np.ndarray, done: np.ndarray) -> _Step:
+        """Keep a step until the next allocation, with each broker's capacity left unused in it
+        (called after its completions were recorded)."""
+        b = self.inp.n_brokers
+        src, dst, w = self.src[act], self.dst[act], self.w[act]
+        after = np.where(done, dt - np.where(done, tau, 0.0), 0.0)
+        synced = np.where(done, w, 0.0)
+        spare = []
+        for cap, ends in ((self.inp.out_capacity(self.in_sync_out)[0], src), (self.inp.in_capacity(self.in_sync_in)[0], dst)):
+            begin = cap + np.bincount(ends, weights=synced, minlength=b)
+            used = np.bincount(ends, weights=moved + synced * after, minlength=b)
+            with np.errstate(invalid="ignore"):
+                spare.append(np.where(np.isfinite(begin), np.maximum(begin * dt - used, 0.0), INF))
+        return _Step(t, dt, act, rate, moved, _late_share(progress[done], tau[done], dt), spare[0], spare[1])
+
+    def _within_freed(self, prev: _Step, act: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        """Per move, the factor that keeps each broker's credit within the capacity left unused
+        during the step, so the correction never creates bandwidth."""
+        b = self.inp.n_brokers
+        gain = np.maximum(extra, 0.0)
+        src, dst = self.src[act], self.dst[act]
+        asked_out = np.bincount(src, weights=gain, minlength=b)
+        asked_in = np.bincount(dst, weights=gain, minlength=b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f_out = np.where(asked_out > prev.spare_out, prev.spare_out / asked_out, 1.0)
+            f_in = np.where(asked_in > prev.spare_in, prev.spare_in / asked_in, 1.0)
+        return np.where(extra > 0, np.minimum(f_out[src], f_in[dst]), 1.0)
 
     def _settle(self, prev: _Step | None, act: np.ndarray | None, rate: np.ndarray | None, started: bool) -> None:
         """Close the previous step: credit the moves that stayed active with the capacity freed
@@ -886,15 +917,20 @@ class _Simulation:
             r0 = prev.rate[i]
             both = np.isfinite(rate) & np.isfinite(r0)
             extra = np.where(both, rate - r0, 0.0) * prev.late * prev.dt
+            extra *= self._within_freed(prev, act, extra)
             rem = self.rem[act]
             through = rem - extra <= 0  # would have completed during the previous step
             if through.any():
+                # progress p0 until the completions (at `freed` into the step), then faster by
+                # exactly the credit given, so the finish time agrees with the bytes credited
                 p0 = r0[through] - self.w[act[through]]
-                avg = p0 + (rate[through] - r0[through]) * prev.late
+                freed = prev.dt * (1 - prev.late)
+                p1 = p0 + extra[through] / (prev.late * prev.dt)
                 begin = rem[through] + p0 * prev.dt
+                head = p0 * freed
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    when = prev.t + np.clip(begin / avg, 0.0, prev.dt)
-                self.early[act[through]] = np.where(avg > 0, when, prev.t + prev.dt)
+                    when = np.where(begin <= head, begin / p0, freed + (begin - head) / p1)
+                self.early[act[through]] = prev.t + np.clip(np.nan_to_num(when, nan=prev.dt), 0.0, prev.dt)
                 extra[through] = rem[through] * (1 - 1e-9)
             self.rem[act] = rem - extra
             prev.moved[i] += extra
@@ -985,7 +1021,8 @@ class _Simulation:
         np.maximum.at(busy, inp.source[led], self.finish[led])
         np.maximum.at(busy, inp.dest, self.finish)
         done = np.isfinite(self.finish)
-        copied = np.where(done, inp.bytes + self.w * np.where(done, self.finish - self.start, 0.0), INF)
+        span = np.where(done, self.finish, 0.0) - np.where(done, self.start, 0.0)
+        copied = np.where(done, inp.bytes + self.w * span, INF)
         if self.log:
             rate_time = np.concatenate([np.full(len(c), t) for t, c, _, _ in self.log])
             rate_broker = np.concatenate([c for _, c, _, _ in self.log])

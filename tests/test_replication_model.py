@@ -1,0 +1,265 @@
+"""The replication model: hand-computed cases, Kafka's accounting rules, and properties."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
+from kreassign.throttle.replication_model import (
+    NO_FETCH_LIMITS,
+    Admission,
+    FetchLimits,
+    Limit,
+    ModelInput,
+    fetcher_ids,
+    from_moves,
+    java_string_hash,
+    lower_bound,
+    simulate,
+)
+
+MB = 1_000_000
+
+
+def model(**kw: object) -> ModelInput:
+    kw.setdefault("fetch", NO_FETCH_LIMITS)
+    return ModelInput.build(**kw)  # type: ignore[arg-type]
+
+
+def exact(inp: ModelInput, **kw: object) -> object:
+    return simulate(inp, tolerance=0.0, **kw)  # type: ignore[arg-type]
+
+
+# ---- hand-computed cases ---------------------------------------------------------------------
+def test_one_move_takes_bytes_over_rate() -> None:
+    r = exact(model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], leader_rate=10 * MB))
+    assert r.finish_s.tolist() == [10.0]
+    assert r.makespan == 10.0 and r.lower.seconds == 10.0
+    assert r.critical[0].limit is Limit.LEADER_THROTTLE and r.critical[0].broker == 1
+
+
+def test_two_moves_share_a_leader_cap_and_the_survivor_speeds_up() -> None:
+    r = exact(model(broker_ids=[1, 2, 3], source=[1, 1], dest=[2, 3], bytes=[50 * MB, 100 * MB], leader_rate=10 * MB))
+    assert r.finish_s.tolist() == pytest.approx([10.0, 15.0])
+    times, out, into = r.broker_timeline(1)
+    assert times.tolist() == [0.0, 15.0] and out.tolist() == [10 * MB, 0.0] and into.tolist() == [0.0, 0.0]
+
+
+def test_two_moves_share_a_follower_cap() -> None:
+    r = exact(model(broker_ids=[1, 2, 3], source=[1, 2], dest=[3, 3], bytes=[50 * MB, 100 * MB], follower_rate=10 * MB))
+    assert r.finish_s.tolist() == pytest.approx([10.0, 15.0])
+    assert r.limit.tolist() == [int(Limit.FOLLOWER_THROTTLE)] * 2
+
+
+def test_max_min_sharing_across_leader_and_follower_caps() -> None:
+    # B (1->4) and C (2->4) split broker 4's follower cap 3/3; A (1->3) gets the rest of broker 1's 10.
+    r = exact(model(broker_ids=[1, 2, 3, 4], source=[1, 1, 2], dest=[3, 4, 4], bytes=[21 * MB, 21 * MB, 42 * MB],
+                    leader_rate={1: 10 * MB}, follower_rate={4: 6 * MB}))
+    assert r.finish_s.tolist() == pytest.approx([3.0, 7.0, 10.5])
+
+
+def test_write_rate_slows_catch_up_and_grows_the_copy() -> None:
+    r = exact(model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], write_bps=[2 * MB], leader_rate=10 * MB))
+    assert r.finish_s.tolist() == pytest.approx([12.5])
+    assert r.copied_bytes.tolist() == pytest.approx([125 * MB])
+    assert r.bytes_out[0] == pytest.approx(125 * MB)
+
+
+def test_completed_moves_keep_counting_their_writes_against_the_quota() -> None:
+    # A done at 10/3 s; then B gets 10 - 2 (A now in sync, still throttled and counted) = 8.
+    r = exact(model(broker_ids=[1, 2, 3], source=[1, 1], dest=[2, 3], bytes=[10 * MB, 100 * MB],
+                    write_bps=[2 * MB, 2 * MB], leader_rate=10 * MB))
+    first = 10 / 3
+    assert r.finish_s.tolist() == pytest.approx([first, first + (100 - 3 * first) / 6])
+
+
+def test_a_move_whose_share_equals_its_write_rate_never_completes() -> None:
+    r = exact(model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], write_bps=[10 * MB], leader_rate=10 * MB))
+    assert r.stalled.tolist() == [True] and math.isinf(r.makespan) and math.isinf(r.lower.seconds)
+    assert Limit(int(r.limit[0])) is Limit.LEADER_THROTTLE
+    assert r.needed_bps.tolist() == [10 * MB]  # the leader rate must exceed this
+    assert r.critical[0].limit is Limit.LEADER_THROTTLE and r.critical[0].broker == 1
+
+
+def test_a_stall_ends_when_a_neighbour_finishes() -> None:
+    # Each gets 5: the first (writes 5) waits until the second (writes 1) is in sync after 25 s,
+    # then gets 10 - 1 = 9 and needs 25 s more.
+    r = exact(model(broker_ids=[1, 2, 3], source=[1, 1], dest=[2, 3], bytes=[100 * MB, 100 * MB],
+                    write_bps=[5 * MB, 1 * MB], leader_rate=10 * MB))
+    assert r.finish_s.tolist() == pytest.approx([50.0, 25.0])
+    assert not r.stalled.any()
+
+
+def test_network_capacity_minus_client_traffic_bounds_the_copy() -> None:
+    r = exact(model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], leader_rate=10 * MB,
+                    network_out={1: 8 * MB}, client_out={1: 3 * MB}))
+    assert r.finish_s.tolist() == pytest.approx([20.0])
+    assert Limit(int(r.limit[0])) is Limit.NETWORK_OUT
+    assert r.lower.seconds == pytest.approx(20.0) and r.lower.limit is Limit.NETWORK_OUT
+
+
+def test_fetch_limits_bound_unthrottled_catch_up() -> None:
+    fetch = FetchLimits(partition_max_bytes=MB, response_max_bytes=10 * MB, round_trip_s=0.01)
+    one = exact(model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], fetch=fetch))
+    assert one.finish_s.tolist() == pytest.approx([100 * MB / fetch.partition_bps])
+    assert Limit(int(one.limit[0])) is Limit.FETCH_PARTITION
+    many = exact(model(broker_ids=[1, 2], source=[1] * 20, dest=[2] * 20, bytes=[100 * MB] * 20, fetch=fetch))
+    assert many.finish_s == pytest.approx(np.full(20, 100 * MB / (fetch.fetcher_bps / 20)))
+    assert set(many.limit.tolist()) == {int(Limit.FETCH_RESPONSE)}
+
+
+def test_more_fetchers_spread_the_response_limit() -> None:
+    fetch = FetchLimits(num_fetchers=2, round_trip_s=0.01)
+    r = exact(model(broker_ids=[1, 2], source=[1] * 20, dest=[2] * 20, bytes=[100 * MB] * 20,
+                    fetcher=[0] * 10 + [1] * 10, fetch=fetch))
+    assert r.finish_s == pytest.approx(np.full(20, 100 * MB / (fetch.fetcher_bps / 10)))
+
+
+def test_no_leader_means_never_and_start_times_delay() -> None:
+    r = exact(model(broker_ids=[1, 2], source=[-1, 1, 1], dest=[2, 2, 2], bytes=[MB, 10 * MB, 0],
+                    start_s=[0.0, 5.0, 3.0], leader_rate=10 * MB))
+    assert Limit(int(r.limit[0])) is Limit.NO_LEADER and math.isinf(r.finish_s[0])
+    assert r.finish_s[1:].tolist() == pytest.approx([6.0, 3.0])
+    assert r.start_s[1:].tolist() == [5.0, 3.0]
+
+
+def test_admission_limits_moves_per_broker() -> None:
+    inp = model(broker_ids=[1, 2, 3], source=[1, 1, 1], dest=[2, 3, 2], bytes=[100 * MB] * 3, leader_rate=10 * MB)
+    r = exact(inp, admission=Admission(np.arange(3), max_moves_per_broker=1))
+    assert r.start_s.tolist() == [0.0, 10.0, 20.0] and r.finish_s.tolist() == pytest.approx([10.0, 20.0, 30.0])
+
+
+def test_moves_queued_behind_a_stalled_move_are_reported() -> None:
+    inp = model(broker_ids=[1, 2], source=[1, 1], dest=[2, 2], bytes=[MB, MB], write_bps=[20 * MB, 0],
+                leader_rate=10 * MB)
+    r = exact(inp, admission=Admission(np.arange(2), max_moves_per_broker=1))
+    assert [Limit(int(x)) for x in r.limit] == [Limit.LEADER_THROTTLE, Limit.QUEUED]
+    assert r.stalled.all()
+
+
+def test_lower_bound_is_bytes_over_rate_minus_writes_per_broker() -> None:
+    inp = model(broker_ids=[1, 2, 3], source=[1, 1], dest=[2, 3], bytes=[60 * MB, 40 * MB],
+                write_bps=[1 * MB, 1 * MB], leader_rate=12 * MB)
+    lb = lower_bound(inp)
+    assert lb.seconds == pytest.approx(100 / 10) and lb.limit is Limit.LEADER_THROTTLE and lb.broker == 1
+    assert lb.out_s.tolist() == pytest.approx([10.0, 0.0, 0.0])
+
+
+def test_batched_events_stay_close_to_exact() -> None:
+    rng = np.random.default_rng(7)
+    m, b = 400, 12
+    src = rng.integers(0, b, m)
+    inp = model(broker_ids=np.arange(b), source=src, dest=(src + rng.integers(1, b, m)) % b,
+                bytes=rng.pareto(1.5, m) * 50 * MB + MB, write_bps=rng.uniform(0, 0.2 * MB, m),
+                leader_rate=30 * MB, follower_rate=30 * MB)
+    ref = exact(inp)
+    approx = simulate(inp)
+    assert approx.makespan == pytest.approx(ref.makespan, rel=0.02)
+    assert np.median(np.abs(approx.finish_s / ref.finish_s - 1)) < 0.02
+    assert approx.steps < ref.steps
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+def test_build_rejects_bad_inputs() -> None:
+    with pytest.raises(InputError, match="not in the cluster"):
+        model(broker_ids=[1, 2], source=[1], dest=[9], bytes=[MB])
+    with pytest.raises(InputError, match="onto the broker it comes from"):
+        model(broker_ids=[1, 2], source=[1], dest=[1], bytes=[MB])
+    with pytest.raises(InputError, match="must be finite"):
+        model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[-1.0])
+    inp = model(broker_ids=[1, 2], source=[1], dest=[2], bytes=[MB])
+    with pytest.raises(InputError, match="tolerance"):
+        simulate(inp, tolerance=1.5)
+    with pytest.raises(InputError, match="exactly once"):
+        simulate(inp, admission=Admission(np.array([0, 0])))
+
+
+def test_java_hash_and_fetcher_ids_follow_kafka() -> None:
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("") == 0
+    state = ClusterState.from_partitions([Broker(1), Broker(2)], [PartitionInfo("t", p, (1, 2)) for p in range(4)])
+    h = java_string_hash("t")
+    want = [abs(31 * h + p) % 3 for p in range(4)]
+    assert fetcher_ids(state, np.arange(4), 3).tolist() == want
+
+
+def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
+    brokers = [Broker(1, network_out_bps=100 * MB), Broker(2), Broker(3)]
+    parts = [PartitionInfo("a", 0, (1, 2), leader=1, isr=(1, 2), size_bytes=10 * MB, produce_bps=2 * MB,
+                           consume_bps=5 * MB)]
+    state = ClusterState.from_partitions(brokers, parts)
+
+    class Moves:
+        row = np.array([0])
+        dest = np.array([3])
+        source = np.array([2])  # ignored: followers fetch from the leader
+        bytes = np.array([10 * MB])
+        write_bps = np.array([2 * MB])
+
+    inp = from_moves(state, Moves(), leader_rate=10 * MB)
+    assert inp.source.tolist() == [0] and inp.dest.tolist() == [2]
+    assert inp.leader_base.tolist() == [2 * MB, 0.0, 0.0]  # broker 2's in-sync fetches count on leader 1
+    assert inp.client_out[0] == pytest.approx(5 * MB + 2 * MB)  # consumers + replication to broker 2
+    assert inp.client_in.tolist() == pytest.approx([2 * MB, 2 * MB, 0.0])
+    assert inp.network_out[0] == 100 * MB and math.isinf(inp.network_out[1])
+    r = simulate(inp, tolerance=0.0)
+    assert r.finish_s.tolist() == pytest.approx([10 / (10 - 2 - 2)])
+
+
+# ---- properties -------------------------------------------------------------------------------
+@st.composite
+def plans(draw: st.DrawFn) -> ModelInput:
+    b = draw(st.integers(2, 5))
+    m = draw(st.integers(1, 8))
+    src = draw(st.lists(st.integers(0, b - 1), min_size=m, max_size=m))
+    hop = draw(st.lists(st.integers(1, b - 1), min_size=m, max_size=m))
+    size = draw(st.lists(st.integers(1, 200), min_size=m, max_size=m))
+    writes = draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0]), min_size=m, max_size=m))
+    leader = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
+    follower = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
+    return model(broker_ids=np.arange(b), source=src, dest=[(s + h) % b for s, h in zip(src, hop)],
+                 bytes=np.array(size) * MB, write_bps=np.array(writes) * MB,
+                 leader_rate=np.array(leader) * MB, follower_rate=np.array(follower) * MB,
+                 fetch=FetchLimits(round_trip_s=0.05))
+
+
+@settings(max_examples=60, deadline=None)
+@given(plans(), st.sampled_from([1.0, 1.5, 2.0, 4.0]))
+def test_a_higher_rate_is_never_slower(inp: ModelInput, factor: float) -> None:
+    slow = exact(inp)
+    fast = exact(inp.with_rates(leader_rate=inp.leader_rate * factor, follower_rate=inp.follower_rate * factor))
+    assert fast.makespan <= slow.makespan * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(plans(), st.sampled_from([1.0, 1.5, 3.0]))
+def test_more_writes_are_never_faster(inp: ModelInput, factor: float) -> None:
+    from dataclasses import replace
+
+    calm = exact(inp)
+    busy = exact(replace(inp, write_bps=inp.write_bps * factor))
+    assert busy.makespan >= calm.makespan * (1 - 1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(plans(), st.sampled_from([0.0, 0.1]))
+def test_the_eta_is_never_below_the_lower_bound(inp: ModelInput, tolerance: float) -> None:
+    r = simulate(inp, tolerance=tolerance)
+    assert r.makespan >= r.lower.seconds * (1 - 1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(plans())
+def test_bytes_are_conserved(inp: ModelInput) -> None:
+    r = exact(inp)
+    done = ~r.stalled
+    assert r.bytes_out.sum() == pytest.approx(r.bytes_in.sum(), rel=1e-9)
+    if done.all():
+        assert r.bytes_out.sum() == pytest.approx(r.copied_bytes.sum(), rel=1e-9)
+        assert r.remaining_bytes[-1] == pytest.approx(0.0, abs=1e-3)
+        assert r.remaining_bytes[0] == pytest.approx(inp.bytes.sum())

@@ -1,0 +1,131 @@
+"""`kreassign estimate`: the library call, its JSON schema, the renderer and the command."""
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from kreassign.cli.estimate_cmd import render_estimate
+from kreassign.cli.main import cli
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget, ThrottleConfigs, TopicPartition
+from kreassign.cluster.snapshot import write_snapshot
+from kreassign.throttle.estimate import RateRequest, estimate_plan, resolve_rates
+from kreassign.throttle.replication_model import NO_FETCH_LIMITS, Limit
+
+MB = 1_000_000
+
+
+@pytest.fixture
+def state() -> ClusterState:
+    brokers = [Broker(i) for i in (1, 2, 3, 4)]
+    parts = [PartitionInfo("orders", p, (1, 2), leader=1, isr=(1, 2), size_bytes=(p + 1) * 100 * MB) for p in range(2)]
+    parts.append(PartitionInfo("clicks", 0, (2, 3), leader=2, isr=(2, 3), size_bytes=100 * MB, produce_bps=30 * MB))
+    throttles = ThrottleConfigs(broker={4: {"follower.replication.throttled.rate": "5000000"}})
+    return ClusterState.from_partitions(brokers, parts, throttles=throttles)
+
+
+PLAN = [PartitionTarget("orders", 0, (3, 2)), PartitionTarget("orders", 1, (3, 2)), PartitionTarget("clicks", 0, (2, 4))]
+
+
+def test_rates_most_specific_wins(state: ClusterState) -> None:
+    leader, follower = resolve_rates(state, RateRequest())
+    assert math.isinf(leader[0]) and follower.tolist()[3] == 5 * MB  # configured in the cluster
+    leader, follower = resolve_rates(state, RateRequest(throttle=50 * MB, follower_rate=40 * MB, broker_rates={2: 10 * MB}))
+    assert leader.tolist() == [50 * MB, 10 * MB, 50 * MB, 50 * MB]
+    assert follower.tolist() == [40 * MB, 10 * MB, 40 * MB, 40 * MB]
+    with pytest.raises(InputError, match="broker\\(s\\) 9"):
+        resolve_rates(state, RateRequest(broker_rates={9: MB}))
+
+
+def test_estimate_plan_times_bounds_and_stalls(state: ClusterState) -> None:
+    result = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), fetch=NO_FETCH_LIMITS, tolerance=0)
+    # Two orders moves share leader 1's 50 MB/s: 100 MB at 25, then 100 MB more at 50 -> 6 s.
+    assert result.completable_eta_s == pytest.approx(6.0)
+    assert not result.completes and math.isinf(result.eta_s)
+    (stuck,) = result.stalled
+    # clicks-0 writes 30 MB/s; its in-sync follower on 3 already takes 30 of leader 2's 50.
+    assert (stuck.tp, stuck.source, stuck.dest, stuck.limit, stuck.broker) == (
+        TopicPartition("clicks", 0), 2, 4, Limit.LEADER_THROTTLE, 2)
+    assert stuck.needed_bps == pytest.approx(60 * MB)
+    assert [(b.broker, b.bytes_out, b.bytes_in) for b in result.brokers] == [
+        (1, 300 * MB, 0), (2, 100 * MB, 0), (3, 0, 300 * MB), (4, 0, 100 * MB)]
+    assert result.brokers[0].busy_until_s == pytest.approx(6.0) and math.isinf(result.brokers[3].busy_until_s)
+
+
+def test_estimate_with_enough_rate_completes_and_respects_the_lower_bound(state: ClusterState) -> None:
+    result = estimate_plan(state, PLAN, rates=RateRequest(throttle=100 * MB), fetch=NO_FETCH_LIMITS, tolerance=0)
+    assert result.completes and not result.stalled
+    assert result.eta_s >= result.lower.seconds
+    # clicks-0 alone: 100 MB at 100 - 30 (in sync) - 30 (its writes) = 40 net -> 2.5 s; the
+    # broker-4 follower throttle of 5 MB/s configured in the cluster was overridden.
+    assert result.eta_s == pytest.approx(3.0)
+    assert result.critical[0].broker == 1
+
+
+def test_json_schema_is_stable_and_strict(state: ClusterState) -> None:
+    doc = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), max_moves_per_broker=1).to_dict()
+    assert list(doc) == ["schema", "eta_s", "completes", "completable_eta_s", "lower_bound", "ratio_to_lower_bound",
+                         "moves", "partitions", "bytes", "schedule", "critical", "stalled", "brokers", "model"]
+    assert doc["schema"] == "kreassign.estimate/1" and doc["eta_s"] is None
+    assert doc["schedule"] == {"max_moves_per_broker": 1, "max_inflight_bytes": None, "order": "plan"}
+    assert list(doc["stalled"][0]) == ["topic", "partition", "source", "dest", "bytes", "write_bps", "limit",
+                                       "broker", "needed_bps"]
+    assert list(doc["brokers"][0]) == ["broker", "leader_rate", "follower_rate", "bytes_out", "bytes_in", "busy_until_s"]
+    json.dumps(doc, allow_nan=False)
+
+
+def test_render(state: ClusterState) -> None:
+    result = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), fetch=NO_FETCH_LIMITS, tolerance=0)
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    console.print(render_estimate(result))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert text.startswith("ETA never (lower bound never: leader-throttle on broker 2); 3 move(s) of 3 partition(s)")
+    assert "The moves that do complete are done after 6.0s." in text
+    assert "Critical: broker 2 (leader-throttle, 1 move(s))" in text
+    assert "│ clicks-0  │    2 │  4 │  30.0 MB/s │ leader-throttle on broker 2 │       60.0 MB/s │" in text
+
+
+def _files(tmp_path: Path, state: ClusterState) -> tuple[str, str]:
+    snap = tmp_path / "snap.json"
+    write_snapshot(state, snap)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t.topic, "partition": t.partition, "replicas": list(t.replicas)} for t in PLAN]}))
+    return str(plan), str(snap)
+
+
+def test_command_text_and_json(tmp_path: Path, state: ClusterState) -> None:
+    plan, snap = _files(tmp_path, state)
+    runner = CliRunner()
+    text = runner.invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap, "--throttle", "100MB/s"],
+                         catch_exceptions=False)
+    assert text.exit_code == 0 and text.stdout.startswith("ETA ")
+    as_json = runner.invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap,
+                                  "--throttle", "50MB/s", "--broker-rate", "2=70MB/s", "--max-moves-per-broker", "1",
+                                  "--order", "large-first", "-o", "json"], catch_exceptions=False)
+    assert as_json.exit_code == 0
+    doc = json.loads(as_json.stdout)
+    assert doc["completes"] is True and doc["schedule"]["order"] == "large-first"
+    assert [b["leader_rate"] for b in doc["brokers"]] == [50e6, 70e6, 50e6, 50e6]
+    assert doc["eta_s"] >= doc["lower_bound"]["seconds"]
+
+
+def test_command_rejects_a_bad_broker_rate(tmp_path: Path, state: ClusterState) -> None:
+    plan, snap = _files(tmp_path, state)
+    run = CliRunner().invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap,
+                                   "--broker-rate", "two=5MB/s"])
+    assert run.exit_code == 2 and "'two=5MB/s' is not ID=RATE" in run.stderr
+
+
+def test_schedules_never_start_more_than_allowed(state: ClusterState) -> None:
+    result = estimate_plan(state, PLAN, rates=RateRequest(throttle=100 * MB), max_moves_per_broker=1,
+                           fetch=NO_FETCH_LIMITS, tolerance=0)
+    starts = np.sort(result.model.start_s)
+    assert starts.tolist() == pytest.approx([0.0, 0.0, 1.0])  # orders-1 waits for orders-0 on broker 1

@@ -1,0 +1,81 @@
+"""Batching schedules simulated by the replication model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kreassign.cluster.errors import InputError
+from kreassign.throttle.replication_model import NO_FETCH_LIMITS, ModelInput
+from kreassign.throttle.schedule import admission_order, schedule_waves
+
+MB = 1_000_000
+
+
+def three_from_one(**kw: object) -> ModelInput:
+    return ModelInput.build(broker_ids=[1, 2, 3], source=[1, 1, 1], dest=[2, 3, 2], bytes=[100 * MB] * 3,
+                            leader_rate=10 * MB, fetch=NO_FETCH_LIMITS, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit, starts, finishes", [
+    (None, [0, 0, 0], [30, 30, 30]),
+    (1, [0, 10, 20], [10, 20, 30]),
+    (2, [0, 0, 20], [20, 20, 30]),
+])
+def test_moves_per_broker(limit: int | None, starts: list[float], finishes: list[float]) -> None:
+    s = schedule_waves(three_from_one(), max_moves_per_broker=limit, tolerance=0)
+    assert s.start_s.tolist() == starts and s.finish_s.tolist() == pytest.approx(finishes)
+    assert s.makespan == pytest.approx(30) and s.ratio_to_lower_bound == pytest.approx(1.0)
+
+
+def test_bytes_in_flight_hold_later_moves_back() -> None:
+    s = schedule_waves(three_from_one(), max_inflight_bytes=150 * MB, tolerance=0)
+    assert s.start_s.tolist() == [0, 10, 20]
+
+
+def test_a_move_bigger_than_the_byte_budget_runs_alone() -> None:
+    s = schedule_waves(three_from_one(), max_inflight_bytes=50 * MB, tolerance=0)
+    assert s.start_s.tolist() == [0, 10, 20]
+
+
+def test_with_heavy_writes_batching_beats_the_all_at_once_bound() -> None:
+    # All at once each gets 5 and gains 1/s: 100 s. One at a time: 100/6, then 100/2 (the first,
+    # now in sync, still takes 4 of the leader's 10).
+    inp = ModelInput.build(broker_ids=[1, 2, 3], source=[1, 1], dest=[2, 3], bytes=[100 * MB] * 2,
+                           write_bps=[4 * MB] * 2, leader_rate=10 * MB, fetch=NO_FETCH_LIMITS)
+    together = schedule_waves(inp, tolerance=0)
+    apart = schedule_waves(inp, max_moves_per_broker=1, tolerance=0)
+    assert together.makespan == pytest.approx(100.0)
+    assert apart.makespan == pytest.approx(100 / 6 + 50)
+    assert apart.ratio_to_lower_bound < 1
+
+
+def test_orders() -> None:
+    inp = ModelInput.build(broker_ids=[1, 2, 3], source=[1, 1, 2, 1, 2], dest=[3, 3, 3, 2, 1],
+                           bytes=[5, 1, 4, 2, 3])
+    assert admission_order(inp, "plan").tolist() == [0, 1, 2, 3, 4]
+    assert admission_order(inp, "small-first").tolist() == [1, 3, 4, 2, 0]
+    assert admission_order(inp, "large-first").tolist() == [0, 2, 4, 3, 1]
+    assert admission_order(inp, "broker-balanced").tolist() == [0, 2, 1, 4, 3]
+    with pytest.raises(InputError, match="unknown order"):
+        admission_order(inp, "random")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="at least 1"):
+        schedule_waves(inp, max_moves_per_broker=0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 3), st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(1, 50)),
+                                   min_size=1, max_size=12),
+       st.sampled_from(["plan", "small-first", "large-first", "broker-balanced"]), st.sampled_from([0.0, 0.1]))
+def test_limits_are_never_exceeded(limit: int, moves: list[tuple[int, int, int]], order: str, tolerance: float) -> None:
+    src = np.array([m[0] for m in moves])
+    dst = (src + np.array([m[1] for m in moves])) % 4
+    inp = ModelInput.build(broker_ids=np.arange(4), source=src, dest=dst, bytes=[m[2] * MB for m in moves],
+                           leader_rate=10 * MB, follower_rate=10 * MB)
+    s = schedule_waves(inp, max_moves_per_broker=limit, order=order, tolerance=tolerance)  # type: ignore[arg-type]
+    assert np.isfinite(s.finish_s).all()
+    for t in np.unique(s.start_s):
+        running = (s.start_s <= t) & (s.finish_s > t)
+        assert np.bincount(src[running], minlength=4).max() <= limit
+        assert np.bincount(dst[running], minlength=4).max() <= limit

@@ -1,0 +1,253 @@
+"""`kreassign estimate`: how long a reassignment takes at given throttles, and why.
+
+One library call (`estimate_plan`) from a cluster state and a plan to a typed result that the
+CLI renders and `--output json` serialises; the numbers come from the replication model.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition
+from kreassign.throttle.replication_model import (
+    DEFAULT_TOLERANCE,
+    INF,
+    Critical,
+    FetchLimits,
+    Limit,
+    LowerBound,
+    ModelInput,
+    ModelResult,
+    from_moves,
+    simulate,
+)
+from kreassign.throttle.schedule import Order, schedule_waves
+
+SCHEMA = "kreassign.estimate/1"
+LEADER_RATE_KEY = "leader.replication.throttled.rate"
+FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
+
+
+@dataclass(frozen=True)
+class RateRequest:
+    """Throttles to estimate with, most specific first: `broker_rates` (both sides of one
+    broker), `leader_rate`/`follower_rate`, `throttle` (both sides everywhere), then whatever
+    the cluster has configured now; a broker with none of these is unthrottled."""
+
+    throttle: float | None = None
+    leader_rate: float | None = None
+    follower_rate: float | None = None
+    broker_rates: Mapping[int, float] = field(default_factory=dict)
+
+
+def resolve_rates(state: ClusterState, request: RateRequest) -> tuple[np.ndarray, np.ndarray]:
+    """Leader and follower rate of every broker (in `state.brokers` order; inf = none).
+
+    Raises:
+        InputError: a negative rate, or a per-broker rate for a broker the cluster lacks.
+    """
+    for value in (request.throttle, request.leader_rate, request.follower_rate, *request.broker_rates.values()):
+        if value is not None and value < 0:
+            raise InputError("throttle rates must not be negative")
+    unknown = sorted(set(request.broker_rates) - set(state.broker_ids))
+    if unknown:
+        raise InputError(f"--broker-rate names broker(s) {', '.join(map(str, unknown))}, which the cluster does not have")
+    leader, follower = [], []
+    for b in state.brokers:
+        configured = state.throttles.broker.get(b.id, {})
+        lead = _config_rate(configured.get(LEADER_RATE_KEY))
+        follow = _config_rate(configured.get(FOLLOWER_RATE_KEY))
+        if request.throttle is not None:
+            lead = follow = float(request.throttle)
+        if request.leader_rate is not None:
+            lead = float(request.leader_rate)
+        if request.follower_rate is not None:
+            follow = float(request.follower_rate)
+        if b.id in request.broker_rates:
+            lead = follow = float(request.broker_rates[b.id])
+        leader.append(lead)
+        follower.append(follow)
+    return np.array(leader, dtype=np.float64), np.array(follower, dtype=np.float64)
+
+
+def _config_rate(value: str | None) -> float:
+    try:
+        return float(value) if value not in (None, "") else INF
+    except ValueError:
+        return INF
+
+
+@dataclass(frozen=True)
+class StalledMove:
+    """A move that never completes, what stops it, and the rate that would let it progress."""
+
+    tp: TopicPartition
+    source: int | None
+    dest: int
+    bytes: int
+    write_bps: float
+    limit: Limit
+    broker: int | None
+    needed_bps: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.tp.topic, "partition": self.tp.partition, "source": self.source,
+                "dest": self.dest, "bytes": self.bytes, "write_bps": self.write_bps,
+                "limit": self.limit.label, "broker": self.broker, "needed_bps": self.needed_bps}
+
+
+@dataclass(frozen=True)
+class BrokerLoad:
+    """One broker's part in the plan: rates, bytes to send and receive, and when it is done."""
+
+    broker: int
+    leader_rate: float
+    follower_rate: float
+    bytes_out: int
+    bytes_in: int
+    busy_until_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"broker": self.broker, "leader_rate": _finite(self.leader_rate),
+                "follower_rate": _finite(self.follower_rate), "bytes_out": self.bytes_out,
+                "bytes_in": self.bytes_in, "busy_until_s": _finite(self.busy_until_s)}
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) or math.isnan(value) else float(value)
+
+
+@dataclass(frozen=True, eq=False)
+class EstimateResult:
+    """The answer to "how long will this take?": ETA, lower bound, bottlenecks, stuck moves."""
+
+    eta_s: float
+    completable_eta_s: float
+    lower: LowerBound
+    critical: tuple[Critical, ...]
+    stalled: tuple[StalledMove, ...]
+    brokers: tuple[BrokerLoad, ...]
+    moves: int
+    partitions: int
+    bytes: int
+    max_moves_per_broker: int | None
+    max_inflight_bytes: float | None
+    order: str
+    fetch: FetchLimits
+    tolerance: float
+    model: ModelResult
+
+    @property
+    def completes(self) -> bool:
+        return not math.isinf(self.eta_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable `--output json` schema (times in seconds, rates in bytes/s, null = never
+        or unlimited)."""
+        ratio = self.eta_s / self.lower.seconds if self.lower.seconds > 0 and self.completes else None
+        return {
+            "schema": SCHEMA,
+            "eta_s": _finite(self.eta_s),
+            "completes": self.completes,
+            "completable_eta_s": _finite(self.completable_eta_s),
+            "lower_bound": self.lower.to_dict(),
+            "ratio_to_lower_bound": ratio if ratio is None or math.isfinite(ratio) else None,
+            "moves": self.moves,
+            "partitions": self.partitions,
+            "bytes": self.bytes,
+            "schedule": {"max_moves_per_broker": self.max_moves_per_broker,
+                         "max_inflight_bytes": self.max_inflight_bytes, "order": self.order},
+            "critical": [c.to_dict() for c in self.critical],
+            "stalled": [s.to_dict() for s in self.stalled],
+            "brokers": [b.to_dict() for b in self.brokers],
+            "model": {"tolerance": self.tolerance, "steps": self.model.steps,
+                      "fetch": {"replica_fetch_max_bytes": self.fetch.partition_max_bytes,
+                                "replica_fetch_response_max_bytes": self.fetch.response_max_bytes,
+                                "num_replica_fetchers": self.fetch.num_fetchers,
+                                "round_trip_s": self.fetch.round_trip_s}},
+        }
+
+
+def estimate_moves(
+    state: ClusterState,
+    moves: Any,
+    *,
+    rates: RateRequest | None = None,
+    max_moves_per_broker: int | None = None,
+    max_inflight_bytes: float | None = None,
+    order: Order = "plan",
+    fetch: FetchLimits | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> EstimateResult:
+    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` (the planner's Moves).
+
+    Raises:
+        InputError: bad rates or limits, or moves that do not fit the cluster.
+    """
+    leader, follower = resolve_rates(state, rates or RateRequest())
+    inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch)
+    if max_moves_per_broker is None and max_inflight_bytes is None:
+        result = simulate(inp, tolerance=tolerance)
+    else:
+        result = schedule_waves(inp, max_moves_per_broker=max_moves_per_broker,
+                                max_inflight_bytes=max_inflight_bytes, order=order, tolerance=tolerance).result
+    rows = np.asarray(moves.row, dtype=np.int64)
+    return EstimateResult(
+        eta_s=result.makespan, completable_eta_s=result.completable_makespan, lower=result.lower,
+        critical=result.critical, stalled=_stalled(state, inp, result, rows),
+        brokers=_brokers(inp, result), moves=len(inp), partitions=int(len(np.unique(rows))),
+        bytes=int(inp.bytes.sum()), max_moves_per_broker=max_moves_per_broker,
+        max_inflight_bytes=max_inflight_bytes, order=order, fetch=inp.fetch, tolerance=tolerance,
+        model=result,
+    )
+
+
+def estimate_plan(
+    state: ClusterState,
+    targets: Iterable[PartitionTarget] | Mapping[TopicPartition, Sequence[int]],
+    **options: Any,
+) -> EstimateResult:
+    """Estimate a plan (reassignment entries or partition -> replicas); options as for
+    `estimate_moves`.
+
+    Raises:
+        InputError: the plan names partitions or brokers the cluster lacks, or bad options.
+    """
+    from kreassign.planner.diff import diff_plan
+
+    return estimate_moves(state, diff_plan(state, targets).moves, **options)
+
+
+def _stalled(state: ClusterState, inp: ModelInput, result: ModelResult, rows: np.ndarray) -> tuple[StalledMove, ...]:
+    ids = inp.broker_ids
+    out = []
+    for i in np.flatnonzero(result.stalled):
+        src, pos = int(inp.source[i]), int(result.limit_broker[i])
+        needed = float(result.needed_bps[i])
+        out.append(StalledMove(
+            tp=state.tp(int(rows[i])), source=int(ids[src]) if src >= 0 else None, dest=int(ids[inp.dest[i]]),
+            bytes=int(inp.bytes[i]), write_bps=float(inp.write_bps[i]), limit=Limit(int(result.limit[i])),
+            broker=int(ids[pos]) if pos >= 0 else None, needed_bps=None if math.isnan(needed) else needed,
+        ))
+    return tuple(sorted(out, key=lambda s: (s.tp, s.dest)))
+
+
+def _brokers(inp: ModelInput, result: ModelResult) -> tuple[BrokerLoad, ...]:
+    b = inp.n_brokers
+    led = inp.source >= 0
+    out = np.bincount(inp.source[led], weights=inp.bytes[led], minlength=b)
+    into = np.bincount(inp.dest, weights=inp.bytes, minlength=b)
+    involved = np.zeros(b, bool)
+    involved[inp.source[led]] = True
+    involved[inp.dest] = True
+    return tuple(
+        BrokerLoad(broker=int(inp.broker_ids[i]), leader_rate=float(inp.leader_rate[i]),
+                   follower_rate=float(inp.follower_rate[i]), bytes_out=int(out[i]), bytes_in=int(into[i]),
+                   busy_until_s=float(result.busy_until[i]))
+        for i in np.flatnonzero(involved)
+    )

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "abort": "kreassign.cli.ops_cmd:abort",
     "watch": "kreassign.cli.watch_cmd:watch",
     "throttle": "kreassign.cli.throttle_cmd:throttle",
+    "estimate": "kreassign.cli.estimate_cmd:estimate",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
 }
 

@@ -27,17 +27,19 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
 
     Args:
         request: the cluster, plan, scenario axes and output settings.
-        spark: a session to use; by default one is started from `request.spark` and stopped
-            at the end.
+        spark: a session to use. By default the active session is joined if there is one,
+            else one is started from `request.spark` and stopped at the end.
 
     Raises:
         SparkUnavailable: Spark cannot start (no Java, bad master, no Connect client).
         InputError: unreadable snapshot or plan, a plan that does not fit the cluster.
     """
-    from kreassign.simulate.session import start_session
+    from kreassign.simulate.session import active_session, start_session
 
-    own_session = spark is None
-    session = start_session(request.spark) if spark is None else spark
+    session = spark if spark is not None else active_session()
+    own_session = session is None
+    if session is None:
+        session = start_session(request.spark)
     try:
         return _run(session, request)
     finally:

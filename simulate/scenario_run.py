@@ -1,5 +1,5 @@
 """One scenario on one executor: the replication model (`throttle.replication_model`, the same
-code `kreassign estimate` runs), an optional broker failure, and the client impact, sampled on
+code and settings `kreassign estimate` runs), an optional broker failure, and the client impact, sampled on
 a uniform time grid. Pure numpy: the Spark task only converts pandas to these arrays and back.
 
 A broker failure at time `t_f` splits the run in two model runs. Moves finished by `t_f` stay
@@ -28,8 +28,6 @@ from kreassign.throttle.replication_model import (
     simulate,
 )
 
-MODEL_TOLERANCE = 0.01
-"""The event batching of `replication_model.simulate`, as `kreassign estimate` uses it"""
 _MIN_HORIZON_S = 60.0
 
 
@@ -116,11 +114,16 @@ def _admission(scenario: Scenario, priority: np.ndarray) -> Admission | None:
     return Admission(priority=priority, max_moves_per_broker=scenario.moves_per_broker)
 
 
+def _simulate(inp: ModelInput, admission: Admission | None) -> ModelResult:
+    # The model subtracts inf - inf for moves that never start (no leader), harmlessly.
+    with np.errstate(invalid="ignore"):
+        return simulate(inp, admission=admission)
+
+
 def run_model(arrays: ScenarioArrays, scenario: Scenario) -> ModelResult:
     """The model on this scenario without failures, moves admitted in plan order."""
-    return simulate(model_input(arrays, scenario),
-                    admission=_admission(scenario, np.arange(len(arrays), dtype=np.int64)),
-                    tolerance=MODEL_TOLERANCE)
+    return _simulate(model_input(arrays, scenario),
+                     _admission(scenario, np.arange(len(arrays), dtype=np.int64)))
 
 
 def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> ScenarioRun:
@@ -203,8 +206,7 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
     )
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
-    second = simulate(model_input(second_arrays, scenario), admission=_admission(scenario, priority),
-                      tolerance=MODEL_TOLERANCE)
+    second = _simulate(model_input(second_arrays, scenario), _admission(scenario, priority))
 
     finish = first.finish_s.copy()
     finish[stuck] = math.inf

@@ -98,6 +98,13 @@ def check_master(master: str) -> None:
         )
 
 
+def active_session() -> SparkSession | None:
+    """The session already running in this process, if any (an embedding application's)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
 def start_session(options: SparkOptions) -> SparkSession:
     """Start (or join) the Spark session the simulation runs on.
 

@@ -42,7 +42,7 @@ class SyntheticSpec:
     write: float = 100_000.0
     """median produce rate per partition, bytes/s"""
     write_alpha: float = 1.5
-    write_max: float = 50_000_000.0
+    write_max: float = 10_000_000.0
     read: float = 2.0
     """consume rate as a multiple of the produce rate"""
     capacity: float = 1_250_000_000.0

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def spark() -> Iterator[SparkSession]:
     from kreassign.simulate.session import SparkOptions, start_session
 
-    session = start_session(SparkOptions(master="local[2]", shuffle_partitions=4, driver_memory="1g"))
+    session = start_session(SparkOptions(master="local[2]", shuffle_partitions=2, driver_memory="1g"))
     yield session
     session.stop()
 

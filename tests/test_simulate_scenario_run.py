@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kreassign.cluster.errors import InputError
+from kreassign.simulate.client_impact import ClientModel
+from kreassign.simulate.scenario_run import (
+    ScenarioArrays,
+    model_input,
+    run_model,
+    run_scenario,
+    scenario_row,
+)
+from kreassign.simulate.scenarios import RANDOM_BROKER, Failure, Scenario
+from kreassign.simulate.schemas import SCENARIO_RESULT
+from kreassign.throttle.replication_model import simulate
+
+MB = 1_000_000.0
+
+
+def _arrays(throttle: float = 10 * MB) -> ScenarioArrays:
+    """Brokers 1-4 (NIC 100 MB/s); five moves of 100-400 MB, two into broker 4, two out of 1."""
+    b = np.array([1, 2, 3, 4])
+    return ScenarioArrays(
+        broker_ids=b, network_in=np.full(4, 100 * MB), network_out=np.full(4, 100 * MB),
+        client_in=np.array([10 * MB, 5 * MB, 5 * MB, 0.0]), client_out=np.array([20 * MB, 5 * MB, 5 * MB, 0.0]),
+        replication_in=np.array([1 * MB, 2 * MB, 2 * MB, 0.0]),
+        replication_out=np.array([4 * MB, 1 * MB, 0.0, 0.0]),
+        leader_base=np.array([1 * MB, 0.0, 0.0, 0.0]),
+        leader_rate=np.full(4, throttle), follower_rate=np.full(4, throttle),
+        move_id=np.arange(5), source=np.array([1, 1, 2, 3, 2]), dest=np.array([4, 3, 4, 1, 1]),
+        bytes=np.array([100, 200, 300, 400, 150]) * 1_000_000, write_bps=np.array([1e5, 2e5, 0.0, 5e4, 0.0]),
+        failover_source=np.array([2, 2, 3, 2, -1]),
+    )
+
+
+def test_a_scenario_without_failure_is_exactly_the_model() -> None:
+    arrays, scenario = _arrays(), Scenario(0, throttle_bps=10 * MB)
+    expected = simulate(model_input(arrays, scenario))
+    run = run_scenario(arrays, scenario, points=50)
+    assert np.array_equal(run.finish_s, expected.finish_s)
+    assert run.makespan_s == expected.makespan
+    assert run.model_lower_bound_s == expected.lower.seconds
+    assert run.failed_broker is None and run.stalled_moves == 0
+
+
+def test_grid_rates_carry_every_byte_the_model_copied() -> None:
+    arrays, scenario = _arrays(), Scenario(0, throttle_bps=10 * MB)
+    model = run_model(arrays, scenario)
+    run = run_scenario(arrays, scenario, points=40)
+    dt = run.grid_t_s[1] - run.grid_t_s[0]
+    assert run.rate_in.sum(axis=1) * dt == pytest.approx(model.bytes_in, rel=1e-9)
+    assert run.rate_out.sum(axis=1) * dt == pytest.approx(model.bytes_out, rel=1e-9)
+    assert run.grid_t_s[0] == 0.0 and run.grid_t_s[-1] == run.makespan_s
+
+
+def test_pending_and_remaining_go_from_everything_to_nothing() -> None:
+    arrays, scenario = _arrays(), Scenario(0, throttle_bps=10 * MB)
+    run = run_scenario(arrays, scenario, points=30)
+    assert run.pending_bytes[:, 0].tolist() == [550e6, 0.0, 200e6, 400e6]
+    assert run.pending_bytes[:, -1].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert run.bytes_remaining[0] == arrays.bytes.sum()
+    assert run.bytes_remaining[-1] == 0.0
+    assert np.all(np.diff(run.bytes_remaining) <= 0)
+
+
+def test_write_multiplier_scales_the_moves_write_rates() -> None:
+    arrays = _arrays()
+    slow = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB, write_multiplier=20.0), points=10)
+    fast = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB), points=10)
+    assert slow.makespan_s > fast.makespan_s
+
+
+def test_moves_per_broker_admits_in_plan_order() -> None:
+    arrays = _arrays()
+    one = run_model(arrays, Scenario(0, throttle_bps=10 * MB, moves_per_broker=1))
+    # move 0 (1 -> 4) and move 1 (1 -> 3) share source broker 1: the second starts only once
+    # the first is done (at the model's next batched event, hence not exactly then)
+    assert one.start_s[0] == 0.0
+    assert one.start_s[1] >= one.finish_s[0]
+    assert one.start_s[1] < one.finish_s[1]
+    free = run_model(arrays, Scenario(0, throttle_bps=10 * MB))
+    assert free.start_s.tolist() == [0.0] * 5
+
+
+def test_a_failed_destination_never_finishes_and_its_sources_fail_over() -> None:
+    arrays = _arrays()
+    scenario = Scenario(0, throttle_bps=10 * MB, failure=Failure(broker=1, at_s=5.0))
+    run = run_scenario(arrays, scenario, points=20)
+    assert (run.failed_broker, run.failed_at_s) == (1, 5.0)
+    # moves 3 and 4 go to broker 1: stuck; moves 0 and 1 come from it and fail over to broker 2
+    assert np.isinf(run.finish_s[[3, 4]]).all()
+    assert np.isfinite(run.finish_s[[0, 1, 2]]).all()
+    assert math.isinf(run.makespan_s) and run.stalled_moves == 2
+    # what is stuck stays in the remaining bytes after the failure
+    assert run.bytes_remaining[-1] >= arrays.bytes[[3, 4]].sum() * 0.9
+
+
+def test_a_failure_at_a_fraction_of_the_run() -> None:
+    arrays = _arrays()
+    base = run_model(arrays, Scenario(0, throttle_bps=10 * MB))
+    run = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB, failure=Failure(4, at_fraction=0.5)), 10)
+    assert run.failed_at_s == pytest.approx(0.5 * base.makespan)
+
+
+def test_a_random_failure_depends_only_on_the_seed() -> None:
+    arrays = _arrays()
+    picks = {
+        seed: run_scenario(arrays, Scenario(0, throttle_bps=10 * MB, seed=seed,
+                                            failure=Failure(RANDOM_BROKER, at_s=1.0)), 5).failed_broker
+        for seed in range(8)
+    }
+    again = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB, seed=3,
+                                          failure=Failure(RANDOM_BROKER, at_s=1.0)), 5).failed_broker
+    assert again == picks[3]
+    assert set(picks.values()) <= {1, 2, 3, 4} and len(set(picks.values())) > 1
+
+
+def test_an_unknown_failed_broker_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="broker 9"):
+        run_scenario(_arrays(), Scenario(0, failure=Failure(9, at_s=1.0)), 5)
+
+
+def test_the_row_has_every_result_column_and_packs_broker_major() -> None:
+    arrays, scenario = _arrays(), Scenario(7, throttle_bps=10 * MB)
+    run = run_scenario(arrays, scenario, points=6)
+    row = scenario_row(7, arrays, run, ClientModel())
+    assert list(row) == SCENARIO_RESULT.fieldNames()
+    assert row["tl_broker"].tolist() == [1] * 6 + [2] * 6 + [3] * 6 + [4] * 6
+    assert row["tl_t_s"][:6].tolist() == run.grid_t_s.tolist()
+    assert row["tl_replication_in_bps"][18:24].tolist() == run.rate_in[3].tolist()
+    assert (row["moves"], row["bytes"], row["stalled_moves"]) == (5, 1_150_000_000, 0)

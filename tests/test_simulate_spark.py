@@ -1,0 +1,199 @@
+"""The Spark side of `simulate`: generation, aggregates, bounds, the model tasks, and the CLI.
+
+All tests share the session of `conftest_spark`; inputs are tiny so each job takes a second.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual, assertSchemaEqual
+
+from kreassign.cli.main import cli
+from kreassign.cluster.kafka_json import format_reassignment
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
+from kreassign.cluster.snapshot import write_snapshot
+from kreassign.planner.diff import diff_plan
+from kreassign.simulate.aggregates import broker_traffic, lower_bounds, model_brokers, move_load
+from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
+from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
+from kreassign.simulate.request import SimulationRequest
+from kreassign.simulate.scenarios import Scenario, ScenarioAxes, scenario_grid, scenarios_frame
+from kreassign.simulate.schemas import (
+    BROKER_TIMELINE,
+    BROKER_TRAFFIC,
+    BROKERS,
+    CLUSTER_TIMELINE,
+    MOVE_LOAD,
+    MOVES,
+    PARTITIONS,
+    SCENARIO_SUMMARY,
+)
+from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
+from kreassign.throttle.replication_model import FetchLimits, from_moves, lower_bound, simulate
+
+pytestmark = pytest.mark.spark
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def state() -> ClusterState:
+    """Brokers 1-5 with 100 MB/s NICs; broker 5 is new and empty. Whole-number rates keep
+    every sum exact, whatever order Spark adds them in."""
+    brokers = [Broker(i, rack=f"r{i % 2}", network_in_bps=100e6, network_out_bps=100e6) for i in range(1, 6)]
+    parts = [
+        PartitionInfo("orders", p, replicas=((p % 4) + 1, ((p + 1) % 4) + 1), size_bytes=(p + 1) * 400 * MB,
+                      produce_bps=float(100_000 * (p + 1)), consume_bps=float(200_000 * (p + 1)))
+        for p in range(8)
+    ]
+    return ClusterState.from_partitions(brokers, parts)
+
+
+def _targets(state: ClusterState) -> dict[TopicPartition, tuple[int, ...]]:
+    """Move the second replica of every other partition to broker 5."""
+    return {state.tp(r): (state.replicas(r)[0], 5) for r in range(0, len(state), 2)}
+
+
+def test_synthetic_cluster_is_seeded_and_consistent(spark: SparkSession) -> None:
+    spec = SyntheticSpec(brokers=20, racks=4, partitions=2000, add=4, seed=5)
+    parts = synthetic_partitions(spark, spec)
+    assertSchemaEqual(parts.schema, PARTITIONS)
+    assertDataFrameEqual(parts, synthetic_partitions(spark, spec).repartition(3))
+    bad = parts.where((F.size(F.array_distinct("replicas")) != 3) | (F.col("leader") != F.col("replicas")[0])
+                      | (F.col("size_bytes") <= 0) | (F.col("produce_bps") <= 0)
+                      | (F.col("produce_bps") > spec.write_max))
+    assert bad.count() == 0
+    moves = synthetic_moves(parts, spec)
+    assertSchemaEqual(moves.schema, MOVES)
+    checked = moves.join(parts.select("row", "replicas"), "row").select(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.array_contains("replicas", F.col("dest")).cast("int")).alias("dest_in_replicas"),
+        F.min("dest").alias("lo"), F.max("dest").alias("hi"),
+        F.sum((F.col("source") != F.col("replicas")[0]).cast("int")).alias("not_from_leader"),
+    ).first()
+    assert checked is not None
+    expected = spec.move_probability * spec.partitions  # 3 * 4 / 24 = half the partitions
+    assert abs(checked["n"] - expected) < 0.1 * expected
+    assert (checked["dest_in_replicas"], checked["lo"], checked["hi"], checked["not_from_leader"]) == (0, 20, 23, 0)
+
+
+def test_decommission_moves_every_replica_off_the_removed_brokers(spark: SparkSession) -> None:
+    spec = SyntheticSpec(brokers=12, racks=3, partitions=600, remove=3, seed=1)
+    parts = synthetic_partitions(spark, spec)
+    on_removed = parts.select(F.explode("replicas").alias("b")).where("b < 3").count()
+    moves = synthetic_moves(parts, spec)
+    checked = moves.join(parts.select("row", "replicas"), "row").select(
+        F.count(F.lit(1)).alias("n"), F.countDistinct("row", "dest").alias("pairs"),
+        F.min("dest").alias("lo"),
+        F.sum(F.array_contains("replicas", F.col("dest")).cast("int")).alias("dest_in_replicas"),
+    ).first()
+    assert checked is not None
+    assert (checked["n"], checked["pairs"], checked["dest_in_replicas"]) == (on_removed, on_removed, 0)
+    assert checked["lo"] >= 3
+
+
+def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
+    brokers = spark.createDataFrame([(1, "a", 1e9, 1e9), (2, "b", 1e9, 1e9), (3, "a", 1e9, 1e9)], BROKERS)
+    partitions = spark.createDataFrame([
+        (0, "t", 0, 1, [1, 2], 2, 1000, 10.0, 30.0),
+        (1, "t", 1, 2, [2, 1], 1, 500, 20.0, 0.0),
+    ], PARTITIONS)
+    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0), (1, 1, 2, 3, 500, 20.0)], MOVES)
+    assertDataFrameEqual(broker_traffic(partitions, brokers), spark.createDataFrame([
+        (1, 1, 2, 10.0, 30.0, 20.0, 10.0),
+        (2, 1, 2, 20.0, 0.0, 10.0, 20.0),
+        (3, 0, 0, 0.0, 0.0, 0.0, 0.0),
+    ], BROKER_TRAFFIC))
+    # broker 1 leads partition 0, whose ISR has one follower: 10 B/s count against its quota
+    assertDataFrameEqual(move_load(moves, partitions), spark.createDataFrame([
+        (1, 0, 1, 0, 1000, 0.0, 10.0, 10.0),
+        (2, 0, 1, 0, 500, 0.0, 20.0, 0.0),
+        (3, 2, 0, 1500, 0, 30.0, 0.0, 0.0),
+    ], MOVE_LOAD))
+
+
+@pytest.mark.parametrize("throttle", [None, 5e6, 20e6])
+def test_the_spark_lower_bound_is_the_models(spark: SparkSession, state: ClusterState,
+                                             throttle: float | None) -> None:
+    moves = diff_plan(state, _targets(state)).moves
+    inputs = snapshot_inputs(spark, state, moves)
+    scenarios = scenarios_frame(spark, [Scenario(0, throttle_bps=throttle)])
+    load = move_load(inputs.moves, inputs.partitions)
+    per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load, scenarios)
+    fetch = FetchLimits()
+    got = lower_bounds(per_broker, load, inputs.moves, scenarios, fetch.partition_bps, fetch.fetcher_bps).first()
+    rate = float("inf") if throttle is None else throttle
+    expected = lower_bound(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
+    assert got is not None
+    assert got["lower_bound_s"] == expected.seconds
+    assert got["bottleneck_broker"] == expected.broker
+
+
+def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: ClusterState,
+                                                 tmp_path: Path) -> None:
+    snapshot, plan = tmp_path / "cluster.json", tmp_path / "plan.json"
+    write_snapshot(state, snapshot)
+    plan.write_text(format_reassignment(_targets(state)))
+    request = SimulationRequest(
+        cluster=SnapshotInput(str(snapshot)), plan=PlanFile(str(plan)), output_dir=str(tmp_path / "out"),
+        axes=ScenarioAxes(throttles=(10e6, 30e6)), plots=False, timeline_points=25,
+    )
+    result = run_simulation(request, spark=spark)
+    moves = diff_plan(state, _targets(state)).moves
+    curves = spark.read.parquet(str(tmp_path / "out" / CLUSTER_TIMELINE_DIR))
+    for outcome in result.outcomes:
+        rate = outcome.throttle_bps
+        estimate = simulate(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
+        assert outcome.makespan_s == estimate.makespan
+        assert outcome.stalled_moves == int(estimate.stalled.sum()) == 0
+        assert outcome.lower_bound_s == estimate.lower.seconds
+        assert (outcome.moves, outcome.bytes) == (len(moves), moves.total_bytes)
+        curve = curves.where(F.col("scenario_id") == outcome.scenario_id).orderBy("t_s").toPandas()
+        grid = np.linspace(0.0, estimate.makespan, 25)
+        assert curve["t_s"].tolist() == grid.tolist()
+        assert curve["bytes_remaining"].tolist() == np.interp(grid, estimate.times, estimate.remaining_bytes).tolist()
+
+
+def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    args = ["simulate", "--synthetic", "brokers=50,racks=5,partitions=5000,rf=3,seed=11",
+            "--throttle", "100MB/s,none", "--fail", "none,random@50%", "--seed", "4",
+            "--timeline-points", "20", "--out", str(out), "--output", "json"]
+    run = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    doc = json.loads(run.stdout)
+    rows = doc["scenarios"]
+    assert [r["scenario_id"] for r in rows] == [0, 1, 2, 3]
+    assert doc["brokers"] == 55 and doc["partitions"] == 5000
+    throttled, throttled_fail, free, free_fail = rows
+    assert throttled["failed_broker"] is None and throttled_fail["failed_broker"] is not None
+    assert throttled_fail["failed_broker"] == free_fail["failed_broker"]  # same seed, same victim
+    assert free["makespan_s"] <= throttled["makespan_s"]
+    for r in (throttled, free):
+        assert r["makespan_s"] >= r["lower_bound_s"] * (1 - 1e-9)
+    assert {Path(f).name for f in doc["files"]} >= {"summary.parquet", "broker_timeline.parquet",
+                                                   "cluster_timeline.parquet", "bytes_remaining.png",
+                                                   "broker_throughput.png", "client_headroom.png"}
+    timelines = spark.read.parquet(str(out / BROKER_TIMELINE_DIR))
+    assertSchemaEqual(timelines.select(*BROKER_TIMELINE.fieldNames()).schema, BROKER_TIMELINE)
+    assert timelines.count() == 4 * 55 * 20
+    cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR))
+    assertSchemaEqual(cluster.schema, CLUSTER_TIMELINE)
+    summary = spark.read.parquet(str(out / "summary.parquet"))
+    assertSchemaEqual(summary.schema, SCENARIO_SUMMARY)
+    first = cluster.where("scenario_id = 0").orderBy("t_s").select("bytes_remaining").toPandas()
+    assert first["bytes_remaining"].iloc[0] == throttled["bytes"]
+    assert first["bytes_remaining"].iloc[-1] == 0.0
+
+
+def test_scenario_grid_frame_matches_the_grid(spark: SparkSession) -> None:
+    grid = scenario_grid(ScenarioAxes(throttles=(1e6, None), moves_per_broker=(None, 3)))
+    frame = scenarios_frame(spark, grid).orderBy("scenario_id").collect()
+    assert [(r["throttle_bps"], r["moves_per_broker"]) for r in frame] == [
+        (1e6, None), (1e6, 3), (None, None), (None, 3)]

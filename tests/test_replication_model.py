@@ -263,3 +263,58 @@ def test_bytes_are_conserved(inp: ModelInput) -> None:
         assert r.bytes_out.sum() == pytest.approx(r.copied_bytes.sum(), rel=1e-9)
         assert r.remaining_bytes[-1] == pytest.approx(0.0, abs=1e-3)
         assert r.remaining_bytes[0] == pytest.approx(inp.bytes.sum())
+
+
+# ---- cross-check with the sandbox's broker emulation -----------------------------------------
+CROSS_MOVES = [  # (leader, new replica, size, write rate): leaders keep their partitions
+    (1, 2, 300 * MB, 0.0), (1, 3, 600 * MB, 1 * MB), (2, 3, 400 * MB, 0.0), (4, 3, 200 * MB, 2 * MB)]
+
+
+def sandbox_completion_times(leader_rate: float, follower_rate: float, network: float) -> np.ndarray:
+    """Run the moves on the sandbox engine (Kafka's inclusion-based KIP-73 rules, virtual time)."""
+    from kreassign.sandbox.codes import AlterOp
+    from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+    from kreassign.sandbox.engine import Engine
+
+    moves = CROSS_MOVES
+    engine = Engine({b: None for b in (1, 2, 3, 4)}, network_bps=network)
+    assert engine.create_topic("t", assignments={i: [m[0]] for i, m in enumerate(moves)},
+                               sizes=[m[2] for m in moves], rates=[m[3] for m in moves]) == (0, None)
+    for b in engine.brokers:
+        ops = [(name, AlterOp.SET, str(int(rate))) for name, rate in ((LEADER_RATE, leader_rate),
+                                                                        (FOLLOWER_RATE, follower_rate))
+               if math.isfinite(rate)]
+        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+    leaders = ",".join(f"{i}:{m[0]}" for i, m in enumerate(moves))
+    followers = ",".join(f"{i}:{m[1]}" for i, m in enumerate(moves))
+    engine.configs.incremental_alter_topic("t", [(LEADER_REPLICAS, AlterOp.SET, leaders),
+                                                 (FOLLOWER_REPLICAS, AlterOp.SET, followers)], False)
+    engine.config_changed()
+    for i, m in enumerate(moves):
+        assert engine.alter_reassignment("t", i, [m[0], m[1]]) == (0, None)
+    measured = np.full(len(moves), math.inf)
+    while np.isinf(measured).any() and engine.now < 1000:
+        engine.advance(0.25)
+        for i in range(len(moves)):
+            if math.isinf(measured[i]) and not engine.rows[i].reassigning:
+                measured[i] = engine.now
+    return measured
+
+
+@pytest.mark.parametrize("leader_rate, follower_rate, per_move", [
+    (20 * MB, math.inf, True),
+    (math.inf, 20 * MB, True),
+    (20 * MB, 20 * MB, False),
+])
+def test_model_reproduces_the_sandbox_within_10_percent(leader_rate: float, follower_rate: float,
+                                                        per_move: bool) -> None:
+    network = 100 * MB
+    measured = sandbox_completion_times(leader_rate, follower_rate, network)
+    m = CROSS_MOVES
+    predicted = simulate(ModelInput.build(
+        broker_ids=[1, 2, 3, 4], source=[x[0] for x in m], dest=[x[1] for x in m], bytes=[x[2] for x in m],
+        write_bps=[x[3] for x in m], leader_rate=leader_rate, follower_rate=follower_rate,
+        network_in=network, network_out=network, fetch=NO_FETCH_LIMITS)).finish_s
+    assert predicted.max() == pytest.approx(measured.max(), rel=0.10)
+    if per_move:
+        assert predicted == pytest.approx(measured, rel=0.10)

@@ -76,8 +76,11 @@ def resolve_rates(state: ClusterState, request: RateRequest) -> tuple[np.ndarray
 
 
 def _config_rate(value: str | None) -> float:
+    """A rate config's value; absent, empty or malformed means no throttle."""
+    if value is None or value == "":
+        return INF
     try:
-        return float(value) if value not in (None, "") else INF
+        return float(value)
     except ValueError:
         return INF
 

@@ -36,7 +36,7 @@ DEFAULT_TOLERANCE = 0.1
 (`tolerance=0`) and single moves within 5% (p99), at a twentieth of the events."""
 _PROGRESS_EPS = 1e-9  # a move whose rate exceeds its write rate by less than this fraction is stuck
 _LEVEL_EPS = 1e-13
-_MAX_GROWTH = 0.5  # a batch never spans more than this share of the time elapsed so far
+_MAX_GROWTH = 1.0  # a batch never spans more than this share of the time elapsed so far
 _SWEEP_EPS = 1e-5  # relative change of every water level at which the sharing has settled
 
 
@@ -230,7 +230,7 @@ class ModelInput:
             return np.where(known, order[idx_c], -1)
 
         def per_move(value: Any, dtype: type) -> np.ndarray:
-            arr = np.asarray(value, dtype=dtype)
+            arr: np.ndarray = np.asarray(value, dtype=dtype)
             return np.full(m, arr, dtype=dtype) if arr.ndim == 0 else arr
 
         return cls(
@@ -341,6 +341,7 @@ def lower_bound(inp: ModelInput) -> LowerBound:
         (float(move_s.max(initial=0.0)), "move"),
     ]
     seconds, kind = max(candidates, key=lambda c: c[0])
+    broker: int | None
     if kind == "out":
         i = int(np.argmax(out_s))
         limit, broker = (Limit.LEADER_THROTTLE if out_leader[i] else Limit.NETWORK_OUT), int(inp.broker_ids[i])
@@ -428,8 +429,9 @@ def _water_level(demand: np.ndarray, starts: np.ndarray, counts: np.ndarray, cap
 
 
 def _changed(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Segments whose level moved by more than the sweep tolerance (or became (un)limited)."""
     fin = np.isfinite(new) & np.isfinite(old)
-    out = np.isfinite(new) != np.isfinite(old)
+    out: np.ndarray = np.isfinite(new) != np.isfinite(old)
     out[fin] = np.abs(new[fin] - old[fin]) > _SWEEP_EPS * new[fin]
     return out
 
@@ -438,24 +440,20 @@ def _mark_dirty(k: int, segs: np.ndarray, before: np.ndarray, after: np.ndarray,
                 shared: list[_Shared], levels: list[np.ndarray], cross: list[list[np.ndarray]],
                 dirty: list[np.ndarray]) -> None:
     """Mark the segments of the other kinds whose water level may move because these segments'
-    levels moved: only where a move's demand changes below that segment's own level, since a
-    demand above the level is cut to the level anyway."""
+    levels moved: only where the lower of the old and new level is below what else caps the
+    move there, since a demand above a segment's level is cut to the level anyway."""
     s = shared[k]
     idx = _members(s.starts, s.counts, segs)[0]
-    counts = s.counts[segs]
-    was, now = np.repeat(before, counts), np.repeat(after, counts)
+    low = np.repeat(np.minimum(before, after), s.counts[segs])
     for j in range(len(shared)):
         if j == k:
             continue
-        cap = np.minimum(levels[j][cross[k][j][idx]], own)
+        partner = cross[k][j][idx]
+        cap = levels[j][partner]
         for i in range(len(shared)):
             if i not in (j, k):
                 np.minimum(cap, levels[i][cross[k][i][idx]], out=cap)
-        old, new = np.minimum(was, cap), np.minimum(now, cap)
-        with np.errstate(invalid="ignore"):
-            hit = ~(np.abs(new - old) <= _SWEEP_EPS * np.abs(new))  # unequal infinities count too
-        hit &= ~(np.isinf(old) & np.isinf(new))
-        dirty[j][cross[k][j][idx[hit]]] = True
+        dirty[j][partner[low < np.minimum(cap, own)]] = True
 
 
 def _max_min_rates(own: float, shared: list[_Shared], n: int, *, max_sweeps: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -555,7 +553,8 @@ class ModelResult:
     @property
     def stalled(self) -> np.ndarray:
         """Moves that never complete."""
-        return np.isinf(self.finish_s)
+        out: np.ndarray = np.isinf(self.finish_s)
+        return out
 
     @property
     def makespan(self) -> float:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fake_cluster import FakeCluster
 
-from kreassign.cluster.errors import JournalError
+from kreassign.cluster.errors import ClusterError, JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
-from kreassign.throttle.journal import Journal, JournalStore
+from kreassign.throttle.journal import Journal, JournalStore, journaled
 from kreassign.throttle.operations import (
     CancelRequest,
     ExecuteRequest,
@@ -22,6 +22,7 @@ from kreassign.throttle.operations import (
     resume,
     verify,
 )
+from kreassign.throttle.ops_execute import journal_for_plan
 
 FOO0, FOO1, BAR0 = TopicPartition("foo", 0), TopicPartition("foo", 1), TopicPartition("bar", 0)
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
@@ -170,7 +171,7 @@ def test_abort_refuses_a_journal_of_another_cluster(fake: FakeCluster, store: Jo
 
 
 def test_down_broker_is_skipped_then_resume_sets_its_throttle(fake: FakeCluster, store: JournalStore) -> None:
-    fake.stop_broker(4)
+    fake.unreachable.add(4)  # registered, but does not answer
     plan = prepare_execute(fake, request((BAR0, (3, 1))))
     assert plan.warnings and "broker 4 did not answer" in plan.warnings[0]
     result = apply_execute(fake, plan, store=store)
@@ -246,3 +247,54 @@ def test_log_dir_moves_wait_for_the_replica_then_start(fake: FakeCluster, store:
     assert sleeps == [0.1, 0.1, 0.1]
     assert result.log_dir_moves.started == ((TopicPartitionReplica("foo", 0, 3), "/data/b"),)
     assert only_journal(store).done("start-log-dir-moves")
+
+
+def test_journal_for_plan_reuses_the_plans_open_journal(fake: FakeCluster, store: JournalStore) -> None:
+    fake.broker_configs[1][LEADER] = "5"
+    plan = prepare_execute(fake, request((FOO0, (1, 3))))
+    first = journal_for_plan(store, plan, command="execute", options={"run": 1}, planned=plan.throttles)
+    first.set_state("submitted")
+    fake.broker_configs[1][LEADER] = "1000"  # now our own rate
+    plan = prepare_execute(fake, request((FOO0, (1, 3)), rate=3000, additional=True))
+    kept = journal_for_plan(store, plan, command="execute again", options={"run": 2}, reopen_as=None)
+    assert kept.path == first.path and kept.state == "submitted"  # reopen_as=None keeps the state
+    assert kept.previous_brokers[1][LEADER] == "5"  # the value found before the first run
+    assert kept.planned_brokers[1][LEADER] == "1000" and kept.options == {"run": 2}
+    again = journal_for_plan(store, plan, command="execute", options={}, planned=plan.throttles)
+    assert again.state == "running" and again.planned_brokers[1][LEADER] == "3000"
+    assert [(s.step, s.detail.get("reused")) for s in again.steps if s.step == "record-previous"] == [
+        ("record-previous", None), ("record-previous", True), ("record-previous", True)]
+    assert store.load(again.path).previous_brokers[1][LEADER] == "5"  # persisted
+
+
+def test_journal_for_plan_inherits_from_other_open_runs_and_lists_unknown_brokers(
+        fake: FakeCluster, store: JournalStore) -> None:
+    fake.broker_configs[2][FOLLOWER] = "9"
+    execute(fake, store, request((FOO0, (1, 3))))  # sets 1000 on brokers 1, 2, 3
+    fake.unreachable.add(4)  # registered, but does not answer
+    plan = prepare_execute(fake, request((FOO1, (2, 1)), additional=True))
+    second = journal_for_plan(store, plan, command="execute", options={})
+    assert second.previous_brokers[2][FOLLOWER] == "9" and second.previous_brokers[1][LEADER] is None
+    assert second.unreadable_brokers == [4] and second.planned_brokers == {}
+    second.remember_previous({4: {LEADER: "8"}, 1: {LEADER: "1000"}}, {})
+    assert second.unreadable_brokers == [] and second.previous_brokers[4] == {LEADER: "8"}
+    assert second.previous_brokers[1][LEADER] is None  # the first value found stays
+
+
+def test_journaled_records_intent_and_failure_and_passes_the_error_on(store: JournalStore) -> None:
+    journal = store.create(cluster_id="c", targets=[PartitionTarget("foo", 0, (1, 3))], command="test")
+    with journaled(journal, "works", partitions=1):
+        pass
+    with pytest.raises(ClusterError, match="refused"), journaled(journal, "breaks"):
+        raise ClusterError("refused")
+    with pytest.raises(KeyboardInterrupt), journaled(journal, "interrupted"):
+        raise KeyboardInterrupt
+    with pytest.raises(ValueError), journaled(journal, "bug"):
+        raise ValueError("a bug is not a failed step")
+    assert [(s.step, s.status, dict(s.detail)) for s in store.load(journal.path).steps] == [
+        ("works", "intent", {"partitions": 1}),
+        ("breaks", "intent", {}), ("breaks", "failed", {"error": "refused"}),
+        ("interrupted", "intent", {}), ("interrupted", "failed", {"error": "KeyboardInterrupt"}),
+        ("bug", "intent", {})]
+    with journaled(None, "no journal"):
+        pass

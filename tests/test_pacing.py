@@ -130,3 +130,33 @@ def test_unthrottled_pacer_sets_no_configs(cluster: FakeCluster) -> None:
     pacer.start()
     run_step(pacer, cluster)
     assert cluster.topic_configs["t"] == {} and cluster.list_reassignments()
+
+
+def test_next_wave_previews_what_step_submits(cluster: FakeCluster) -> None:
+    targets = [PartitionTarget("t", 0, (1, 3)), PartitionTarget("t", 1, (1, 4)), PartitionTarget("t", 2, (2, 3))]
+    pacer = Pacer(cluster, targets, PaceLimits(max_moves_per_broker=1))
+    pacer.start()
+    cluster.calls.clear()
+    preview = pacer.next_wave(cluster.list_reassignments(), {p.tp: p for p in cluster.describe_topics()})
+    assert [p.tp for p in preview] == [TopicPartition("t", 0)] and "alter_reassignments" not in cluster.calls
+    wave = run_step(pacer, cluster)
+    assert wave.partitions == (TopicPartition("t", 0),)  # type: ignore[attr-defined]
+    infos = {p.tp: p for p in cluster.describe_topics()}
+    assert pacer.next_wave(cluster.list_reassignments(), infos) == []  # t-0 holds brokers 1 and 3
+    cluster.complete()
+    assert [p.tp for p in pacer.next_wave(cluster.list_reassignments(), infos)] == [
+        TopicPartition("t", 1), TopicPartition("t", 2)]
+
+
+def test_pacer_taken_up_again_keeps_its_journal_state_and_first_values(cluster: FakeCluster, tmp_path: Path) -> None:
+    targets = [PartitionTarget("t", 0, (1, 3)), PartitionTarget("t", 1, (1, 4))]
+    store = JournalStore(tmp_path)
+    first = Pacer(cluster, targets, PaceLimits(max_moves_per_broker=1), leader_rate=5000, store=store)
+    first.start()
+    run_step(first, cluster)  # broker 3 now has our 5000
+    again = Pacer(cluster, targets, PaceLimits(max_moves_per_broker=1), leader_rate=5000, store=store)
+    again.start()
+    journal = store.find(cluster.cluster_id, targets)
+    assert journal is not None and journal.state == "submitted" and journal.path == again.journal.path  # type: ignore[union-attr]
+    assert journal.previous_brokers[3][LEADER_RATE] == "777"  # the operator's, not ours
+    assert journal.options["paced"] == {"max_moves_per_broker": 1, "max_inflight_bytes": None, "order": "plan"}

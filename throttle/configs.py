@@ -10,23 +10,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kreassign.cluster.errors import AdminCommandFailed, InputError
 from kreassign.cluster.model import Reassignment, TopicPartition, TopicPartitionReplica
 
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+# The config keys are defined once, in the cluster layer; these are the short names used here.
+# A clear DELETEs BROKER_THROTTLE_KEYS on brokers (the log-dir rate too, as Kafka does) and
+# TOPIC_THROTTLE_KEYS on the plan's topics.
+from kreassign.cluster.port import BROKER_THROTTLE_KEYS, TOPIC_THROTTLE_KEYS
+from kreassign.cluster.port import FOLLOWER_THROTTLED_RATE as FOLLOWER_RATE
+from kreassign.cluster.port import FOLLOWER_THROTTLED_REPLICAS as FOLLOWER_REPLICAS
+from kreassign.cluster.port import LEADER_THROTTLED_RATE as LEADER_RATE
+from kreassign.cluster.port import LEADER_THROTTLED_REPLICAS as LEADER_REPLICAS
+from kreassign.cluster.port import LOG_DIR_THROTTLED_RATE as LOG_DIR_RATE
 
-BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)
-"""What a clear DELETEs on every broker (Kafka deletes the log-dir rate too)."""
-TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-"""What a clear DELETEs on every topic of the plan."""
+__all__ = [
+    "ALL_REPLICAS", "BROKER_THROTTLE_KEYS", "FOLLOWER_RATE", "FOLLOWER_REPLICAS", "LEADER_RATE",
+    "LEADER_REPLICAS", "LOG_DIR_RATE", "TOPIC_THROTTLE_KEYS", "PartitionMove", "ThrottlePlan",
+    "clear_targets", "compute_move_map", "follower_throttled_replicas", "format_throttled_replicas",
+    "leader_throttled_replicas", "only_keys", "parse_throttled_replicas", "rate_configs",
+    "reassigning_brokers", "throttle_plan", "validate_throttled_replicas",
+]
 
 ALL_REPLICAS: Literal["*"] = "*"
+V = TypeVar("V")
 _REPLICA_ENTRY = re.compile(r"([0-9]+:[0-9]+)?")
 
 
@@ -98,6 +106,19 @@ def reassigning_brokers(move_map: Mapping[str, Mapping[int, PartitionMove]]) -> 
     return tuple(sorted(brokers))
 
 
+def rate_configs(leader_rate: int | None, follower_rate: int | None) -> dict[str, str]:
+    """The broker rate keys to SET for these rates, as Kafka writes them (None leaves a side alone)."""
+    return {key: str(int(rate)) for key, rate in ((LEADER_RATE, leader_rate), (FOLLOWER_RATE, follower_rate))
+            if rate is not None}
+
+
+def only_keys(configs: Mapping[int, Mapping[str, V]], keys: Iterable[str]) -> dict[int, dict[str, V]]:
+    """Per broker, only these config keys; brokers left with none are left out."""
+    wanted = frozenset(keys)
+    picked = {b: {k: v for k, v in ops.items() if k in wanted} for b, ops in configs.items()}
+    return {b: ops for b, ops in picked.items() if ops}
+
+
 @dataclass(frozen=True)
 class ThrottlePlan:
     """The configs to SET, as Kafka's `--execute --throttle` would.
@@ -162,11 +183,7 @@ def throttle_plan(
             topic_configs[topic] = {LEADER_REPLICAS: leader_throttled_replicas(moves),
                                     FOLLOWER_REPLICAS: follower_throttled_replicas(moves)}
         for broker in brokers:
-            keys = broker_rates.setdefault(broker, {})
-            if leader is not None:
-                keys[LEADER_RATE] = str(int(leader))
-            if follower is not None:
-                keys[FOLLOWER_RATE] = str(int(follower))
+            broker_rates.setdefault(broker, {}).update(rate_configs(leader, follower))
     log_dir_brokers = tuple(sorted({r.broker for r in replica_log_dirs}))
     if log_dir_rate is not None:
         for broker in log_dir_brokers:

@@ -12,13 +12,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import JournalError
+from kreassign.cluster.errors import JournalError, KreassignError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 
 FORMAT = "kreassign-journal/1"
@@ -74,8 +75,8 @@ TopicConfigs = dict[str, dict[str, "str | None"]]
 
 @dataclass
 class Journal:
-    """The record of one run. Mutate it only through `record`, `set_state` and `update`, which
-    persist it at once."""
+    """The record of one run. `record`, `set_state` and `update` persist it at once; changes
+    made in memory (`remember_previous`, `plan_configs`, fields) are persisted by the next one."""
 
     path: Path
     cluster_id: str
@@ -120,6 +121,31 @@ class Journal:
 
     def target_of(self) -> dict[TopicPartition, tuple[int, ...]]:
         return {t.tp: t.replicas for t in self.targets}
+
+    # ---- changes in memory (persisted by the next record, set_state or update) ---------------
+    def remember_previous(self, brokers: Mapping[int, Mapping[str, str | None]],
+                          topics: Mapping[str, Mapping[str, str | None]], unreadable: Iterable[int] = ()) -> None:
+        """Record throttle values found before the run, for resources and keys seen for the first
+        time: a value already recorded was found earlier, before our own changes, and stays.
+        `unreadable` brokers did not answer; a broker stays listed until its values are known."""
+        for b, keys in brokers.items():
+            known_b = self.previous_brokers.setdefault(b, {})
+            for key, value in keys.items():
+                known_b.setdefault(key, value)
+        for t, keys in topics.items():
+            known_t = self.previous_topics.setdefault(t, {})
+            for key, value in keys.items():
+                known_t.setdefault(key, value)
+        self.unreadable_brokers = sorted((set(self.unreadable_brokers) | set(unreadable))
+                                         - set(self.previous_brokers))
+
+    def plan_configs(self, brokers: Mapping[int, Mapping[str, str | None]] | None = None,
+                     topics: Mapping[str, Mapping[str, str | None]] | None = None) -> None:
+        """Add configs the run SETs; a key planned again takes the new value."""
+        for b, ops in (brokers or {}).items():
+            self.planned_brokers.setdefault(b, {}).update(ops)
+        for t, ops in (topics or {}).items():
+            self.planned_topics.setdefault(t, {}).update(ops)
 
     # ---- changes (each one is persisted) ----------------------------------------------------
     def record(self, step: str, status: Status, **detail: Any) -> None:
@@ -241,6 +267,20 @@ def write_atomically(path: Path, text: str) -> None:
 def _safe_name(cluster_id: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in cluster_id)
     return cleaned.strip(".") or UNKNOWN_CLUSTER
+
+
+@contextmanager
+def journaled(journal: Journal | None, step: str, **detail: Any) -> Iterator[None]:
+    """Record a step's intent before the block and its failure if the block raises (the error
+    passes on); the block records the outcome. Without a journal, just run the block."""
+    if journal is not None:
+        journal.record(step, "intent", **detail)
+    try:
+        yield
+    except (KreassignError, KeyboardInterrupt) as exc:
+        if journal is not None:
+            journal.record(step, "failed", error=str(exc) or type(exc).__name__)
+        raise
 
 
 class JournalStore:

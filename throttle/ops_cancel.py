@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.journal import Journal, JournalStore
+from kreassign.throttle.journal import Journal, JournalStore, journaled
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_logdirs import MoveStart, log_dir_states, start_log_dir_moves
-from kreassign.throttle.ops_verify import clear_scope, explicit_log_dirs
+from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
+from kreassign.throttle.ops_verify import clear_scope
 
 
 def cancellable(running: Mapping[TopicPartition, Reassignment]) -> list[TopicPartition]:
@@ -65,14 +64,8 @@ class CancelResult:
 def cancel_partitions(port: ClusterPort, partitions: list[TopicPartition], journal: Journal | None,
                       ) -> dict[TopicPartition, ApiError]:
     """Cancel these reassignments, journaling intent and outcome; returns the failures."""
-    if journal is not None:
-        journal.record("cancel-reassignments", "intent", partitions=[str(tp) for tp in partitions])
-    try:
+    with journaled(journal, "cancel-reassignments", partitions=[str(tp) for tp in partitions]):
         results = port.alter_reassignments({tp: None for tp in partitions})
-    except (KreassignError, KeyboardInterrupt) as exc:
-        if journal is not None:
-            journal.record("cancel-reassignments", "failed", error=str(exc) or type(exc).__name__)
-        raise
     errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
     if journal is not None:
         journal.record("cancel-reassignments", "failed" if errors else "done",

@@ -10,10 +10,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.journal import Journal
-from kreassign.throttle.ops_throttles import apply_configs, restore_ops
+from kreassign.throttle.journal import Journal, journaled
+from kreassign.throttle.ops_throttles import apply_configs, restore_ops, restored_values
 
 
 @dataclass(frozen=True)
@@ -60,22 +59,14 @@ def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[
         broker_ids, topic_names,
         previous_brokers=journal.previous_brokers if journal else None,
         previous_topics=journal.previous_topics if journal else None)
-    restored_b = {b: {k: v for k, v in ops.items() if v is not None} for b, ops in broker_ops.items()}
-    restored_t = {t: {k: v for k, v in ops.items() if v is not None} for t, ops in topic_ops.items()}
-    restored_b = {b: v for b, v in restored_b.items() if v}
-    restored_t = {t: v for t, v in restored_t.items() if v}
+    restored_b, restored_t = restored_values(broker_ops), restored_values(topic_ops)
     if dry_run:
         return ClearResult(broker_ids, topic_names, restored_b, restored_t, dry_run=True)
     if journal is not None:
         journal.state = "clearing"
-        journal.record("clear-throttles", "intent", brokers=list(broker_ids), topics=list(topic_names))
-    try:
+    with journaled(journal, "clear-throttles", brokers=list(broker_ids), topics=list(topic_names)):
         skipped = dict(apply_configs(port, brokers=broker_ops).skipped)
         apply_configs(port, topics=topic_ops)
-    except (KreassignError, KeyboardInterrupt) as exc:
-        if journal is not None:
-            journal.record("clear-throttles", "failed", error=str(exc) or type(exc).__name__)
-        raise
     if journal is not None:
         journal.pending_brokers = {b: dict(broker_ops[b]) for b in skipped}
         journal.record("clear-throttles", "done", skipped=sorted(skipped))

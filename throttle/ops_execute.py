@@ -31,10 +31,11 @@ from kreassign.throttle.configs import (
     ThrottlePlan,
     clear_targets,
     compute_move_map,
+    only_keys,
     throttle_plan,
 )
-from kreassign.throttle.journal import Journal, JournalStore
-from kreassign.throttle.ops_logdirs import MoveStart, start_log_dir_moves
+from kreassign.throttle.journal import BrokerConfigs, Journal, JournalStore, State, TopicConfigs, journaled
+from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, start_log_dir_moves
 from kreassign.throttle.ops_throttles import (
     ApplyOutcome,
     ConfigsRefused,
@@ -79,12 +80,7 @@ class ExecuteRequest:
     @property
     def replica_log_dirs(self) -> dict[TopicPartitionReplica, str]:
         """Replicas given an explicit (non-"any") log dir, with that dir."""
-        out: dict[TopicPartitionReplica, str] = {}
-        for t in self.targets:
-            for broker, log_dir in zip(t.replicas, t.dirs()):
-                if log_dir != "any":
-                    out[TopicPartitionReplica(t.topic, t.partition, broker)] = log_dir
-        return out
+        return explicit_log_dirs(self.targets)
 
     @property
     def throttled(self) -> bool:
@@ -106,15 +102,12 @@ class ExecutePlan:
     warnings: tuple[str, ...] = ()
 
     @property
-    def inter_broker_ops(self) -> dict[int, dict[str, str | None]]:
-        return {b: {k: v for k, v in keys.items() if k in (LEADER_RATE, FOLLOWER_RATE)}
-                for b, keys in self.throttles.broker_rates.items()
-                if LEADER_RATE in keys or FOLLOWER_RATE in keys}
+    def inter_broker_ops(self) -> dict[int, dict[str, str]]:
+        return only_keys(self.throttles.broker_rates, (LEADER_RATE, FOLLOWER_RATE))
 
     @property
-    def log_dir_ops(self) -> dict[int, dict[str, str | None]]:
-        return {b: {LOG_DIR_RATE: keys[LOG_DIR_RATE]}
-                for b, keys in self.throttles.broker_rates.items() if LOG_DIR_RATE in keys}
+    def log_dir_ops(self) -> dict[int, dict[str, str]]:
+        return only_keys(self.throttles.broker_rates, (LOG_DIR_RATE,))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -228,54 +221,58 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest) -> ExecutePlan:
 
 
 # ---- applying --------------------------------------------------------------------------------
-def _journal_for(store: JournalStore, plan: ExecutePlan, command: str) -> Journal:
+def journal_for_plan(store: JournalStore, plan: ExecutePlan, *, command: str, options: Mapping[str, Any],
+                     planned: ThrottlePlan | None = None, reopen_as: State | None = "running") -> Journal:
+    """The execution journal of this plan on this cluster: its open journal, reused, or a new one.
+
+    The throttle values found before the run are `plan.previous`, except that a value another
+    open run set is replaced by what that run found (`inherit_previous`). A reused journal (a
+    re-run of the same plan, e.g. --additional to change the rate, or a paced run taken up
+    again) keeps the values found before its first run and records only resources seen for the
+    first time.
+
+    Args:
+        planned: the configs the run SETs up front (a paced run plans them wave by wave instead).
+        reopen_as: the state a reused journal takes; None keeps its state.
+    """
     targets = list(plan.request.targets)
-    others = [j for j in store.journals(plan.cluster_id, open_only=True)]
-    existing = store.find(plan.cluster_id, targets)
-    if existing is not None and existing.is_open:
-        others = [j for j in others if j.path != existing.path]
+    found = store.find(plan.cluster_id, targets)
+    existing = found if found is not None and found.is_open else None
+    others = [j for j in store.journals(plan.cluster_id, open_only=True)
+              if existing is None or j.path != existing.path]
     previous = inherit_previous(plan.previous, others)
-    options = {"additional": plan.request.additional, "leader_rate": plan.request.leader_rate,
-               "follower_rate": plan.request.follower_rate, "log_dir_rate": plan.request.log_dir_rate,
-               "log_dir_timeout_s": plan.request.log_dir_timeout_s}
-    planned_brokers: dict[int, dict[str, str | None]] = {
-        b: dict(v) for b, v in plan.throttles.broker_rates.items()}
-    planned_topics: dict[str, dict[str, str | None]] = {
-        t: dict(v) for t, v in plan.throttles.topic_configs.items()}
-    if existing is not None and existing.is_open:
-        # A re-run of the same plan (e.g. --additional to change the rate): keep the values found
-        # before the first run; record only resources seen for the first time.
-        for b, keys in previous.brokers.items():
-            existing.previous_brokers.setdefault(b, keys)
-        for t, keys in previous.topics.items():
-            existing.previous_topics.setdefault(t, keys)
-        for b, keys in planned_brokers.items():
-            existing.planned_brokers.setdefault(b, {}).update(keys)
-        for t, keys in planned_topics.items():
-            existing.planned_topics.setdefault(t, {}).update(keys)
-        existing.update(state="running", options=options, command=command,
-                        unreadable_brokers=sorted((set(existing.unreadable_brokers) | set(previous.unreadable))
-                                                  - set(existing.previous_brokers)))
+    planned_brokers: BrokerConfigs = {b: dict(v) for b, v in planned.broker_rates.items()} if planned else {}
+    planned_topics: TopicConfigs = {t: dict(v) for t, v in planned.topic_configs.items()} if planned else {}
+    if existing is not None:
+        existing.remember_previous(previous.brokers, previous.topics, previous.unreadable)
+        existing.plan_configs(planned_brokers, planned_topics)
+        changes: dict[str, Any] = {"options": dict(options), "command": command}
+        if reopen_as is not None:
+            changes["state"] = reopen_as
+        existing.update(**changes)
         existing.record("record-previous", "done", reused=True)
         return existing
     journal = store.create(
         cluster_id=plan.cluster_id, targets=targets, command=command,
         original=dict(plan.current), previous_brokers=previous.brokers, previous_topics=previous.topics,
         unreadable_brokers=sorted(previous.unreadable), planned_brokers=planned_brokers,
-        planned_topics=planned_topics, options=options)
+        planned_topics=planned_topics, options=dict(options))
     journal.record("record-previous", "done", brokers=sorted(previous.brokers), topics=sorted(previous.topics))
     return journal
 
 
+def _execute_options(request: ExecuteRequest) -> dict[str, Any]:
+    """The options of an execute, as its journal records them."""
+    return {"additional": request.additional, "leader_rate": request.leader_rate,
+            "follower_rate": request.follower_rate, "log_dir_rate": request.log_dir_rate,
+            "log_dir_timeout_s": request.log_dir_timeout_s}
+
+
 def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
-    if journal is not None:
-        journal.record(name, "intent", **detail)
-    try:
+    """Apply a config change as a journaled step: what was applied, and brokers skipped because
+    they did not answer (kept pending in the journal for `resume`)."""
+    with journaled(journal, name, **detail):
         outcome = run()
-    except (KreassignError, KeyboardInterrupt) as exc:
-        if journal is not None:
-            journal.record(name, "failed", error=str(exc) or type(exc).__name__)
-        raise
     if journal is not None:
         journal.applied_brokers = sorted(set(journal.applied_brokers) | set(outcome.brokers))
         journal.applied_topics = sorted(set(journal.applied_topics) | set(outcome.topics))
@@ -302,13 +299,10 @@ def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: Execute
     if unchanged is not None:
         broker_ops = {b: ops for b, ops in broker_ops.items() if b not in unchanged.refused_brokers}
         topic_ops = {t: ops for t, ops in topic_ops.items() if t not in unchanged.refused_topics}
-    if journal is not None:
-        journal.record("rollback-throttles", "intent")
     try:
-        outcome = apply_configs(port, brokers=broker_ops, topics=topic_ops)
-    except (KreassignError, KeyboardInterrupt) as exc:
-        if journal is not None:
-            journal.record("rollback-throttles", "failed", error=str(exc))
+        with journaled(journal, "rollback-throttles"):
+            outcome = apply_configs(port, brokers=broker_ops, topics=topic_ops)
+    except (KreassignError, KeyboardInterrupt):
         return False
     if journal is not None:
         journal.pending_brokers = {b: broker_ops[b] for b in outcome.skipped}
@@ -358,7 +352,8 @@ def apply_execute(
         KeyboardInterrupt: passed on after journaling; `resume`/`abort` continue from there.
     """
     notify = progress or (lambda event: None)
-    journal = _journal_for(store, plan, command) if store is not None else None
+    journal = journal_for_plan(store, plan, command=command, options=_execute_options(plan.request),
+                               planned=plan.throttles) if store is not None else None
     skipped: dict[int, ApiError] = {}
     request = plan.request
     try:

@@ -7,12 +7,12 @@ A move to a dir can only start once the replica exists on its broker, so the sta
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from kreassign.cluster.errors import AdminCommandFailed
-from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
+from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ClusterPort
 
 RETRY_INTERVAL_S = 0.1
@@ -20,6 +20,16 @@ REPLICA_NOT_AVAILABLE = "REPLICA_NOT_AVAILABLE"
 
 MoveState = Literal["missing-replica", "missing-log-dir", "in-progress", "moving-elsewhere",
                     "not-moving", "completed"]
+
+
+def explicit_log_dirs(targets: Iterable[PartitionTarget]) -> dict[TopicPartitionReplica, str]:
+    """Replicas of a plan given an explicit (non-"any") log dir, with that dir."""
+    out: dict[TopicPartitionReplica, str] = {}
+    for t in targets:
+        for broker, log_dir in zip(t.replicas, t.dirs()):
+            if log_dir != "any":
+                out[TopicPartitionReplica(t.topic, t.partition, broker)] = log_dir
+    return out
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,13 @@ from typing import Any
 from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
+from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE, only_keys
 from kreassign.throttle.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.throttle.ops_cancel import cancel_partitions
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles
 from kreassign.throttle.ops_execute import journaled_step, probe_submitted
-from kreassign.throttle.ops_logdirs import MoveStart, log_dir_states, start_log_dir_moves
+from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
 from kreassign.throttle.ops_throttles import apply_configs
-from kreassign.throttle.ops_verify import explicit_log_dirs
 
 CLOSED_HINT = {
     "finished": "the run finished and its throttles were cleared",
@@ -78,11 +77,6 @@ class ResumeResult:
         }
 
 
-def _broker_keys(journal: Journal, keys: tuple[str, ...]) -> dict[int, dict[str, str | None]]:
-    return {b: {k: v for k, v in ops.items() if k in keys}
-            for b, ops in journal.planned_brokers.items() if any(k in keys for k in ops)}
-
-
 def resume_preview(journal: Journal) -> list[str]:
     """What `resume` would do, read from the journal alone (for --dry-run)."""
     if not journal.is_open:
@@ -98,7 +92,7 @@ def resume_preview(journal: Journal) -> list[str]:
         out.append(f"set the throttled-replica lists on topics {','.join(sorted(journal.planned_topics))}")
     for name, keys, what in (("set-broker-throttles", (LEADER_RATE, FOLLOWER_RATE), "inter-broker rates"),
                              ("set-log-dir-throttles", (LOG_DIR_RATE,), "log-dir rates")):
-        ops = _broker_keys(journal, keys)
+        ops = only_keys(journal.planned_brokers, keys)
         brokers = sorted(ops) if not journal.done(name) else sorted(
             b for b in ops if any(k in keys for k in journal.pending_brokers.get(b, {})))
         if brokers:
@@ -141,7 +135,7 @@ def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = 
                             topics=sorted(journal.planned_topics), resumed=True)
                 topics |= set(out.topics)
             continue
-        ops = _broker_keys(journal, keys)
+        ops = only_keys(journal.planned_brokers, keys)
         retry = ops if not journal.done(name) else {b: {k: v for k, v in pending.get(b, {}).items() if k in keys}
                                                      for b in ops if b in pending}
         if any(retry.values()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kreassign.cluster.errors import ClusterError
 from kreassign.cluster.port import (
@@ -21,6 +22,7 @@ from kreassign.cluster.port import (
 from kreassign.throttle.journal import BrokerConfigs, Journal, TopicConfigs
 
 _PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
+R = TypeVar("R", int, str)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def restore_ops(brokers: Iterable[int], topics: Iterable[str], *,
     return broker_ops, topic_ops
 
 
-def restored_values(ops: Mapping[int | str, Mapping[str, str | None]]) -> dict[int | str, dict[str, str]]:
-    """The keys a restore SETs back (rather than deletes), per resource."""
+def restored_values(ops: Mapping[R, Mapping[str, str | None]]) -> dict[R, dict[str, str]]:
+    """The keys a restore SETs back (rather than deletes), per resource; resources with none are left out."""
     return {r: {k: v for k, v in keys.items() if v is not None}
             for r, keys in ops.items() if any(v is not None for v in keys.values())}

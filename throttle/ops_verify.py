@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
+from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort, UnknownTopicError
 from kreassign.throttle.configs import clear_targets
 from kreassign.throttle.journal import Journal, JournalStore
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_logdirs import LogDirStatus, log_dir_states
+from kreassign.throttle.ops_logdirs import LogDirStatus, explicit_log_dirs, log_dir_states
 
 PartitionState = Literal["in-progress", "completed", "mismatch"]
 
@@ -100,15 +100,6 @@ def partition_states(targets: Iterable[PartitionTarget], in_flight: Mapping[Topi
             now = current.get(tp, ())
             out.append(PartitionStatus(tp, "completed" if now == target else "mismatch", now, target))
     return tuple(out)
-
-
-def explicit_log_dirs(targets: Iterable[PartitionTarget]) -> dict[TopicPartitionReplica, str]:
-    out: dict[TopicPartitionReplica, str] = {}
-    for t in targets:
-        for broker, log_dir in zip(t.replicas, t.dirs()):
-            if log_dir != "any":
-                out[TopicPartitionReplica(t.topic, t.partition, broker)] = log_dir
-    return out
 
 
 def clear_scope(live_brokers: Iterable[int], targets: Iterable[PartitionTarget],

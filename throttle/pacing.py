@@ -18,12 +18,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kreassign.cluster.errors import InputError, KreassignError
+from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, compute_move_map, throttle_plan
-from kreassign.throttle.journal import Journal, JournalStore
-from kreassign.throttle.ops_execute import ExecutePlan, ExecuteRequest, journaled_step, prepare_execute
+from kreassign.throttle.configs import compute_move_map, rate_configs, throttle_plan
+from kreassign.throttle.journal import Journal, JournalStore, journaled
+from kreassign.throttle.ops_execute import (
+    ExecutePlan,
+    ExecuteRequest,
+    journal_for_plan,
+    journaled_step,
+    prepare_execute,
+)
 from kreassign.throttle.ops_throttles import apply_configs, inherit_previous, read_throttles
 
 Order = Literal["small-first", "large-first", "plan"]
@@ -247,7 +253,10 @@ class Pacer:
         infos = {p.tp: p for p in self.port.describe_topics(sorted({t.topic for t in self.targets}))}
         self.sizes = _sizes(self.port, {t.tp: infos[t.tp] for t in self.targets})
         if self.store is not None:
-            self.journal = self._open_journal(plan)
+            options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
+                       "follower_rate": self.follower_rate, "additional": self.additional}
+            # Rates and lists are planned wave by wave; a journal taken up again keeps its state.
+            self.journal = journal_for_plan(self.store, plan, command=self.command, options=options, reopen_as=None)
         submitted = set(self.journal.submitted) if self.journal is not None else set()
         pending = []
         for i, t in enumerate(self.targets):
@@ -259,26 +268,25 @@ class Pacer:
         self.pending = order_pending(pending, self.limits.order)
         return plan
 
-    def _open_journal(self, plan: ExecutePlan) -> Journal:
-        assert self.store is not None
-        existing = self.store.find(plan.cluster_id, self.targets)
-        options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
-                   "follower_rate": self.follower_rate, "additional": self.additional}
-        if existing is not None and existing.is_open:
-            existing.update(options=options, command=self.command)
-            existing.record("record-previous", "done", reused=True)
-            return existing
-        others = self.store.journals(plan.cluster_id, open_only=True)
-        previous = inherit_previous(plan.previous, others)
-        journal = self.store.create(
-            cluster_id=plan.cluster_id, targets=self.targets, command=self.command,
-            original=dict(plan.current), previous_brokers=previous.brokers, previous_topics=previous.topics,
-            unreadable_brokers=sorted(previous.unreadable), options=options)
-        journal.record("record-previous", "done", brokers=sorted(previous.brokers), topics=sorted(previous.topics))
-        return journal
-
     def rate_for(self, broker: int) -> tuple[int | None, int | None]:
         return self.rates.get(broker, (self.leader_rate, self.follower_rate))
+
+    def next_wave(self, in_flight: Mapping[TopicPartition, Reassignment],
+                  partitions: Mapping[TopicPartition, PartitionInfo]) -> list[PendingPartition]:
+        """The partitions `step` would submit now, in order (nothing is changed).
+
+        Args:
+            in_flight: every reassignment running now.
+            partitions: partition infos for the leaders of the running moves and of the plan
+                (a partition not in it keeps the leader it had at `start`).
+        """
+        if not self.pending:
+            return []
+        leaders = {tp: p.leader for tp, p in partitions.items()}
+        slots = in_flight_slots(in_flight, leaders, self.sizes)
+        pending = [PendingPartition(p.target, leaders.get(p.tp, p.leader), p.adding, p.size, p.position)
+                   for p in self.pending]
+        return next_wave(pending, slots, self.limits)
 
     def step(self, in_flight: Mapping[TopicPartition, Reassignment],
              partitions: Mapping[TopicPartition, PartitionInfo]) -> Wave | None:
@@ -290,13 +298,7 @@ class Pacer:
         """
         if self.plan is None:
             raise RuntimeError("call start() first")
-        if not self.pending:
-            return None
-        leaders = {tp: p.leader for tp, p in partitions.items()}
-        slots = in_flight_slots(in_flight, leaders, self.sizes)
-        pending = [PendingPartition(p.target, leaders.get(p.tp, p.leader), p.adding, p.size, p.position)
-                   for p in self.pending]
-        wave = next_wave(pending, slots, self.limits)
+        wave = self.next_wave(in_flight, partitions)
         if not wave:
             return None
         self.waves += 1
@@ -305,14 +307,8 @@ class Pacer:
         throttled, skipped = self._throttle(number, wave, in_flight, partitions)
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal
-        if journal is not None:
-            journal.record(f"wave {number}: submit", "intent", partitions=[str(tp) for tp in sorted(targets)])
-        try:
+        with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
             results = self.port.alter_reassignments(targets)
-        except (KreassignError, KeyboardInterrupt) as exc:
-            if journal is not None:
-                journal.record(f"wave {number}: submit", "failed", error=str(exc) or type(exc).__name__)
-            raise
         errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
         accepted = sorted(tp for tp in targets if tp not in errors)
         if journal is not None:
@@ -337,18 +333,13 @@ class Pacer:
         planned_t = journal.planned_topics if journal is not None else {}
         broker_ops: dict[int, dict[str, str]] = {}
         for b in plan.reassigning_brokers:
-            leader, follower = self.rate_for(b)
-            ops = {k: str(int(v)) for k, v in ((LEADER_RATE, leader), (FOLLOWER_RATE, follower))
-                   if v is not None and planned_b.get(b, {}).get(k) != str(int(v))}
+            ops = {k: v for k, v in rate_configs(*self.rate_for(b)).items() if planned_b.get(b, {}).get(k) != v}
             if ops:
                 broker_ops[b] = ops
         topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if planned_t.get(t) != v}
         if journal is not None:
             self._record_previous(journal, broker_ops, topic_ops)
-            for b, ops in broker_ops.items():
-                journal.planned_brokers.setdefault(b, {}).update(ops)
-            for t, ops in topic_ops.items():
-                journal.planned_topics.setdefault(t, {}).update(ops)
+            journal.plan_configs(broker_ops, topic_ops)
         skipped: dict[int, ApiError] = {}
         if topic_ops:
             journaled_step(journal, f"wave {number}: topic throttles",
@@ -367,7 +358,4 @@ class Pacer:
         assert self.store is not None
         found = inherit_previous(read_throttles(self.port, new_b, new_t),
                                  self.store.journals(journal.cluster_id, open_only=True))
-        for b, keys in found.brokers.items():
-            journal.previous_brokers.setdefault(b, keys)
-        for t, keys in found.topics.items():
-            journal.previous_topics.setdefault(t, keys)
+        journal.remember_previous(found.brokers, found.topics)

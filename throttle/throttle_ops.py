@@ -30,6 +30,7 @@ from kreassign.throttle.configs import (
     TOPIC_THROTTLE_KEYS,
     compute_move_map,
     parse_throttled_replicas,
+    rate_configs,
     reassigning_brokers,
     throttle_plan,
 )
@@ -42,6 +43,7 @@ from kreassign.throttle.ops_throttles import (
     inherit_previous,
     read_throttles,
     restore_ops,
+    restored_values,
 )
 
 UNLIMITED = 1 << 62
@@ -231,8 +233,7 @@ def plan_throttle_set(port: ClusterPort, request: ThrottleSetRequest) -> Throttl
                          f"(live: {','.join(map(str, sorted(live)))})")
     broker_ops: dict[int, dict[str, str]] = {}
     for b in targets:
-        leader, follower = (request.per_broker or {}).get(b, (request.leader_rate, request.follower_rate))
-        ops = {k: str(int(v)) for k, v in ((LEADER_RATE, leader), (FOLLOWER_RATE, follower)) if v is not None}
+        ops = rate_configs(*(request.per_broker or {}).get(b, (request.leader_rate, request.follower_rate)))
         if ops:
             broker_ops[b] = ops
     topic_ops: dict[str, dict[str, str]] = {}
@@ -269,15 +270,7 @@ def journal_for_change(store: JournalStore, change: ThrottleChange, command: str
     if opened:
         journal = opened[0]
         previous = inherit_previous(change.previous, opened)
-        for b, keys in previous.brokers.items():
-            known = journal.previous_brokers.setdefault(b, {})
-            for k, v in keys.items():
-                known.setdefault(k, v)
-        for t, keys in previous.topics.items():
-            journal.previous_topics.setdefault(t, dict(keys))
-        for b in change.previous.unreadable:
-            if b not in journal.previous_brokers and b not in journal.unreadable_brokers:
-                journal.unreadable_brokers.append(b)
+        journal.remember_previous(previous.brokers, previous.topics, change.previous.unreadable)
         return journal
     state = "submitted" if change.in_flight else "running"
     return store.create(
@@ -298,10 +291,7 @@ def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: J
         return ThrottleSetResult(change, dry_run=dry_run)
     journal = journal_for_change(store, change, command) if store is not None else None
     if journal is not None:
-        for b, ops in change.broker_ops.items():
-            journal.planned_brokers.setdefault(b, {}).update(ops)
-        for t, ops in change.topic_ops.items():
-            journal.planned_topics.setdefault(t, {}).update(ops)
+        journal.plan_configs(change.broker_ops, change.topic_ops)
     topics = journaled_step(journal, f"{command}: topic lists", lambda: apply_configs(port, topics=change.topic_ops),
                             topics=sorted(change.topic_ops)) if change.topic_ops else None
     brokers = journaled_step(journal, f"{command}: rates", lambda: apply_configs(port, brokers=change.broker_ops),
@@ -398,8 +388,6 @@ def _clear_some(port: ClusterPort, journals: list[Journal], brokers: Iterable[in
             previous_t.setdefault(t, dict(keys))
     broker_ops, topic_ops = restore_ops(broker_ids, topic_names, previous_brokers=previous_b,
                                         previous_topics=previous_t)
-    restored_b = {b: {k: v for k, v in ops.items() if v is not None} for b, ops in broker_ops.items()}
-    restored_t = {t: {k: v for k, v in ops.items() if v is not None} for t, ops in topic_ops.items()}
     skipped: dict[int, ApiError] = {}
     if not dry_run:
         for journal in journals:
@@ -408,8 +396,8 @@ def _clear_some(port: ClusterPort, journals: list[Journal], brokers: Iterable[in
         apply_configs(port, topics=topic_ops)
         for journal in journals:
             journal.record("throttle clear", "done", skipped=sorted(skipped))
-    clear = ClearResult(tuple(broker_ids), tuple(topic_names), {b: v for b, v in restored_b.items() if v},
-                        {t: v for t, v in restored_t.items() if v}, skipped, dry_run=dry_run)
+    clear = ClearResult(tuple(broker_ids), tuple(topic_names), restored_values(broker_ops),
+                        restored_values(topic_ops), skipped, dry_run=dry_run)
     return ThrottleClearResult((clear,), tuple(j.path for j in journals), in_flight, dry_run)
 
 

@@ -37,7 +37,7 @@ from kreassign.throttle.auto_throttle import (
 from kreassign.throttle.journal import JournalStore
 from kreassign.throttle.live_model import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
 from kreassign.throttle.ops_verify import PartitionStatus, describe_known, partition_states
-from kreassign.throttle.pacing import PaceLimits, Pacer, Wave, in_flight_slots, next_wave
+from kreassign.throttle.pacing import PaceLimits, Pacer, Wave
 from kreassign.throttle.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.throttle.throttle_ops import (
     ThrottleClearResult,
@@ -362,8 +362,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         if request.dry_run:
             in_flight = port.list_reassignments()
             infos = {p.tp: p for p in port.describe_topics(sorted({tp.topic for tp in in_flight}))} if in_flight else {}
-            slots = in_flight_slots(in_flight, {tp: p.leader for tp, p in infos.items()}, loop.pacer.sizes)
-            wave = next_wave(loop.pacer.pending, slots, request.pace)
+            wave = loop.pacer.next_wave(in_flight, infos)
             return WatchResult(ExitStatus.OK, ProgressView(0.0, (), loop.pacer.pending_bytes),
                                first_wave=tuple(p.tp for p in wave))
     polls = 0

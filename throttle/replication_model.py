@@ -13,8 +13,9 @@ A fluid, event-driven model of Kafka's replication path (broker-semantics Part B
   cleared, so a share at or below the write rate never completes.
 
 The core (`simulate`, `lower_bound`) is a pure function of numpy arrays: no pandas, no I/O, and
-no Python loop over moves. Events (completions, starts) are processed in small batches whose
-size `tolerance` bounds, so 100,000 moves take well under the 2 s budget; `tolerance=0` is exact.
+no Python loop over moves. Completions are processed in batches whose size `tolerance` bounds
+(and corrected for the capacity freed inside a batch), so 100,000 moves on 1,000 brokers take
+about a second of CPU (bench/bench_estimate.py); `tolerance=0` processes every event exactly.
 """
 from __future__ import annotations
 
@@ -476,12 +477,14 @@ def _max_min_rates(own: float, shared: list[_Shared], n: int, *, max_sweeps: int
                 if not len(segs):
                     continue
                 dirty[k][:] = False
-                idx, sub_starts = _members(s.starts, s.counts, segs)
-                demand = np.full(len(idx), own)
+                whole = len(segs) == len(s.starts)  # skip the gathers when every segment is dirty
+                idx, sub_starts = (None, s.starts) if whole else _members(s.starts, s.counts, segs)
+                demand = np.full(len(s.seg) if idx is None else len(idx), own)
                 for j in range(len(shared)):
                     if j != k:
-                        np.minimum(demand, levels[j][cross[k][j][idx]], out=demand)
-                new = _water_level(demand, sub_starts, s.counts[segs], s.cap[segs], levels[k][segs])
+                        np.minimum(demand, levels[j][cross[k][j] if idx is None else cross[k][j][idx]], out=demand)
+                new = _water_level(demand, sub_starts, s.counts if whole else s.counts[segs],
+                                   s.cap if whole else s.cap[segs], levels[k][segs])
                 before = levels[k][segs]
                 levels[k][segs] = new
                 moved = _changed(new, before)
@@ -678,6 +681,9 @@ class _Simulation:
         self.touched_out = np.ones(b, bool)
         self.touched_in = np.ones(b, bool)
         self.touched_session = np.ones(len(self.warm_session), bool)
+        fetch = inp.fetch
+        biggest = int(np.bincount(self.session[valid]).max()) if len(valid) else 0
+        self.sessions_may_bind = math.isfinite(fetch.fetcher_bps) and biggest * fetch.partition_bps > fetch.fetcher_bps
         self.last_out = np.zeros(b)
         self.last_in = np.zeros(b)
         self.log: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -765,32 +771,33 @@ class _Simulation:
         return float(self.inp.start_s[later].min()) if later.any() else INF
 
     # -- sharing ---------------------------------------------------------------------------------
-    def rates(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shared]]:
-        """Max-min fair rates of the active moves, what limits each, and its broker position."""
+    def rates(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], list[_Shared]]:
+        """Max-min fair rates of the active moves and, per move, which kind of capacity binds
+        (0: its own fetch limit, k: the k-th of the returned kinds)."""
         inp, n = self.inp, len(act)
-        src, dst = self.src[act], self.dst[act]
-        out_cap, out_leader = inp.out_capacity(self.in_sync_out)
-        in_cap, in_follower = inp.in_capacity(self.in_sync_in)
+        out_cap = inp.out_capacity(self.in_sync_out)[0]
+        in_cap = inp.in_capacity(self.in_sync_in)[0]
         shared: list[_Shared] = []
         kinds: list[str] = []
-        if np.isfinite(out_cap[src]).any():
-            starts, counts = _segments(src)
+        src = self.src[act]
+        starts, counts = _segments(src)
+        if np.isfinite(out_cap[src[starts]]).any():
             seg = np.repeat(np.arange(len(starts)), counts)
             shared.append(_Shared(starts, counts, src[starts], None, seg, out_cap[src[starts]], self.warm_out, self.touched_out))
             kinds.append("out")
-        if np.isfinite(in_cap[dst]).any():
+        by_dst = self.dorder[self.status[self.dorder] == _ACTIVE]
+        keys = self.dst[by_dst]
+        starts, counts = _segments(keys)
+        if np.isfinite(in_cap[keys[starts]]).any():
             local = np.empty(len(self.status), np.int64)
             local[act] = np.arange(n)
-            by_dst = self.dorder[self.status[self.dorder] == _ACTIVE]
-            keys = self.dst[by_dst]
-            starts, counts = _segments(keys)
             order = local[by_dst]
             seg = np.empty(n, np.int64)
             seg[order] = np.repeat(np.arange(len(starts)), counts)
             shared.append(_Shared(starts, counts, keys[starts], order, seg, in_cap[keys[starts]], self.warm_in, self.touched_in))
             kinds.append("in")
         own = inp.fetch.partition_bps
-        if math.isfinite(inp.fetch.fetcher_bps) and n:
+        if self.sessions_may_bind and n:
             sess = self.session[act]
             starts, counts = _segments(sess)
             if counts.max() * own > inp.fetch.fetcher_bps:
@@ -799,19 +806,27 @@ class _Simulation:
                 shared.append(_Shared(starts, counts, sess[starts], None, seg, cap, self.warm_session, self.touched_session))
                 kinds.append("session")
         rate, which = _max_min_rates(own, shared, n)
-        limit = np.full(n, int(Limit.FETCH_PARTITION if math.isfinite(inp.fetch.partition_bps) else Limit.UNLIMITED), np.int8)
-        broker = np.full(n, -1, np.int64)
+        return rate, which, kinds, shared
+
+    def limits(self, moves: np.ndarray, which: np.ndarray, kinds: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """What limits these moves (a Limit code) and the broker position it belongs to."""
+        inp = self.inp
+        default = Limit.FETCH_PARTITION if math.isfinite(inp.fetch.partition_bps) else Limit.UNLIMITED
+        limit = np.full(len(moves), int(default), np.int8)
+        broker = np.full(len(moves), -1, np.int64)
         for k, kind in enumerate(kinds):
             sel = which == k + 1
             if kind == "out":
-                limit[sel] = np.where(out_leader[src[sel]], int(Limit.LEADER_THROTTLE), int(Limit.NETWORK_OUT))
-                broker[sel] = src[sel]
+                leader = inp.out_capacity(self.in_sync_out)[1]
+                limit[sel] = np.where(leader[self.src[moves[sel]]], int(Limit.LEADER_THROTTLE), int(Limit.NETWORK_OUT))
+                broker[sel] = self.src[moves[sel]]
             elif kind == "in":
-                limit[sel] = np.where(in_follower[dst[sel]], int(Limit.FOLLOWER_THROTTLE), int(Limit.NETWORK_IN))
-                broker[sel] = dst[sel]
+                follower = inp.in_capacity(self.in_sync_in)[1]
+                limit[sel] = np.where(follower[self.dst[moves[sel]]], int(Limit.FOLLOWER_THROTTLE), int(Limit.NETWORK_IN))
+                broker[sel] = self.dst[moves[sel]]
             else:
                 limit[sel] = int(Limit.FETCH_RESPONSE)
-        return rate, limit, broker, kinds, shared
+        return limit, broker
 
     # -- the loop ------------------------------------------------------------------------------
     def step_length(self, tau: np.ndarray, t: float, until_start: float) -> float:
@@ -845,7 +860,7 @@ class _Simulation:
                     break
                 t += until_start
                 continue
-            rate, limit, broker, kinds, shared = self.rates(act)
+            rate, which, kinds, shared = self.rates(act)
             self._settle(prev, act, rate, started)
             self._record_remaining(t)
             w, rem = self.w[act], self.rem[act]
@@ -854,15 +869,15 @@ class _Simulation:
             with np.errstate(divide="ignore", invalid="ignore"):
                 tau = np.where(moving, rem / np.where(moving, progress, 1.0), INF)
             if np.isinf(tau.min()) and math.isinf(until_start):
-                self._stall(act, rate, limit, broker, kinds, shared, t)
+                self._stall(act, rate, which, kinds, shared, t)
                 prev = None
                 break
             dt = self.step_length(tau, t, until_start)
             done = tau <= dt * (1 + 1e-12)
             moved = np.where(done, rem + w * np.where(done, tau, 0.0), rate * dt)
             self.rem[act] = np.where(done, 0.0, rem - np.where(np.isfinite(progress), progress, 0.0) * dt)
-            self.limit[act], self.limit_broker[act] = limit, broker
             finished = act[done]
+            self.limit[finished], self.limit_broker[finished] = self.limits(finished, which[done], kinds)
             self.finish[finished] = np.minimum(t + tau[done], self.early[finished])
             self._complete(finished)
             prev = self._step_record(t, dt, act, rate, moved, progress, tau, done)
@@ -935,10 +950,11 @@ class _Simulation:
             prev.moved[i] += extra
         self._record_rates(prev.t, prev.dt, prev.act, prev.moved)
 
-    def _stall(self, act: np.ndarray, rate: np.ndarray, limit: np.ndarray, broker: np.ndarray,
-               kinds: list[str], shared: list[_Shared], t: float) -> None:
+    def _stall(self, act: np.ndarray, rate: np.ndarray, which: np.ndarray, kinds: list[str],
+               shared: list[_Shared], t: float) -> None:
         """Nothing can progress any more: record why, and what each limit would need to be."""
         inp = self.inp
+        limit, broker = self.limits(act, which, kinds)
         self.limit[act], self.limit_broker[act] = limit, broker
         w = self.w[act]
         out_leader = inp.out_capacity(self.in_sync_out)[1]

@@ -2,7 +2,10 @@
 
 Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
 extras on stderr; `--output json` prints one JSON document with a stable schema instead.
-Every command that writes has `--dry-run`. The work is done by `kreassign.throttle.operations`.
+Every command that writes has `--dry-run`. The work is done by `kreassign.throttle.operations`;
+a paced `execute` and `verify --watch` run the watch loop of `kreassign.throttle.watch` and print
+its events as `kreassign watch` does. Tests inject the connection, the clock and the sleeper
+through `watch_cmd.Runtime` (click's obj).
 """
 from __future__ import annotations
 
@@ -13,12 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, output_option
+from kreassign.cli.options import DURATION, RATE, SIZE, output_option
 
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
     from kreassign.throttle.journal import Journal, JournalStore
+    from kreassign.throttle.operations import ExecuteRequest, VerifyRequest
+    from kreassign.throttle.pacing import PaceLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,6 +61,14 @@ def open_port(bootstrap: str | None, command_config: str | None,
                       warn=lambda line: click.echo(f"Warning: {line}", err=True))
 
 
+def _connect(bootstrap: str | None, command_config: str | None,
+             timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
+    """`open_port`, unless tests inject a connection through `watch_cmd.Runtime` (click's obj)."""
+    from kreassign.cli.watch_cmd import connect
+
+    return connect(bootstrap, command_config, timeout_s)
+
+
 def _read_plan(path: str) -> ParsedReassignment:
     from kreassign.cli.kafka_actions import read_text
     from kreassign.cluster.kafka_json import parse_reassignment
@@ -67,6 +80,12 @@ def _store(journal_dir: str | None) -> JournalStore:
     from kreassign.throttle.journal import JournalStore
 
     return JournalStore(journal_dir)
+
+
+def _timing() -> tuple[Callable[[], float], Callable[[float], None]]:
+    from kreassign.cli.watch_cmd import timing
+
+    return timing()
 
 
 def _echo_err(lines: list[str]) -> None:
@@ -90,17 +109,35 @@ def _emit(data: dict[str, Any]) -> None:
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
+@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+              help="Pace the plan: moves each broker sends, and receives, at once.")
+@click.option("--max-inflight-bytes", type=SIZE, default=None, help="Pace the plan: bytes moving at once.")
+@click.option("--order", type=click.Choice(["small-first", "large-first", "plan"]), default=None,
+              help="Pace the plan: which partitions start first (default: the plan's order).")
+@click.option("--interval", type=DURATION, default=None,
+              help="With pacing: time between polls for finished moves (default 10s).")
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
 @output_option
 def execute(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
             journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
-            follower_rate: int | None, log_dir_throttle: int | None, additional: bool, dry_run: bool,
-            output: str) -> int:
-    """Start a reassignment under throttles, recording every step in the execution journal."""
+            follower_rate: int | None, log_dir_throttle: int | None, additional: bool,
+            max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
+            interval: float | None, dry_run: bool, output: str) -> int:
+    """Start a reassignment under throttles, recording every step in the execution journal.
+
+    With --max-moves-per-broker, --max-inflight-bytes or --order the plan is paced: it is
+    submitted in waves, each as earlier moves complete, so the command blocks until every
+    partition has moved, showing progress as `kreassign watch` does (JSON lines with --output
+    json), and then restores the throttles. Ctrl-C stops submitting; running the same command
+    again goes on from the journal. Exit status of a paced run: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import validate_execute_entries
     from kreassign.throttle.operations import ExecuteRequest, apply_execute, prepare_execute
 
+    paced = max_moves_per_broker is not None or max_inflight_bytes is not None or order is not None
+    if interval is not None and not paced:
+        raise click.UsageError("--interval sets the polls of a paced execute: add --max-moves-per-broker, "
+                               "--max-inflight-bytes or --order")
     parsed = _read_plan(plan_file)
     validate_execute_entries(parsed)
     request = ExecuteRequest.from_parsed(
@@ -109,9 +146,16 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
         follower_rate=follower_rate if follower_rate is not None else throttle,
         log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout if timeout is not None else 10.0)
     store = _store(journal_dir)
+    if paced:
+        from kreassign.throttle.pacing import PaceLimits
+
+        limits = PaceLimits(max_moves_per_broker, max_inflight_bytes, order or "plan")  # type: ignore[arg-type]
+        return _execute_paced(request, limits, store, plan_file=plan_file, connection=(
+            bootstrap_server, command_config, timeout), interval_s=interval, dry_run=dry_run, output=output)
     text = output == "text"
     out, err = sys.stdout, sys.stderr
-    with open_port(bootstrap_server, command_config, timeout) as port:
+    clock, sleep = _timing()
+    with _connect(bootstrap_server, command_config, timeout) as port:
         plan = prepare_execute(port, request)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
         if dry_run:
@@ -126,7 +170,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
             if request.throttled:
                 out.write(kafka_live.VERIFY_WARNING + "\n")
         try:
-            result = apply_execute(port, plan, store=store, progress=(
+            result = apply_execute(port, plan, store=store, clock=clock, sleep=sleep, progress=(
                 (lambda event: kafka_live.print_execute_event(event, plan, out, err)) if text else None))
         except KeyboardInterrupt:
             err.write(kafka_live.interrupted_hint(store, plan))
@@ -136,6 +180,42 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
         _emit(result.as_dict())
         return 0 if result.ok else 1
     return kafka_live.finish_execute(result, err)
+
+
+def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalStore, *, plan_file: str,
+                   connection: tuple[str | None, str | None, float | None], interval_s: float | None,
+                   dry_run: bool, output: str) -> int:
+    """Submit the plan wave by wave and watch it to the end (the `watch --pace` loop)."""
+    from kreassign.cli.watch_cmd import echo_first_wave, event_printer
+    from kreassign.cluster.errors import InputError
+    from kreassign.throttle.watch import WatchRequest, watch
+
+    if request.log_dir_rate is not None:
+        raise click.UsageError("a paced execute moves replicas between brokers only: drop --log-dir-throttle, "
+                               "or run the plan without pacing")
+    if request.replica_log_dirs:
+        raise InputError("a paced execute moves replicas between brokers only, and this plan also moves "
+                         "replicas between log dirs: run it without --max-moves-per-broker, "
+                         "--max-inflight-bytes and --order (or drop its log dirs)")
+    watch_request = WatchRequest(targets=request.targets, interval_s=interval_s if interval_s is not None else 10.0,
+                                 pace=limits, leader_rate=request.leader_rate, follower_rate=request.follower_rate,
+                                 additional=request.additional, dry_run=dry_run)
+    clock, sleep = _timing()
+    emit, close = event_printer(output)
+    try:
+        with _connect(*connection) as port:
+            result = watch(port, watch_request, store=store, clock=clock, sleep=sleep, emit=emit)
+    except KeyboardInterrupt:
+        click.echo(f"Interrupted. The waves submitted so far keep moving: run the same command again to submit "
+                   f"the rest, or `kreassign abort -f {plan_file}` to undo.", err=True)
+        raise
+    finally:
+        close()
+    if dry_run:
+        echo_first_wave(result, len(request.targets), output)
+    if result.journal_path is not None:
+        _echo_err([f"Journal: {result.journal_path}"])
+    return int(result.status)
 
 
 def render_would_execute(plan: Any) -> str:
@@ -160,19 +240,31 @@ def render_would_execute(plan: Any) -> str:
 @click.option("--exit-status", is_flag=True, help="Exit with status 3 while partitions or log-dir moves "
               "of the plan are still in progress.")
 @click.option("--dry-run", is_flag=True, help="Report, and say which throttles would be cleared; change nothing.")
+@click.option("--watch", "follow", is_flag=True,
+              help="Keep watching until the plan's moves finish (progress, ETA, stalled moves, as "
+                   "`kreassign watch` shows them), then clear the throttles.")
+@click.option("--interval", type=DURATION, default=None, help="With --watch: time between polls (default 10s).")
 @output_option
 def verify(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
            journal_dir: str | None, plan_file: str, preserve_throttles: bool, exit_status: bool,
-           dry_run: bool, output: str) -> int:
-    """Report a reassignment's progress; once nothing moves, clear throttles (restoring earlier values)."""
+           dry_run: bool, follow: bool, interval: float | None, output: str) -> int:
+    """Report a reassignment's progress; once nothing moves, clear throttles (restoring earlier values).
+
+    With --watch it follows the moves to the end instead of reporting once (JSON lines with
+    --output json). Exit status with --watch: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
     from kreassign.throttle.operations import VerifyRequest
     from kreassign.throttle.operations import verify as run_verify
 
+    if interval is not None and not follow:
+        raise click.UsageError("--interval goes with --watch")
     request = VerifyRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             dry_run=dry_run)
-    with open_port(bootstrap_server, command_config, timeout) as port:
+    if follow:
+        return _verify_watching(request, _store(journal_dir), connection=(bootstrap_server, command_config, timeout),
+                                interval_s=interval if interval is not None else 10.0, output=output)
+    with _connect(bootstrap_server, command_config, timeout) as port:
         result = run_verify(port, request, store=_store(journal_dir))
     if output == "json":
         _emit(result.as_dict())
@@ -185,6 +277,24 @@ def verify(bootstrap_server: str | None, command_config: str | None, timeout: fl
     if exit_status and result.in_progress:
         return int(ExitStatus.IN_PROGRESS)
     return 0 if result.clear is None or result.clear.complete else 1
+
+
+def _verify_watching(request: VerifyRequest, store: JournalStore, *,
+                     connection: tuple[str | None, str | None, float | None], interval_s: float, output: str) -> int:
+    """`verify --watch`: the watch loop over the plan's partitions, then the clear."""
+    from kreassign.cli.watch_cmd import event_printer
+    from kreassign.throttle.watch import watch_plan
+
+    clock, sleep = _timing()
+    with _connect(*connection) as port:
+        emit, close = event_printer(output)
+        try:
+            result = watch_plan(port, request.targets, store=store, clock=clock, sleep=sleep, emit=emit,
+                                interval_s=interval_s, keep_throttles=request.preserve_throttles,
+                                dry_run=request.dry_run)
+        finally:
+            close()
+    return int(result.status)
 
 
 @click.command()
@@ -203,8 +313,9 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
 
     request = CancelRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout if timeout is not None else 10.0, dry_run=dry_run)
-    with open_port(bootstrap_server, command_config, timeout) as port:
-        result = run_cancel(port, request, store=_store(journal_dir))
+    clock, sleep = _timing()
+    with _connect(bootstrap_server, command_config, timeout) as port:
+        result = run_cancel(port, request, store=_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
         return 0 if result.ok and (result.clear is None or result.clear.complete) else 1
@@ -239,7 +350,7 @@ def list_command(bootstrap_server: str | None, command_config: str | None, timeo
     from kreassign.cli import kafka_live
     from kreassign.throttle.operations import list_reassignments
 
-    with open_port(bootstrap_server, command_config, timeout) as port:
+    with _connect(bootstrap_server, command_config, timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
     journals = _store(journal_dir).journals(cluster_id, open_only=True)
@@ -293,7 +404,8 @@ def resume(bootstrap_server: str | None, command_config: str | None, timeout: fl
     from kreassign.throttle.operations import resume_preview
 
     store = _store(journal_dir)
-    with open_port(bootstrap_server, command_config, timeout) as port:
+    clock, sleep = _timing()
+    with _connect(bootstrap_server, command_config, timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         if dry_run:
             steps = resume_preview(journal)
@@ -302,7 +414,7 @@ def resume(bootstrap_server: str | None, command_config: str | None, timeout: fl
             else:
                 click.echo("\n".join(f"Would {s}" for s in steps) if steps else "Nothing to resume.")
             return 0
-        result = run_resume(port, journal)
+        result = run_resume(port, journal, clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -342,10 +454,11 @@ def abort(bootstrap_server: str | None, command_config: str | None, timeout: flo
     from kreassign.throttle.operations import abort as run_abort
 
     store = _store(journal_dir)
-    with open_port(bootstrap_server, command_config, timeout) as port:
+    clock, sleep = _timing()
+    with _connect(bootstrap_server, command_config, timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         result = run_abort(port, journal, preserve_throttles=preserve_throttles, dry_run=dry_run,
-                           timeout_s=timeout if timeout is not None else 10.0)
+                           timeout_s=timeout if timeout is not None else 10.0, clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
         return 0 if result.ok else 1

@@ -22,6 +22,7 @@ from kreassign.cli.options import DURATION, RATE, SIZE, output_option
 if TYPE_CHECKING:
     from kreassign.cluster.port import ClusterPort
     from kreassign.throttle.journal import JournalStore
+    from kreassign.throttle.watch import WatchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
@@ -41,6 +42,14 @@ def runtime() -> Runtime:
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_object(Runtime) if ctx is not None else None
     return obj if obj is not None else Runtime()
+
+
+def timing() -> tuple[Callable[[], float], Callable[[float], None]]:
+    """The clock and the sleeper of a loop: the injected ones, else the real ones."""
+    import time
+
+    rt = runtime()
+    return rt.clock or time.monotonic, rt.sleep or time.sleep
 
 
 def connect(bootstrap: str | None, command_config: str | None, timeout_s: float | None
@@ -185,8 +194,6 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     submits the plan in waves; with --auto-throttle it tunes the rates as it goes.
 
     Exit status: 0 done, 1 error, 3 timed out, 4 a move cannot finish (--fail-on-stall)."""
-    import time
-
     from kreassign.cli.kafka_actions import read_text
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
@@ -226,22 +233,32 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run)
+    clock, sleep = timing()
     emit, close = event_printer(output)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
-            result = run_watch(port, request, store=journal_store(journal_dir), clock=rt.clock or time.monotonic,
-                               sleep=rt.sleep or time.sleep, emit=emit)
+            result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep, emit=emit)
     finally:
         close()
     if dry_run and request.pace is not None:
-        first = [str(tp) for tp in result.first_wave]
-        if output == "json":
-            click.echo(json.dumps({"event": "dry-run", "first_wave": first, "partitions": len(targets or ()),
-                                   "pending_bytes": result.view.pending_bytes}))
-        else:
-            click.echo(f"Would submit {len(targets or ())} partition(s) in waves; the first wave: "
-                       f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
+        echo_first_wave(result, len(targets or ()), output)
     return int(result.status)
+
+
+def echo_first_wave(result: WatchResult, partitions: int, output: str) -> None:
+    """What a paced dry run would submit first."""
+    first = [str(tp) for tp in result.first_wave]
+    if output == "json":
+        click.echo(json.dumps({"event": "dry-run", "first_wave": first, "partitions": partitions,
+                               "pending_bytes": result.view.pending_bytes}))
+    else:
+        click.echo(f"Would submit {partitions} partition(s) in waves; the first wave: "
+                   f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
+
+
+def time_header(scale: float) -> str | None:
+    """The header that says times are not wall-clock times (None on a cluster that runs in real time)."""
+    return None if scale == 1 else f"kreassign watch (sandbox time, x{scale:g})"
 
 
 def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:

@@ -11,7 +11,10 @@ from fake_cluster import FakeCluster, plan_file
 
 from kreassign.cli import ops_cmd
 from kreassign.cli.main import main
+from kreassign.cli.watch_cmd import Runtime
 from kreassign.cluster.model import TopicPartition
+from kreassign.throttle.journal import JournalStore
+from test_throttle_cmd import Ran, invoke
 
 FOO0, BAR0 = TopicPartition("foo", 0), TopicPartition("bar", 0)
 
@@ -155,3 +158,85 @@ def test_missing_bootstrap_server_is_a_clear_error(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("KREASSIGN_BOOTSTRAP_SERVER", raising=False)
     code, _, err = run(capsys, "list")
     assert code == 1 and "no cluster given: use --bootstrap-server" in err
+
+
+class Steps:
+    """Sandbox-free time for the watch loop: each sleep advances the clock, records the moves in
+    flight and completes them, as if they had copied."""
+
+    def __init__(self, fake: FakeCluster) -> None:
+        self.fake, self.now = fake, 0.0
+        self.in_flight: list[set[TopicPartition]] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.in_flight.append(set(self.fake.list_reassignments()))
+        self.now += seconds
+        self.fake.complete()
+
+    def runtime(self) -> Runtime:
+        return Runtime(clock=lambda: self.now, sleep=self.sleep)
+
+
+def events(ran: Ran) -> list[dict[str, object]]:
+    return [json.loads(line) for line in ran.stdout.splitlines()]
+
+
+def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluster, tmp_path: Path) -> None:
+    fake.add_topic("baz", [[1, 2]])
+    fake.broker_configs[2]["leader.replication.throttled.rate"] = "777"  # the operator's own
+    # foo-0 and baz-0 both send from broker 1 (bar-0: 3 sends, 1 receives). One move per broker
+    # each way: baz-0 waits for foo-0.
+    plan = plan_file(tmp_path, {"foo-0": [1, 3], "baz-0": [1, 4], "bar-0": [3, 1]})
+    steps = Steps(fake)
+    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
+                 "--interval", "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime())
+    assert ran.exit_code == 0, ran.output
+    seen = events(ran)
+    waves = [e["partitions"] for e in seen if e["event"] == "wave"]
+    assert waves == [["bar-0", "foo-0"], ["baz-0"]]
+    assert steps.in_flight[0] == {FOO0, BAR0} and steps.now == 10.0  # three polls 5 s apart
+    assert seen[-1]["event"] == "complete" and seen[-1]["mismatched"] == []
+    assert fake.replicas(FOO0) == (1, 3) and fake.replicas(BAR0) == (3, 1)
+    assert fake.broker_configs == {1: {}, 2: {"leader.replication.throttled.rate": "777"}, 3: {}, 4: {}}
+    (journal,) = JournalStore(tmp_path / "j").journals(fake.cluster_id)
+    assert journal.state == "finished" and ran.stderr == f"Journal: {journal.path}\n"
+    assert journal.options["paced"]["max_moves_per_broker"] == 1
+
+
+def test_paced_execute_text_dry_run_and_refusals(fake: FakeCluster, tmp_path: Path) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [2, 4]})
+    ran = invoke(fake, "execute", "-f", plan, "--order", "large-first", "--dry-run",
+                 "--journal-dir", str(tmp_path / "j"), runtime=Steps(fake).runtime())
+    assert (ran.exit_code, ran.stderr) == (0, "")
+    assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: foo-0,foo-1. Nothing was changed.\n"
+    assert fake.list_reassignments() == {} and not (tmp_path / "j").exists()
+    with_dirs = plan_file(tmp_path, {"foo-0": [1, 3]}, name="dirs.json", log_dirs={"foo-0": ["any", "/data/b"]})
+    ran = invoke(fake, "execute", "-f", with_dirs, "--max-inflight-bytes", "1MB")
+    assert ran.exit_code == 1 and "paced execute moves replicas between brokers only" in ran.stderr
+    ran = invoke(fake, "execute", "-f", plan, "--order", "plan", "--log-dir-throttle", "1MB/s")
+    assert ran.exit_code == 2 and "drop --log-dir-throttle" in ran.stderr
+    ran = invoke(fake, "execute", "-f", plan, "--interval", "5s")
+    assert ran.exit_code == 2 and "--interval sets the polls of a paced execute" in ran.stderr
+    assert fake.list_reassignments() == {}
+
+
+def test_verify_watch_follows_the_plan_to_the_end(fake: FakeCluster, tmp_path: Path) -> None:
+    plan = plan_file(tmp_path, {"foo-0": [1, 3]})
+    journals = str(tmp_path / "j")
+    assert invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--journal-dir", journals).exit_code == 0
+    steps = Steps(fake)
+    ran = invoke(fake, "verify", "-f", plan, "--watch", "--interval", "30s", "--preserve-throttles",
+                 "--journal-dir", journals, "-o", "json", runtime=steps.runtime())
+    assert ran.exit_code == 0, ran.output
+    seen = events(ran)
+    assert [e["event"] for e in seen] == ["progress", "progress", "complete"] and steps.now == 30.0
+    assert seen[-1]["throttles_kept"] == "--keep-throttles was given" and fake.broker_configs[1]
+    ran = invoke(fake, "verify", "-f", plan, "--watch", "--journal-dir", journals, runtime=Steps(fake).runtime())
+    assert ran.exit_code == 0, ran.output
+    assert ran.stdout.endswith("All moves finished after 0.0s (0 B copied).\n"  # done already: just the clear
+                               "Cleared broker-level throttles on broker(s) 1,2,3,4\n"
+                               "Cleared topic-level throttles on topic(s) foo\n")
+    assert all(not v for v in fake.broker_configs.values()) and fake.topic_configs["foo"] == {}
+    assert JournalStore(journals).journals(fake.cluster_id)[0].state == "finished"
+    ran = invoke(fake, "verify", "-f", plan, "--interval", "5s")
+    assert ran.exit_code == 2 and "--interval goes with --watch" in ran.stderr

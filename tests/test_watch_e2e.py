@@ -1,4 +1,5 @@
-"""`watch`, `watch --pace` and `throttle set` over TCP against the sandbox, in sandbox time."""
+"""`watch`, `watch --pace`, paced `execute`, `verify --watch` and `throttle set` over TCP against
+the sandbox, in sandbox time."""
 from __future__ import annotations
 
 import dataclasses
@@ -63,13 +64,9 @@ def events(ran: Ran) -> list[dict[str, Any]]:
     return [json.loads(line) for line in ran.stdout.splitlines()]
 
 
-def test_paced_watch_to_completion_restores_throttles(small: SandboxCluster, admin: KafkaAdmin,
-                                                       tmp_path: Path) -> None:
-    admin.incremental_alter_configs({2: {FOLLOWER_RATE: "77000000"}})  # the operator's own
-    plan = tmp_path / "plan.json"
-    targets = plan_moving_second_replica(admin, "t", plan)
-    ran = cli(small, tmp_path / "j", "watch", "--pace", str(plan), "--max-moves-per-broker", "1",
-              "--throttle", "2MB/s", "--interval", "5s", "--timeout", "10m", "--output", "json")
+def paced_to_the_end(ran: Ran, targets: dict[TopicPartition, tuple[int, ...]]) -> None:
+    """The events of a paced run at 2 MB/s and one move per broker, checked: every partition
+    submitted in waves, the throughput bounded, the model's ETA shown, the run complete."""
     assert ran.exit_code == 0, ran.output
     seen = events(ran)
     waves = [e for e in seen if e["event"] == "wave"]
@@ -79,6 +76,16 @@ def test_paced_watch_to_completion_restores_throttles(small: SandboxCluster, adm
     assert all(e["throughput_bps"] <= 8.5 * MB for e in progress)
     assert any(e["eta_model_s"] for e in progress)
     assert seen[-1]["event"] == "complete" and seen[-1]["mismatched"] == []
+
+
+def test_paced_watch_to_completion_restores_throttles(small: SandboxCluster, admin: KafkaAdmin,
+                                                       tmp_path: Path) -> None:
+    admin.incremental_alter_configs({2: {FOLLOWER_RATE: "77000000"}})  # the operator's own
+    plan = tmp_path / "plan.json"
+    targets = plan_moving_second_replica(admin, "t", plan)
+    ran = cli(small, tmp_path / "j", "watch", "--pace", str(plan), "--max-moves-per-broker", "1",
+              "--throttle", "2MB/s", "--interval", "5s", "--timeout", "10m", "--output", "json")
+    paced_to_the_end(ran, targets)
     assert {tp: tuple(p.replicas) for tp, p in ((p.tp, p) for p in admin.describe_topics(["t"]))} == targets
     assert rates(admin) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}}
     assert admin.describe_topic_configs(["t"]).configs["t"]["leader.replication.throttled.replicas"].value in ("", None)
@@ -135,3 +142,35 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         finished = cli(sb, journals, "watch", "--interval", "5s", "--timeout", "10m", "--output", "json")
         assert finished.exit_code == 0, finished.output[-2000:]
         assert rates(admin) == {1: {}, 2: {}, 3: {}}
+
+
+def test_paced_execute_runs_the_plan_to_the_end(small: SandboxCluster, admin: KafkaAdmin, tmp_path: Path) -> None:
+    admin.incremental_alter_configs({3: {LEADER_RATE: "66000000"}})  # the operator's own
+    plan = tmp_path / "plan.json"
+    targets = plan_moving_second_replica(admin, "t", plan)
+    ran = cli(small, tmp_path / "j", "execute", "-f", str(plan), "--max-moves-per-broker", "1",
+              "--throttle", "2MB/s", "--interval", "5s", "--output", "json")
+    paced_to_the_end(ran, targets)
+    assert {p.tp: tuple(p.replicas) for p in admin.describe_topics(["t"])} == targets
+    assert rates(admin) == {1: {}, 2: {}, 3: {LEADER_RATE: "66000000"}, 4: {}}
+    journal = ran.stderr.removeprefix("Journal: ").strip()
+    assert json.loads(Path(journal).read_text())["state"] == "finished"
+
+
+def test_verify_watch_follows_an_execute_to_the_end(small: SandboxCluster, admin: KafkaAdmin, tmp_path: Path) -> None:
+    admin.incremental_alter_configs({2: {FOLLOWER_RATE: "77000000"}})
+    plan = tmp_path / "plan.json"
+    targets = plan_moving_second_replica(admin, "t", plan)
+    journals = tmp_path / "j"
+    started = cli(small, journals, "execute", "-f", str(plan), "--throttle", "5MB/s")
+    assert started.exit_code == 0, started.output
+    assert rates(admin)[1] == {LEADER_RATE: "5000000", FOLLOWER_RATE: "5000000"}
+    ran = cli(small, journals, "verify", "-f", str(plan), "--watch", "--interval", "5s", "--output", "json")
+    assert ran.exit_code == 0, ran.output
+    seen = events(ran)
+    progress = [e for e in seen if e["event"] == "progress"]
+    assert len(progress) >= 2 and progress[0]["fraction"] < 1 and any(e["eta_model_s"] for e in progress)
+    assert seen[-1]["event"] == "complete" and seen[-1]["mismatched"] == []
+    assert {p.tp: tuple(p.replicas) for p in admin.describe_topics(["t"])} == targets
+    assert rates(admin) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}}
+    assert admin.describe_topic_configs(["t"]).configs["t"]["leader.replication.throttled.replicas"].value in ("", None)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import ExitStatus
@@ -190,6 +191,8 @@ class WatchResult:
     polls: int = 0
     first_wave: tuple[TopicPartition, ...] = ()
     """with a pace and `dry_run`: what the first wave would submit"""
+    journal_path: Path | None = None
+    """with a pace: the plan's execution journal"""
 
 
 # ---- the loop ---------------------------------------------------------------------------------
@@ -365,6 +368,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             wave = loop.pacer.next_wave(in_flight, infos)
             return WatchResult(ExitStatus.OK, ProgressView(0.0, (), loop.pacer.pending_bytes),
                                first_wave=tuple(p.tp for p in wave))
+    journal = loop.pacer.journal.path if loop.pacer is not None and loop.pacer.journal is not None else None
     polls = 0
     view = ProgressView(0.0, ())
     while True:
@@ -384,16 +388,16 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         emit(ProgressEvent(now, view, eta, len(poll.in_flight)))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
-            return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls)
+            return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)
         loop.auto_throttle(now, view, live, throttles)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
             done = loop.finish(now, view, poll)
             emit(done)
             status = ExitStatus.ERROR if done.mismatched or (done.clear and not done.clear.complete) else ExitStatus.OK
-            return WatchResult(status, view, tuple(loop.stalls), done.clear, polls)
+            return WatchResult(status, view, tuple(loop.stalls), done.clear, polls, journal_path=journal)
         if request.timeout_s is not None and now >= request.timeout_s - _CLOCK_SLACK:
             emit(TimeoutEvent(now, view))
-            return WatchResult(ExitStatus.IN_PROGRESS, view, tuple(loop.stalls), polls=polls)
+            return WatchResult(ExitStatus.IN_PROGRESS, view, tuple(loop.stalls), polls=polls, journal_path=journal)
         sleep(request.interval_s)
 
 
@@ -401,8 +405,9 @@ def watch_plan(port: ClusterPort, targets: Sequence[PartitionTarget], *, store: 
                clock: Callable[[], float], sleep: Callable[[float], None],
                emit: Callable[[WatchEvent], None] = lambda event: None, interval_s: float = 10.0,
                timeout_s: float | None = None, keep_throttles: bool = False,
-               fail_on_stall: bool = False) -> WatchResult:
-    """`verify --watch`: watch a plan's partitions until they finish, then restore throttles."""
+               fail_on_stall: bool = False, dry_run: bool = False) -> WatchResult:
+    """`verify --watch`: watch a plan's partitions until they finish, then restore throttles
+    (with `dry_run`, say which would be restored)."""
     request = WatchRequest(targets=tuple(targets), interval_s=interval_s, timeout_s=timeout_s,
-                           keep_throttles=keep_throttles, fail_on_stall=fail_on_stall)
+                           keep_throttles=keep_throttles, fail_on_stall=fail_on_stall, dry_run=dry_run)
     return watch(port, request, store=store, clock=clock, sleep=sleep, emit=emit)

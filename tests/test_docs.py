@@ -7,7 +7,7 @@ import click
 import pytest
 
 from kreassign.cli.main import COMMANDS, cli
-from kreassign.cli.manpages import render_all
+from kreassign.cli.manpages import esc, render_all
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def test_every_command_has_help_and_a_man_page(name: str) -> None:
     command = cli.get_command(click.Context(cli), name)
     assert command is not None and command.help, f"{name} has no help text"
     assert f"kreassign-{name}.1" in render_all()
-    assert f"kreassign {name}" in (ROOT / "man" / "kreassign.1").read_text(encoding="utf-8")
+    assert f"kreassign {esc(name)}" in (ROOT / "man" / "kreassign.1").read_text(encoding="utf-8")
 
 
 def test_readme_starts_with_the_two_commands() -> None:

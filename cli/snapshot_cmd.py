@@ -17,7 +17,6 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
              output_file: str, fmt: str | None, no_sizes: bool) -> None:
     """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
     reassignments and throttle configs to a snapshot file. With --snapshot, convert a file."""
-    from kreassign.cli.console import stderr_console
     from kreassign.cluster.snapshot import write_snapshot
     from kreassign.cluster.source import load_cluster_state
     from kreassign.cluster.units import format_bytes
@@ -26,7 +25,7 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
                                command_config=command_config, with_sizes=not no_sizes)
     write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
     facts = state.describe()
-    stderr_console().print(
+    click.echo(
         f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
         f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "
-        f"{len(state.reassignments)} reassignment(s) in flight.")
+        f"{len(state.reassignments)} reassignment(s) in flight.", err=True)

@@ -9,17 +9,23 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+PIPE_WIDTH = 120
+"""Width of tables written to a pipe or file, where no terminal limits the line length."""
+
+
 def stdout_console() -> Console:
-    """Decorated only when stdout is a terminal (piped output stays plain)."""
+    """Decorated only when stdout is a terminal (piped output stays plain and wider)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    width = None if sys.stdout.isatty() else PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    width = None if sys.stderr.isatty() else PIPE_WIDTH
+    return Console(stderr=True, highlight=False, width=width)
 
 
 def emit_json(data: Any) -> None:

@@ -192,12 +192,15 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
 def render_suggestion(s: Suggestion) -> RenderableType:
     table = Table(title=f"Suggested throttles (impact at most {s.max_impact:.0%} of each broker's network)",
                   title_justify="left")
-    for col in ("broker", "capacity in/out", "client in/out", "sends", "receives", "leader rate", "follower rate"):
-        table.add_column(col, justify="right")
+    for col in ("broker", "capacity", "client in", "client out", "sends", "receives", "leader rate",
+                "follower rate"):
+        table.add_column(col, justify="right", no_wrap=True)
     for b in s.brokers:
-        table.add_row(str(b.broker), f"{format_rate(b.capacity_in)}/{format_rate(b.capacity_out)}",
-                      f"{format_rate(b.client_in)}/{format_rate(b.client_out)}", format_bytes(b.sends),
-                      format_bytes(b.receives), format_rate(b.leader_rate) if b.sends else "-",
+        capacity = (format_rate(b.capacity_in) if b.capacity_in == b.capacity_out
+                    else f"{format_rate(b.capacity_in)} in, {format_rate(b.capacity_out)} out")
+        table.add_row(str(b.broker), capacity, format_rate(b.client_in), format_rate(b.client_out),
+                      format_bytes(b.sends), format_bytes(b.receives),
+                      format_rate(b.leader_rate) if b.sends else "-",
                       format_rate(b.follower_rate) if b.receives else "-")
     lines = [f"One rate for every broker: --leader-rate {s.leader_rate} --follower-rate {s.follower_rate} "
              f"({format_rate(s.leader_rate)} / {format_rate(s.follower_rate)}): finishes in {_eta(s.eta_uniform_s)}.",

@@ -20,6 +20,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
+from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
@@ -48,13 +49,17 @@ class SandboxCluster:
         tick: the fixed step of simulated time, in sandbox seconds.
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
+        fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
+
+    Every broker reports the time scale (sandbox seconds per wall second: the speed of a scaled
+    clock, 1 with a manual one) as the read-only config `kreassign.sandbox.time.scale`.
     """
 
     def __init__(self, brokers: int = 6, racks: int = 3, topics: Sequence[TopicSpec] | None = None, *,
                  speed: float = 60.0, clock: Clock | None = None, seed: int = 0, port_base: int = 0,
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
-                 fresh: bool = False) -> None:
+                 fresh: bool = False, fetch: FetchConfig | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if racks < 0:
@@ -77,8 +82,11 @@ class SandboxCluster:
                     raise InputError(f"topic {s.name} wants {s.replication_factor} replicas but the sandbox has "
                                      f"only {brokers} brokers")
             self.engine = Engine(rack_names(brokers, racks), seed=seed, tick=tick, network_bps=network_bps,
-                                 controller=controller)
+                                 controller=controller, fetch=fetch)
             self.engine.add_topics(specs)
+        if fetch is not None:
+            self.engine.set_fetch(fetch)
+        self.engine.time_scale = self.clock.speed if isinstance(self.clock, ScaledClock) else 1.0
         self.clock.reset(self.engine.now)
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
@@ -137,6 +145,12 @@ class SandboxCluster:
         with self.lock:
             self.engine.run_until(self.clock.now() if isinstance(self.clock, ManualClock)
                                   else self.engine.now + seconds)
+
+    def catch_up(self) -> None:
+        """Run the engine up to the clock's time now, as the ticker would on its next beat (tests
+        that drive a `ScaledClock` from an injected monotonic clock call this after moving it)."""
+        with self.lock:
+            self.engine.run_until(self.clock.now())
 
     @property
     def now(self) -> float:

@@ -19,6 +19,10 @@ ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 QUOTA_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
+NUM_REPLICA_FETCHERS = "num.replica.fetchers"
+TIME_SCALE_KEY = "kreassign.sandbox.time.scale"
+"""Not a Kafka config: sandbox seconds per wall second, so that clients measuring rates against
+their own clock can convert (`kreassign watch` reads it; real brokers never report it)."""
 
 # LogConfig entries a topic describes (name -> type, default).
 TOPIC_CONFIGS: dict[str, tuple[ConfigType, str]] = {
@@ -38,7 +42,7 @@ TOPIC_CONFIGS: dict[str, tuple[ConfigType, str]] = {
     "unclean.leader.election.enable": (ConfigType.BOOLEAN, "false"),
 }
 
-# Broker configs every broker reports (name -> type, value); `{id}` and `{dir}` are filled in.
+# Broker configs every broker reports (name -> type, value); the engine fills in the fields.
 BROKER_STATIC: dict[str, tuple[ConfigType, str]] = {
     "auto.leader.rebalance.enable": (ConfigType.BOOLEAN, "true"),
     "broker.id": (ConfigType.INT, "{id}"),
@@ -49,19 +53,20 @@ BROKER_STATIC: dict[str, tuple[ConfigType, str]] = {
     "node.id": (ConfigType.INT, "{id}"),
     "num.io.threads": (ConfigType.INT, "8"),
     "num.network.threads": (ConfigType.INT, "3"),
-    "num.replica.fetchers": (ConfigType.INT, "1"),
+    NUM_REPLICA_FETCHERS: (ConfigType.INT, "{fetchers}"),
     "process.roles": (ConfigType.LIST, "broker,controller"),
-    "replica.fetch.max.bytes": (ConfigType.INT, "1048576"),
-    "replica.fetch.response.max.bytes": (ConfigType.INT, "10485760"),
+    "replica.fetch.max.bytes": (ConfigType.INT, "{fetch_max}"),
+    "replica.fetch.response.max.bytes": (ConfigType.INT, "{response_max}"),
     "replica.lag.time.max.ms": (ConfigType.LONG, "30000"),
     "replication.quota.window.num": (ConfigType.INT, "11"),
     "replication.quota.window.size.seconds": (ConfigType.INT, "1"),
     "unclean.leader.election.enable": (ConfigType.BOOLEAN, "false"),
+    TIME_SCALE_KEY: (ConfigType.DOUBLE, "{scale}"),
 }
 # Keys of BROKER_STATIC that DynamicBrokerConfig lets you change at run time.
 BROKER_DYNAMIC = frozenset({
     "message.max.bytes", "min.insync.replicas", "num.io.threads", "num.network.threads",
-    "num.replica.fetchers", "unclean.leader.election.enable", "log.retention.hours",
+    NUM_REPLICA_FETCHERS, "unclean.leader.election.enable", "log.retention.hours",
 })
 
 _THROTTLED_ITEM = re.compile(r"^([0-9]+:[0-9]+)?$")
@@ -158,6 +163,10 @@ class ConfigStore:
         """A broker's effective replication rate in bytes/s (infinite when unset, like Long.MAX_VALUE)."""
         value = self.broker.get(broker_id, {}).get(key, self.broker_default.get(key))
         return float("inf") if value is None else float(int(value))
+
+    def dynamic(self, broker_id: int, key: str) -> str | None:
+        """A broker's dynamic value of `key` (its own, else the cluster default), None if unset."""
+        return self.broker.get(broker_id, {}).get(key, self.broker_default.get(key))
 
     def throttled(self, topic: str, key: str) -> ThrottledReplicas:
         return parse_throttled(self.topic.get(topic, {}).get(key))

@@ -22,6 +22,7 @@ from typing import Any
 from kreassign.cluster.errors import InputError
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS
+from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.topics import parse_topic_spec
 
 PID_FILE = "sandbox.json"
@@ -48,12 +49,30 @@ class SandboxOptions:
     network_bps: float = DEFAULT_NETWORK_BPS
     describe_cluster_v0_only: bool = False
     fresh: bool = False
+    fetch_max_bytes: int = FetchConfig.partition_max_bytes
+    fetch_response_max_bytes: int = FetchConfig.response_max_bytes
+    num_replica_fetchers: int = FetchConfig.num_fetchers
+    fetch_round_s: float = FetchConfig.round_s
+
+    @property
+    def fetch(self) -> FetchConfig:
+        """The follower fetch limits (Kafka's replica.fetch.* configs), checked.
+
+        Raises:
+            InputError: a size or thread count below 1, or a negative fetch round.
+        """
+        try:
+            return FetchConfig(self.fetch_max_bytes, self.fetch_response_max_bytes, self.num_replica_fetchers,
+                               self.fetch_round_s)
+        except ValueError as exc:
+            raise InputError(f"{exc}: check the fetch options of the sandbox") from exc
 
     def build(self, state_dir: Path | None) -> SandboxCluster:
         specs = None if self.topics is None else [parse_topic_spec(t) for t in self.topics]
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
                               port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
-                              describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh)
+                              describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
+                              fetch=self.fetch)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import numpy as np
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
 from kreassign.sandbox import codes
 from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
+from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.replication import Replication
 from kreassign.sandbox.state import NO_LEADER, BrokerState, PartitionState, TopicState
 from kreassign.sandbox.topics import TopicSpec, assign_replicas, partition_loads
@@ -36,12 +37,16 @@ class ReplicaLogInfo:
 
 
 class Engine:
-    """A simulated Kafka cluster driven by `advance(seconds)` in fixed ticks."""
+    """A simulated Kafka cluster driven by `advance(seconds)` in fixed ticks.
+
+    `fetch` holds the follower fetch limits (Kafka's defaults unless given); `time_scale` is what
+    the brokers advertise as sandbox seconds per wall second (the cluster sets it from its clock).
+    """
 
     def __init__(self, brokers: Mapping[int, str | None], *, seed: int = 0, tick: float = 0.1,
                  network_bps: float = DEFAULT_NETWORK_BPS, disk_bytes: int = DEFAULT_DISK_BYTES,
                  log_dirs_per_broker: int = 1, cluster_id: str | None = None,
-                 controller: int | None = None) -> None:
+                 controller: int | None = None, fetch: FetchConfig | None = None) -> None:
         if not brokers:
             raise ValueError("a cluster needs at least one broker")
         self.seed = seed
@@ -59,8 +64,10 @@ class Engine:
         self.log_end = np.zeros(0)
         self.produce_bps = np.zeros(0)
         self.configs = ConfigStore()
-        self.replication = Replication(list(self.brokers), network_bps=network_bps)
+        self.fetch = fetch if fetch is not None else FetchConfig()
+        self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0
+        self.time_scale = 1.0
 
     # ---- cluster facts ----------------------------------------------------------------
     @property
@@ -83,8 +90,10 @@ class Engine:
         return t.partitions[index] if t is not None and 0 <= index < len(t.partitions) else None
 
     def static_broker_configs(self, broker_id: int) -> dict[str, str]:
-        dirs = ",".join(self.brokers[broker_id].log_dirs)
-        return {k: v.format(id=broker_id, dir=dirs) for k, (_, v) in BROKER_STATIC.items()}
+        fields = {"id": broker_id, "dir": ",".join(self.brokers[broker_id].log_dirs), "scale": f"{self.time_scale:g}",
+                  "fetch_max": self.fetch.partition_max_bytes, "response_max": self.fetch.response_max_bytes,
+                  "fetchers": self.fetch.num_fetchers}
+        return {k: v.format(**fields) for k, (_, v) in BROKER_STATIC.items()}
 
     def _dirty(self) -> None:
         self.replication.flush()
@@ -292,6 +301,8 @@ class Engine:
         else:
             pairs = [(t, i) for t, idx in wanted.items() for i in idx]
         out: list[tuple[str, int, int, str | None]] = []
+        code: int
+        msg: str | None
         for topic, index in pairs:
             p = self.partition(topic, index)
             if p is None:
@@ -397,6 +408,11 @@ class Engine:
         """Throttle configs may have changed: rebuild the flow table on the next tick."""
         self._dirty()
 
+    def set_fetch(self, fetch: FetchConfig) -> None:
+        """Change the follower fetch limits (a start-up option, like the network capacity)."""
+        self._dirty()
+        self.fetch = self.replication.fetch = fetch
+
     # ---- log dirs ------------------------------------------------------------------------------
     def replica_size(self, p: PartitionState, broker_id: int) -> int:
         if broker_id in p.lagging:
@@ -454,6 +470,7 @@ class Engine:
         return {
             "format": "kreassign-sandbox/1", "seed": self.seed, "tick": self.tick, "now": self.now,
             "network_bps": self.network_bps, "disk_bytes": self.disk_bytes, "cluster_id": self.cluster_id,
+            "fetch": self.fetch.to_json(),
             "controller": self.preferred_controller, "completed_moves": self.completed_moves,
             "brokers": [b.to_json() for b in self.brokers.values()],
             "topics": [{"name": t.name, "id": str(t.topic_id),
@@ -470,7 +487,8 @@ class Engine:
         brokers = [BrokerState.from_json(b) for b in data["brokers"]]
         engine = cls({b.id: b.rack for b in brokers}, seed=int(data["seed"]), tick=float(data["tick"]),
                      network_bps=float(data["network_bps"]), disk_bytes=int(data["disk_bytes"]),
-                     cluster_id=data["cluster_id"], controller=data.get("controller"))
+                     cluster_id=data["cluster_id"], controller=data.get("controller"),
+                     fetch=FetchConfig.from_json(data.get("fetch")))
         engine.brokers = {b.id: b for b in brokers}
         engine.now = float(data["now"])
         engine.completed_moves = int(data.get("completed_moves", 0))

@@ -77,7 +77,7 @@ def metadata(ctx: Context, v: int, req: Any) -> Any:
     by_id = {t.topic_id: t for t in eng.topics.values()}
     topics = []
     for name, topic_id in names:
-        topic = eng.topics.get(name) if name is not None else by_id.get(topic_id)
+        topic = eng.topics.get(name) if name is not None else by_id.get(topic_id) if topic_id is not None else None
         if topic is None:
             topics.append(T(version=v, error_code=codes.UNKNOWN_TOPIC_OR_PARTITION, name=name,
                             topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=[]))
@@ -141,6 +141,8 @@ def create_topics(ctx: Context, v: int, req: Any) -> Any:
     out = []
     seen = [t.name for t in req.topics]
     dups = {n for n in seen if seen.count(n) > 1}
+    code: int
+    msg: str | None
     for t in req.topics:
         if not ctx.is_controller:
             code, msg = codes.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE

@@ -93,6 +93,8 @@ def _alter_configs(ctx: Context, v: int, req: Any, incremental: bool) -> Any:
     validate_only = bool(req.validate_only)
     out = []
     changed = False
+    code: int
+    msg: str | None
     for r in req.resources:
         names = [c.name for c in r.configs]
         if seen[(r.resource_type, r.resource_name)] > 1:

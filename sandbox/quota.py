@@ -52,7 +52,8 @@ class SampledRates:
         live = np.isfinite(self.last)
         oldest = np.where(live, self.start, np.inf).min(axis=1)
         elapsed = np.where(np.isfinite(oldest), now - oldest, 0.0)
-        return self.value.sum(axis=1) / np.maximum(elapsed, self.window)
+        rates: np.ndarray = self.value.sum(axis=1) / np.maximum(elapsed, self.window)
+        return rates
 
     def exceeded(self, bounds: np.ndarray, now: float) -> np.ndarray:
         """True where the measured rate is above the bound (`Quota.acceptable` is `<=`)."""

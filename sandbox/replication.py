@@ -13,6 +13,11 @@ KIP-73 rules modelled (broker-semantics Part B §2–§3):
   no bytes that tick; otherwise they copy as fast as the network allows;
 * bytes are recorded after the transfer: the leader counts every byte it sent for throttled
   partitions (in-sync followers included), the follower every byte it appended for them.
+
+Fetch limits (Part B §2.6, `kreassign.sandbox.fetch`): per tick a flow copies at most
+`replica.fetch.max.bytes` per fetch round, and the flows of one fetcher session (leader,
+follower, fetcher thread) share `replica.fetch.response.max.bytes` per round, as the replication
+model's fetch limits do. In-sync replication is left out of the sessions, as in the model.
 """
 from __future__ import annotations
 
@@ -21,7 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, ConfigStore
+from kreassign.sandbox.configs import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    NUM_REPLICA_FETCHERS,
+    ConfigStore,
+)
+from kreassign.sandbox.fetch import FetchConfig, fetcher_id
 from kreassign.sandbox.quota import SampledRates
 from kreassign.sandbox.state import BrokerState, PartitionState
 
@@ -37,6 +50,8 @@ class FlowTable:
     row: np.ndarray           # partition row per flow
     src: np.ndarray           # leader position per flow
     dst: np.ndarray           # follower position per flow
+    session: np.ndarray       # fetcher session (leader, follower, fetcher thread) per flow
+    n_sessions: int
     size: np.ndarray          # bytes the follower holds
     leader_throttled: np.ndarray
     follower_throttled: np.ndarray
@@ -52,11 +67,12 @@ class FlowTable:
 class Replication:
     """Per-broker quota windows and the flow table; `step` advances one tick."""
 
-    def __init__(self, broker_ids: Sequence[int], *, network_bps: float, samples: int = 11,
-                 window: float = 1.0) -> None:
+    def __init__(self, broker_ids: Sequence[int], *, network_bps: float, fetch: FetchConfig | None = None,
+                 samples: int = 11, window: float = 1.0) -> None:
         self.broker_ids = list(broker_ids)
         self.pos = {b: i for i, b in enumerate(self.broker_ids)}
         self.network_bps = network_bps
+        self.fetch = fetch if fetch is not None else FetchConfig()
         # rows 0..n-1: leader-side quota of each broker; rows n..2n-1: follower-side quota
         self.rates = SampledRates(2 * len(self.broker_ids), samples=samples, window=window)
         self.table: FlowTable | None = None
@@ -121,10 +137,12 @@ class Replication:
                     if ft:
                         fq_isr[fi] += rate
         broker_arr = np.array(fb, dtype=np.int64)
+        src = np.array([self.pos[p.leader] for p in parts], dtype=np.int64)
+        dst = np.array([self.pos[b] for b in fb], dtype=np.int64)
+        session, n_sessions = self._sessions(parts, fb, src, dst, configs)
         self.table = FlowTable(
-            part=parts, broker=broker_arr, row=np.array(rows, dtype=np.int64),
-            src=np.array([self.pos[p.leader] for p in parts], dtype=np.int64),
-            dst=np.array([self.pos[b] for b in fb], dtype=np.int64),
+            part=parts, broker=broker_arr, row=np.array(rows, dtype=np.int64), src=src, dst=dst,
+            session=session, n_sessions=n_sessions,
             size=np.array([p.lagging[b] for p, b in zip(parts, fb)], dtype=np.float64),
             leader_throttled=np.array(lthr, dtype=bool), follower_throttled=np.array(fthr, dtype=bool),
             growing=growing, out_isr_bps=out_isr, in_isr_bps=in_isr, leader_quota_isr_bps=lq_isr,
@@ -134,6 +152,22 @@ class Replication:
             index={(r, b): i for i, (r, b) in enumerate(zip(rows, fb))},
         )
         return self.table
+
+    def _sessions(self, parts: Sequence[PartitionState], followers: Sequence[int], src: np.ndarray,
+                  dst: np.ndarray, configs: ConfigStore) -> tuple[np.ndarray, int]:
+        """Number the fetcher sessions: one per (leader, follower, fetcher thread of the follower)."""
+        if not parts:
+            return np.zeros(0, dtype=np.int64), 0
+        threads = {b: self.num_fetchers(b, configs) for b in set(followers)}
+        fid = np.array([fetcher_id(p.topic, p.index, threads[b]) for p, b in zip(parts, followers)], dtype=np.int64)
+        key = (src * len(self.broker_ids) + dst) * max(threads.values()) + fid
+        uniq, session = np.unique(key, return_inverse=True)
+        return session.astype(np.int64), len(uniq)
+
+    def num_fetchers(self, broker_id: int, configs: ConfigStore) -> int:
+        """A follower's `num.replica.fetchers`: its dynamic value if set (per broker or cluster-wide)."""
+        value = configs.dynamic(broker_id, NUM_REPLICA_FETCHERS)
+        return max(int(value), 1) if value is not None else self.fetch.num_fetchers
 
     def step(self, log_end: np.ndarray, produce_bps: np.ndarray, now: float, dt: float,
              rebuild: Callable[[], FlowTable]) -> list[tuple[PartitionState, int]]:
@@ -150,10 +184,12 @@ class Replication:
         if len(t.row):
             want = log_end[t.row] - t.size
             blocked = (t.leader_throttled & leader_over[t.src]) | (t.follower_throttled & follower_over[t.dst])
-            want = np.where(blocked, 0.0, np.maximum(want, 0.0))
+            rounds = self.fetch.rounds(dt)
+            want = np.where(blocked, 0.0, np.clip(want, 0.0, self.fetch.partition_max_bytes * rounds))
             cap_out = np.maximum(self.network_bps - t.out_isr_bps, 0.0) * dt
             cap_in = np.maximum(self.network_bps - t.in_isr_bps, 0.0) * dt
-            grant = _water_fill(want, t.src, t.dst, cap_out, cap_in, nb)
+            cap_session = np.full(t.n_sessions, self.fetch.response_max_bytes * rounds)
+            grant = _water_fill(want, (t.src, t.dst, t.session), (cap_out, cap_in, cap_session))
             t.size += grant
             lrec = lrec + np.bincount(t.src, weights=grant * t.leader_throttled, minlength=nb)
             frec = frec + np.bincount(t.dst, weights=grant * t.follower_throttled, minlength=nb)
@@ -163,27 +199,31 @@ class Replication:
         return caught
 
 
-def _water_fill(want: np.ndarray, src: np.ndarray, dst: np.ndarray, cap_out: np.ndarray,
-                cap_in: np.ndarray, nb: int, rounds: int = 3) -> np.ndarray:
-    """Share each broker's send and receive capacity equally among its flows, re-offering what
-    a flow could not use for a few rounds (close to max-min fair, and cheap)."""
+def _water_fill(want: np.ndarray, members: tuple[np.ndarray, ...], caps: tuple[np.ndarray, ...],
+                rounds: int = 8) -> np.ndarray:
+    """Share each resource (a broker's send or receive capacity, a fetcher session's response
+    size) equally among the flows that use it, re-offering what a flow could not use for a few
+    rounds (progressive filling: close to max-min fair, and cheap)."""
     grant = np.zeros_like(want)
     want = want.copy()
-    out_left = cap_out.copy()
-    in_left = cap_in.copy()
+    left = [c.astype(np.float64) for c in caps]
     for _ in range(rounds):
         active = want > 0
         if not active.any():
             break
-        n_out = np.bincount(src[active], minlength=nb)
-        n_in = np.bincount(dst[active], minlength=nb)
-        share = np.minimum(out_left[src] / np.maximum(n_out[src], 1), in_left[dst] / np.maximum(n_in[dst], 1))
-        g = np.where(active, np.minimum(want, share), 0.0)
+        share = want.copy()
+        for idx, room in zip(members, left):
+            n = np.bincount(idx[active], minlength=len(room))
+            np.minimum(share, room[idx] / np.maximum(n[idx], 1), out=share)
+        g = np.where(active, np.maximum(share, 0.0), 0.0)
         grant += g
         want -= g
-        out_left -= np.bincount(src, weights=g, minlength=nb)
-        in_left -= np.bincount(dst, weights=g, minlength=nb)
-        # another round only helps a flow that still wants bytes while both its ends have room
-        if not np.any((want > 0) & (out_left[src] > 1e-9) & (in_left[dst] > 1e-9)):
+        for idx, room in zip(members, left):
+            room -= np.bincount(idx, weights=g, minlength=len(room))
+        # another round only helps a flow that still wants bytes while all its resources have room
+        still = want > 1e-9
+        for idx, room in zip(members, left):
+            still &= room[idx] > 1e-9
+        if not still.any():
             break
     return grant

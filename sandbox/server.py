@@ -40,7 +40,7 @@ class SandboxServer:
 
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
-                 on_save: Callable[[], None] | None = None, save_every: float = 2.0) -> None:
+                 on_save: Callable[[], object] | None = None, save_every: float = 2.0) -> None:
         self.engine = engine
         self.lock = lock
         self.clock = clock

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -266,18 +267,29 @@ def test_bytes_are_conserved(inp: ModelInput) -> None:
 
 
 # ---- cross-check with the sandbox's broker emulation -----------------------------------------
-CROSS_MOVES = [  # (leader, new replica, size, write rate): leaders keep their partitions
+Move = tuple[int, int, float, float]
+CROSS_MOVES: list[Move] = [  # (leader, new replica, size, write rate): leaders keep their partitions
     (1, 2, 300 * MB, 0.0), (1, 3, 600 * MB, 1 * MB), (2, 3, 400 * MB, 0.0), (4, 3, 200 * MB, 2 * MB)]
+# Unthrottled catch-up of many partitions on one follower: 30 from broker 1 share one fetcher
+# session, 5 from broker 2 another; broker 3 sends 4 more to broker 4 over the network alone.
+FAN_IN_MOVES: list[Move] = ([(1, 5, (100 + 17 * i) * MB, 0.0) for i in range(30)]
+                            + [(2, 5, (200 + 90 * i) * MB, 0.0) for i in range(5)]
+                            + [(3, 4, (500 + 250 * i) * MB, 0.0) for i in range(4)])
 
 
-def sandbox_completion_times(leader_rate: float, follower_rate: float, network: float) -> np.ndarray:
-    """Run the moves on the sandbox engine (Kafka's inclusion-based KIP-73 rules, virtual time)."""
+def sandbox_completion_times(leader_rate: float, follower_rate: float, network: float,
+                             moves: Sequence[Move] = CROSS_MOVES, fetch: FetchLimits | None = None) -> np.ndarray:
+    """Run the moves on the sandbox engine (Kafka's inclusion-based KIP-73 rules and fetch limits,
+    virtual time stepped by hand), with the model's fetch limits (default: Kafka's)."""
     from kreassign.sandbox.codes import AlterOp
     from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
     from kreassign.sandbox.engine import Engine
+    from kreassign.sandbox.fetch import FetchConfig
 
-    moves = CROSS_MOVES
-    engine = Engine({b: None for b in (1, 2, 3, 4)}, network_bps=network)
+    f = fetch if fetch is not None else FetchLimits()
+    engine = Engine({b: None for b in sorted({b for m in moves for b in m[:2]})}, network_bps=network,
+                    fetch=FetchConfig(int(f.partition_max_bytes), int(f.response_max_bytes), f.num_fetchers,
+                                      f.round_trip_s))
     assert engine.create_topic("t", assignments={i: [m[0]] for i, m in enumerate(moves)},
                                sizes=[m[2] for m in moves], rates=[m[3] for m in moves]) == (0, None)
     for b in engine.brokers:
@@ -293,7 +305,7 @@ def sandbox_completion_times(leader_rate: float, follower_rate: float, network: 
     for i, m in enumerate(moves):
         assert engine.alter_reassignment("t", i, [m[0], m[1]]) == (0, None)
     measured = np.full(len(moves), math.inf)
-    while np.isinf(measured).any() and engine.now < 1000:
+    while np.isinf(measured).any() and engine.now < 2000:
         engine.advance(0.25)
         for i in range(len(moves)):
             if math.isinf(measured[i]) and not engine.rows[i].reassigning:
@@ -314,7 +326,34 @@ def test_model_reproduces_the_sandbox_within_10_percent(leader_rate: float, foll
     predicted = simulate(ModelInput.build(
         broker_ids=[1, 2, 3, 4], source=[x[0] for x in m], dest=[x[1] for x in m], bytes=[x[2] for x in m],
         write_bps=[x[3] for x in m], leader_rate=leader_rate, follower_rate=follower_rate,
-        network_in=network, network_out=network, fetch=NO_FETCH_LIMITS)).finish_s
+        network_in=network, network_out=network, fetch=FetchLimits())).finish_s
     assert predicted.max() == pytest.approx(measured.max(), rel=0.10)
     if per_move:
         assert predicted == pytest.approx(measured, rel=0.10)
+
+
+@pytest.mark.parametrize("fetch, network, bound", [
+    # 20 MiB/s a partition, 200 MiB/s a session: broker 1's session and broker 2's partitions bind
+    (FetchLimits(round_trip_s=0.05), 400 * MB, {Limit.FETCH_RESPONSE, Limit.FETCH_PARTITION}),
+    # Kafka's defaults (100 MiB/s a partition, 1000 MiB/s a session): broker 5's network in binds
+    (FetchLimits(), 300 * MB, {Limit.NETWORK_IN, Limit.FETCH_PARTITION}),
+    # two fetcher threads on each follower split broker 1's partitions between two sessions
+    (FetchLimits(num_fetchers=2, round_trip_s=0.1), 1000 * MB, {Limit.FETCH_RESPONSE, Limit.FETCH_PARTITION}),
+])
+def test_model_reproduces_unthrottled_catch_up_bounded_by_fetch_limits(fetch: FetchLimits, network: float,
+                                                                       bound: set[Limit]) -> None:
+    m = FAN_IN_MOVES
+    measured = sandbox_completion_times(math.inf, math.inf, network, moves=m, fetch=fetch)
+    state = ClusterState.from_partitions([Broker(b, None) for b in (1, 2, 3, 4, 5)],
+                                         [PartitionInfo("t", i, (x[0],), x[0], (x[0],), int(x[2]), 0.0)
+                                          for i, x in enumerate(m)])
+    result = simulate(ModelInput.build(
+        broker_ids=[1, 2, 3, 4, 5], source=[x[0] for x in m], dest=[x[1] for x in m], bytes=[x[2] for x in m],
+        fetcher=fetcher_ids(state, np.arange(len(m)), fetch.num_fetchers), network_in=network,
+        network_out=network, fetch=fetch), tolerance=0.0)
+    assert {Limit(v) for v in result.limit} >= bound
+    assert result.finish_s == pytest.approx(measured, rel=0.10)
+    # without the fetch limits the sandbox would be far off: they, not the network, decide
+    if Limit.FETCH_RESPONSE in bound:
+        unlimited = sandbox_completion_times(math.inf, math.inf, network, moves=m, fetch=NO_FETCH_LIMITS)
+        assert unlimited.max() < 0.8 * measured.max()

@@ -8,8 +8,16 @@ import pytest
 
 from kreassign.sandbox import codes
 from kreassign.sandbox.codes import AlterOp
-from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kreassign.sandbox.configs import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    NUM_REPLICA_FETCHERS,
+    TIME_SCALE_KEY,
+)
 from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.fetch import NO_FETCH_LIMITS, FetchConfig, fetcher_id, java_string_hash
 from kreassign.sandbox.quota import SampledRates
 
 MB = 1_000_000
@@ -318,3 +326,90 @@ def test_simple_rate_divides_by_elapsed_with_a_one_window_floor() -> None:
     rates.record(np.array([5.0]), 2.0)
     assert rates.rates(4.0)[0] == pytest.approx(10.0 / 4.0)
     assert rates.rates(40.0)[0] == 0.0                     # purged after 11 idle windows
+
+
+# ---- fetch limits (broker-semantics Part B §2.6) -----------------------------------------------------
+MiB = 1024 * 1024
+
+
+def fan_in(partitions: int, size: float, *, fetch: FetchConfig | None = None, leaders: int = 1,
+           network_bps: float = 1e12) -> Engine:
+    """`partitions` partitions spread over leaders 1..`leaders`, all moving to broker 9, by default
+    on a network fast enough that only the fetch limits bound the copying."""
+    engine = Engine({**{b: None for b in range(1, leaders + 1)}, 9: None}, network_bps=network_bps, fetch=fetch)
+    engine.create_topic("t", assignments={i: [i % leaders + 1] for i in range(partitions)}, sizes=[size] * partitions)
+    for i in range(partitions):
+        assert engine.alter_reassignment("t", i, [i % leaders + 1, 9]) == (0, None)
+    return engine
+
+
+def seconds_until_done(engine: Engine, limit: float = 600.0) -> float:
+    start = engine.now
+    while any(p.reassigning for p in engine.rows) and engine.now - start < limit:
+        engine.advance(engine.tick)
+    return engine.now - start
+
+
+def test_one_partition_copies_at_most_fetch_max_bytes_per_round() -> None:
+    # 1 MiB per 10 ms round: 100 MiB/s, however fast the network
+    assert seconds_until_done(fan_in(1, 300 * MiB)) == pytest.approx(3.0, rel=0.05)
+
+
+def test_many_partitions_on_one_fetcher_share_the_response_limit() -> None:
+    # 40 lagging partitions could take 40 MiB per round, but a response carries 10 MiB: 1000 MiB/s
+    assert seconds_until_done(fan_in(40, 50 * MiB)) == pytest.approx(40 * 50 / 1000, rel=0.05)
+
+
+def test_each_leader_is_a_separate_fetcher_session() -> None:
+    # one fetcher thread per source broker: two leaders give the follower twice the response bytes
+    assert seconds_until_done(fan_in(40, 50 * MiB, leaders=2)) == pytest.approx(40 * 50 / 2000, rel=0.05)
+
+
+def test_more_fetcher_threads_split_the_partitions_by_kafkas_hash() -> None:
+    engine = fan_in(40, 50 * MiB)
+    ops = [(NUM_REPLICA_FETCHERS, AlterOp.SET, "2")]
+    assert engine.configs.incremental_alter_broker(9, engine.static_broker_configs(9), ops, False) == (0, None)
+    engine.config_changed()
+    threads = [fetcher_id("t", i, 2) for i in range(40)]
+    assert threads.count(0) == threads.count(1) == 20
+    assert seconds_until_done(engine) == pytest.approx(40 * 50 / 2000, rel=0.05)
+
+
+def test_fetch_limits_are_configurable_and_reported_as_static_broker_configs() -> None:
+    fetch = FetchConfig(partition_max_bytes=2 * MiB, response_max_bytes=4 * MiB, num_fetchers=3, round_s=0.05)
+    engine = fan_in(4, 20 * MiB, fetch=fetch)
+    static = engine.static_broker_configs(9)
+    assert (static["replica.fetch.max.bytes"], static["replica.fetch.response.max.bytes"],
+            static[NUM_REPLICA_FETCHERS], static[TIME_SCALE_KEY]) == (str(2 * MiB), str(4 * MiB), "3", "1")
+    # 2 MiB per 50 ms round is 40 MiB/s a partition; with 3 threads no response limit binds
+    threads = [fetcher_id("t", i, 3) for i in range(4)]
+    assert max(threads.count(k) for k in range(3)) * 2 <= 4
+    assert seconds_until_done(engine) == pytest.approx(20 / 40, abs=engine.tick)
+    assert Engine.from_json(json.loads(json.dumps(engine.to_json()))).fetch == fetch
+
+
+def test_without_fetch_limits_only_the_network_bounds_catch_up() -> None:
+    engine = fan_in(40, 50 * MiB, fetch=NO_FETCH_LIMITS, network_bps=4000 * MiB)
+    assert seconds_until_done(engine) == pytest.approx(40 * 50 / 4000, rel=0.05)
+
+
+@pytest.mark.parametrize("text, expected", [("", 0), ("t", 116), ("hello", 99162322),
+                                            ("payments-eu", None), ("żółw", None)])
+def test_java_string_hash_and_fetcher_ids_match_the_model(text: str, expected: int | None) -> None:
+    from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
+    from kreassign.throttle import replication_model as model
+
+    assert java_string_hash(text) == model.java_string_hash(text)
+    if expected is not None:
+        assert java_string_hash(text) == expected
+    if text:
+        parts = [PartitionInfo(text, i, (1,), 1, (1,), 0, 0.0) for i in range(50)]
+        state = ClusterState.from_partitions([Broker(1, None)], parts)
+        for n in (1, 3, 7):
+            assert [fetcher_id(text, i, n) for i in range(50)] == model.fetcher_ids(state, np.arange(50), n).tolist()
+
+
+def test_bad_fetch_configs_are_refused() -> None:
+    for bad in ({"partition_max_bytes": 0}, {"response_max_bytes": -1}, {"num_fetchers": 0}, {"round_s": -0.1}):
+        with pytest.raises(ValueError):
+            FetchConfig(**bad)  # type: ignore[arg-type]

@@ -1,0 +1,73 @@
+"""Kafka's follower fetch limits (broker-semantics Part B §2.6), which bound catch-up when nothing
+is throttled.
+
+A follower replicates from each leader through `num.replica.fetchers` fetcher threads; a
+partition belongs to thread `abs(31 * topic.hashCode() + partition) % n`. Each thread runs
+synchronous fetch rounds, and a round carries at most `replica.fetch.max.bytes` per partition
+and `replica.fetch.response.max.bytes` in all, shared round-robin among the thread's lagging
+partitions. The engine applies both limits to the rounds that fit in a tick at once.
+
+`round_s`, one fetch cycle (round trip, leader read, follower append), is not a Kafka config:
+it is the same assumption, with the same default, as the replication model's
+`FetchLimits.round_trip_s`, so the two agree. 0 turns the limits off.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    """The fetch limits of every broker in a sandbox (Kafka's defaults)."""
+
+    partition_max_bytes: int = MiB  # replica.fetch.max.bytes
+    response_max_bytes: int = 10 * MiB  # replica.fetch.response.max.bytes
+    num_fetchers: int = 1  # num.replica.fetchers (static value; a dynamic override wins)
+    round_s: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.partition_max_bytes <= 0 or self.response_max_bytes <= 0 or self.num_fetchers < 1:
+            raise ValueError("fetch sizes must be positive and num.replica.fetchers at least 1")
+        if not math.isfinite(self.round_s) or self.round_s < 0:
+            raise ValueError("the fetch round must be a non-negative number of seconds")
+
+    def rounds(self, dt: float) -> float:
+        """Fetch rounds a fetcher thread completes in `dt` seconds (inf: no limits)."""
+        return dt / self.round_s if self.round_s > 0 else math.inf
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> FetchConfig:
+        if not data:
+            return cls()
+        return cls(int(data["partition_max_bytes"]), int(data["response_max_bytes"]), int(data["num_fetchers"]),
+                   float(data["round_s"]))
+
+
+NO_FETCH_LIMITS = FetchConfig(round_s=0.0)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` (UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    """Kafka's `AbstractFetcherManager.getFetcherId`: `Utils.abs(31 * topic.hashCode + partition) % n`."""
+    if num_fetchers <= 1:
+        return 0
+    value = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
+    value = value - (1 << 32) if value >= 1 << 31 else value
+    # Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing
+    return (0 if value == -(1 << 31) else abs(value)) % num_fetchers

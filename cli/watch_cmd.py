@@ -177,6 +177,9 @@ def rate_options(f: F) -> F:
               help="Each broker's network capacity (both directions), for --target-headroom and the model.")
 @click.option("--consumer-fanout", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="Bytes consumers read per byte written (client traffic for --target-headroom).")
+@click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --timeout "
+                   "(default: what the cluster reports: a kreassign sandbox its --speed, Kafka 1).")
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
@@ -186,12 +189,13 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          dry_run: bool, output: str) -> int:
+          time_scale: float | None, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
     the rates that would work). Throttles are restored when everything is done. With --pace it
-    submits the plan in waves; with --auto-throttle it tunes the rates as it goes.
+    submits the plan in waves; with --auto-throttle it tunes the rates as it goes. Against an
+    accelerated sandbox every time is sandbox time (the header says so).
 
     Exit status: 0 done, 1 error, 3 timed out, 4 a move cannot finish (--fail-on-stall)."""
     from kreassign.cli.kafka_actions import read_text
@@ -232,7 +236,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
-        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run)
+        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale)
     clock, sleep = timing()
     emit, close = event_printer(output)
     try:
@@ -272,19 +276,30 @@ def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None
 
     console = stdout_console()
     if not console.is_terminal:
+        headed = False
+
         def plain(event: Any) -> None:
-            lines = [summary_line(event)] if isinstance(event, ProgressEvent) else event_lines(event)
+            nonlocal headed
+            lines = event_lines(event)
+            if isinstance(event, ProgressEvent):
+                header = time_header(event.time_scale)
+                lines = ([header] if header and not headed else []) + [summary_line(event)]
+                headed = True
             for line in lines:
                 click.echo(line)
         return plain, (lambda: None)
+    from rich.console import Group
     from rich.live import Live
+    from rich.text import Text
 
     live = Live(console=console, auto_refresh=False, transient=False)
     live.start()
 
     def show(event: Any) -> None:
         if isinstance(event, ProgressEvent):
-            live.update(render_progress(event), refresh=True)
+            header = time_header(event.time_scale)
+            body = render_progress(event)
+            live.update(Group(Text(header, style="bold"), body) if header else body, refresh=True)
         else:
             for line in event_lines(event):
                 live.console.print(line, markup=False, highlight=False)

@@ -12,7 +12,9 @@ and DescribeLogDirs of the brokers involved, and emits events:
 * `complete` (throttles restored from the journal unless kept) or `timeout`.
 
 Nothing here sleeps or reads the wall clock: `clock` and `sleep` are injected, so tests step
-simulated time (the sandbox's `advance`) instead of waiting.
+simulated time (the sandbox's `advance`) instead of waiting. Every duration and rate is in
+cluster seconds: a sandbox running faster than the wall clock says so through the broker config
+`kreassign.sandbox.time.scale`, read once at the start (real Kafka does not report it: scale 1).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kreassign.cluster.errors import ExitStatus
+from kreassign.cluster.errors import ClusterError, ExitStatus
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.throttle.auto_throttle import (
@@ -53,6 +55,37 @@ from kreassign.throttle.throttle_ops import (
 
 Capacities = Mapping[int, tuple[float | None, float | None]]
 _CLOCK_SLACK = 1e-6  # a clock stepped in float increments may land a hair short of the timeout
+TIME_SCALE_KEY = "kreassign.sandbox.time.scale"
+"""Read-only broker config of a kreassign sandbox: its seconds per wall second."""
+_TIME_SCALE_PROBES = 3  # brokers asked before assuming real Kafka time
+
+
+def read_time_scale(port: ClusterPort, broker_ids: Sequence[int]) -> float:
+    """Cluster seconds per wall second: what the first answering broker reports as
+    `kreassign.sandbox.time.scale`, else 1 (Kafka brokers, which run on the wall clock)."""
+    for broker in broker_ids[:_TIME_SCALE_PROBES]:
+        try:
+            result = port.describe_broker_configs([broker], [TIME_SCALE_KEY])
+        except ClusterError:
+            return 1.0  # the loop's own reads report the problem properly
+        if broker in result.errors:
+            continue
+        entry = result.configs.get(broker, {}).get(TIME_SCALE_KEY)
+        try:
+            scale = float(entry.value) if entry is not None and entry.value is not None else 1.0
+        except ValueError:
+            return 1.0
+        return scale if math.isfinite(scale) and scale > 0 else 1.0
+    return 1.0
+
+
+def cluster_timing(clock: Callable[[], float], sleep: Callable[[float], None], scale: float
+                   ) -> tuple[Callable[[], float], Callable[[float], None]]:
+    """A clock and a sleeper in cluster seconds over wall-clock ones (`scale` cluster seconds
+    per wall second)."""
+    if scale == 1.0:
+        return clock, sleep
+    return (lambda: clock() * scale), (lambda seconds: sleep(seconds / scale))
 
 
 @dataclass(frozen=True)
@@ -79,6 +112,8 @@ class WatchRequest:
     network_capacity: tuple[float, float] | None = None
     """(in, out) for every broker whose capacity is not in `capacities`"""
     dry_run: bool = False
+    time_scale: float | None = None
+    """cluster seconds per wall second; None reads it from the cluster (see `read_time_scale`)"""
 
     @property
     def stall_window_s(self) -> float:
@@ -102,10 +137,12 @@ class ProgressEvent:
     model: ModelEta | None
     in_flight: int
     kind: str = "progress"
+    time_scale: float = 1.0
+    """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
-                               "reassignments_in_flight": self.in_flight}
+                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -350,9 +387,11 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         ClusterError: the cluster could not be read or refused a change.
         ReassignmentInProgress, AdminCommandFailed: a paced plan failed Kafka's checks.
     """
+    broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
+    scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
+    clock, sleep = cluster_timing(clock, sleep, scale)
     start = clock()
-    loop = _Loop(port, request, store, emit, sorted(b.id for b in port.describe_brokers().brokers),
-                 tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -385,7 +424,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight)))
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

@@ -5,7 +5,7 @@ from typing import Any
 
 import click
 
-from kreassign.cli.options import RATE
+from kreassign.cli.options import RATE, SIZE
 
 
 def _state_dir_option(f: Any) -> Any:
@@ -38,8 +38,15 @@ def sandbox() -> None:
 @click.option("--fresh", is_flag=True, help="Ignore state saved in --state-dir and start from the topic specs.")
 @click.option("--describe-cluster-v0-only", is_flag=True,
               help="Offer only DescribeCluster v0, like Kafka 2.8-3.6 (reproduces kafka-python's KeyError).")
+@click.option("--replica-fetch-max-bytes", default="1MiB", show_default=True, type=SIZE,
+              help="Kafka's replica.fetch.max.bytes: what one follower fetch takes per partition.")
+@click.option("--replica-fetch-response-max-bytes", default="10MiB", show_default=True, type=SIZE,
+              help="Kafka's replica.fetch.response.max.bytes: what one follower fetch takes in all.")
+@click.option("--num-replica-fetchers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
-          port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool) -> None:
+          port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
+          replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
     import threading
     from pathlib import Path
@@ -51,7 +58,10 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     for spec in specs or ():
         parse_topic_spec(spec)
     options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
-                             describe_cluster_v0_only, fresh)
+                             describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
+                             fetch_response_max_bytes=replica_fetch_response_max_bytes,
+                             num_replica_fetchers=num_replica_fetchers)
+    options.fetch  # refuse bad limits before anything starts
     if daemon:
         directory = Path(state_dir) if state_dir else default_state_dir()
         info = start_daemon(options, directory)

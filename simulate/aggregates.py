@@ -37,8 +37,8 @@ def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
     )
 
 
-def move_load(moves: DataFrame, partitions: DataFrame) -> DataFrame:
-    """What the plan asks of each broker that sends or receives (MOVES, PARTITIONS -> MOVE_LOAD).
+def move_load(moves: DataFrame) -> DataFrame:
+    """What the plan asks of each broker that sends or receives (MOVES -> MOVE_LOAD).
 
     Moves whose partition has no leader cannot copy and are left out (the model never
     finishes them and the lower bound is infinite).
@@ -50,18 +50,10 @@ def move_load(moves: DataFrame, partitions: DataFrame) -> DataFrame:
     )
     outgoing = led.groupBy(F.col("source").alias("broker")).agg(
         F.count(F.lit(1)).alias("moves_out"), F.sum("bytes").alias("bytes_out"),
-        F.sum("write_bps").alias("write_out_bps"),
-    )
-    moving = moves.select("row").distinct()
-    in_sync = (
-        partitions.join(moving, "row")
-        .groupBy(F.col("leader").alias("broker"))
-        .agg(F.sum(F.col("produce_bps") * F.greatest(F.col("isr_size") - 1, F.lit(0)))
-             .alias("leader_base_bps"))
+        F.sum("write_bps").alias("write_out_bps"), F.sum("leader_base_bps").alias("leader_base_bps"),
     )
     return (
         incoming.join(outgoing, "broker", "full")
-        .join(in_sync, "broker", "full")
         .fillna(0, subset=["moves_in", "moves_out", "bytes_in", "bytes_out"])
         .fillna(0.0, subset=["write_in_bps", "write_out_bps", "leader_base_bps"])
         .select(*columns(MOVE_LOAD))
@@ -130,22 +122,25 @@ def lower_bounds(per_broker: DataFrame, load: DataFrame, moves: DataFrame, scena
         return F.when(F.col(cap) == infinite, F.lit(0.0)).otherwise(
             _ratio(F.col(size).cast("double"), F.col(cap) - F.col(writes) * F.col("write_multiplier")))
 
-    per_side = sides.select(
-        "scenario_id", "broker",
-        F.greatest(side_seconds("bytes_out", "out_cap", "write_out_bps"),
-                   side_seconds("bytes_in", "in_cap", "write_in_bps")).alias("seconds"),
-    )
+    out_side = sides.select("scenario_id", "broker",
+                            side_seconds("bytes_out", "out_cap", "write_out_bps").alias("seconds"))
+    in_side = sides.select("scenario_id", "broker",
+                           side_seconds("bytes_in", "in_cap", "write_in_bps").alias("seconds"))
     small = F.broadcast(caps.select("scenario_id", "broker", "out_cap", "in_cap"))
     src = small.select("scenario_id", F.col("broker").alias("source"), "out_cap")
     dst = small.select("scenario_id", F.col("broker").alias("dest"), "in_cap")
     best = F.least(F.lit(fetch_partition_bps), F.lit(fetch_response_bps), F.col("out_cap"), F.col("in_cap"))
+    # The broker a lone move is bound by: none for the fetch limits, else the tighter end.
+    binding = (F.when((F.col("source") < 0) | (best == F.lit(fetch_partition_bps))
+                      | (best == F.lit(fetch_response_bps)), F.lit(None))
+               .when(best == F.col("out_cap"), F.col("source")).otherwise(F.col("dest")))
     alone = (
-        moves.select("source", "dest", "bytes", "write_bps")
+        moves.select("move_id", "source", "dest", "bytes", "write_bps")
         .crossJoin(mult)
         .join(src, ["scenario_id", "source"], "left")
         .join(dst, ["scenario_id", "dest"])
         .select(
-            "scenario_id", F.col("dest").alias("broker"),
+            "scenario_id", "move_id", binding.alias("broker"),
             F.when(F.col("source") < 0, infinite)
             .when(best == infinite, F.lit(0.0))
             .otherwise(_ratio(F.col("bytes").cast("double"),
@@ -153,9 +148,27 @@ def lower_bounds(per_broker: DataFrame, load: DataFrame, moves: DataFrame, scena
             .alias("seconds"),
         )
     )
-    bounds = per_side.unionByName(alone).groupBy("scenario_id").agg(
-        F.max("seconds").alias("lower_bound_s"),
-        F.max_by("broker", F.struct("seconds", "broker")).alias("bottleneck_broker"),
+
+    def worst(frame: DataFrame, kind: str, order: str) -> DataFrame:
+        # ties go to the lowest broker id (or first move), as the model's argmax does
+        return frame.groupBy("scenario_id").agg(
+            F.max("seconds").alias(f"{kind}_s"),
+            F.max_by("broker", F.struct("seconds", -F.col(order))).alias(f"{kind}_broker"),
+        )
+
+    # Three small aggregates joined, rather than one aggregate over the union of the inputs;
+    # the largest wins, ties going to the sending side, then the receiving side, as in the model.
+    kinds = ("out", "in", "move")
+    bounds = worst(out_side, "out", "broker").join(worst(in_side, "in", "broker"), "scenario_id", "full").join(
+        worst(alone, "move", "move_id"), "scenario_id", "full")
+    seconds = {k: F.coalesce(F.col(f"{k}_s"), F.lit(0.0)) for k in kinds}
+    top = F.greatest(*seconds.values())
+    bounds = bounds.select(
+        "scenario_id", top.alias("lower_bound_s"),
+        F.when(top <= 0, F.lit(None))
+        .when(seconds["out"] == top, F.col("out_broker"))
+        .when(seconds["in"] == top, F.col("in_broker"))
+        .otherwise(F.col("move_broker")).alias("bottleneck_broker"),
     )
     return (
         scenarios.select("scenario_id")

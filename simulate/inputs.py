@@ -49,11 +49,13 @@ class PlannerRun:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Schemas BROKERS, PARTITIONS and MOVES."""
+    """Schemas BROKERS, PARTITIONS and MOVES, and their sizes as the driver knows them."""
 
     brokers: DataFrame
     partitions: DataFrame
     moves: DataFrame
+    broker_count: int
+    partition_count: int
 
 
 def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
@@ -135,18 +137,33 @@ def partitions_table(state: ClusterState) -> pa.Table:
     return pa.table(columns, schema=_arrow_schema(PARTITIONS))
 
 
-def moves_table(moves: Moves, known_brokers: np.ndarray) -> pa.Table:
-    """MOVES rows, numbered in plan order. A leader the cluster does not list cannot serve the
-    copy, so its moves get source -1, as in `replication_model.from_moves`."""
+def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
+    """MOVES rows, numbered in plan order.
+
+    A leader the cluster does not list cannot serve the copy, so its moves get source -1, as
+    in `replication_model.from_moves`; the in-sync replication the leader throttle counts is
+    the partition's produce rate times its in-sync followers, on its first move.
+    """
     import pyarrow as pa
 
     from kreassign.simulate.schemas import MOVES
 
-    source = np.where(np.isin(moves.source, known_brokers), moves.source, -1)
+    known = np.asarray(state.broker_ids, dtype=np.int64)
+    rows = moves.row.astype(np.int64)
+    source = np.where(np.isin(moves.source, known), moves.source, -1)
+    first = np.zeros(len(rows), dtype=bool)
+    first[np.unique(rows, return_index=True)[1]] = True
+    followers = np.maximum(np.diff(state.isr_offsets)[rows] - 1, 0)
+    leader_base = np.where(first, state.produce_bps[rows] * followers, 0.0)
+    replicas = state.replica_matrix()[rows]
+    leader = state.leader[rows].astype(np.int64)
+    other = (replicas >= 0) & (replicas != leader[:, None]) & (replicas != moves.dest[:, None])
+    failover = np.where(other.any(axis=1), replicas[np.arange(len(rows)), other.argmax(axis=1)], -1)
     columns = [
-        pa.array(np.arange(len(moves), dtype=np.int64)), pa.array(moves.row.astype(np.int64)),
+        pa.array(np.arange(len(moves), dtype=np.int64)), pa.array(rows),
         pa.array(source.astype(np.int32)), pa.array(moves.dest.astype(np.int32)),
         pa.array(moves.bytes.astype(np.int64)), pa.array(moves.write_bps.astype(np.float64)),
+        pa.array(leader_base.astype(np.float64)), pa.array(failover.astype(np.int32)),
     ]
     return pa.table(columns, schema=_arrow_schema(MOVES))
 
@@ -156,11 +173,12 @@ def snapshot_inputs(spark: SparkSession, state: ClusterState, moves: Moves,
     """Hand a cluster state and its plan to Spark."""
     from kreassign.simulate.schemas import BROKERS, MOVES, PARTITIONS
 
-    known = np.asarray(state.broker_ids, dtype=np.int64)
+    brokers = brokers_table(state, moves.dest, default_bps)
     return Inputs(
-        brokers=spark.createDataFrame(brokers_table(state, moves.dest, default_bps), schema=BROKERS),
+        brokers=spark.createDataFrame(brokers, schema=BROKERS),
         partitions=spark.createDataFrame(partitions_table(state), schema=PARTITIONS),
-        moves=spark.createDataFrame(moves_table(moves, known), schema=MOVES),
+        moves=spark.createDataFrame(moves_table(moves, state), schema=MOVES),
+        broker_count=brokers.num_rows, partition_count=len(state),
     )
 
 
@@ -170,7 +188,8 @@ def synthetic_inputs(spark: SparkSession, spec: SyntheticSpec) -> Inputs:
 
     partitions = synthetic_partitions(spark, spec)
     return Inputs(brokers=synthetic_brokers(spark, spec), partitions=partitions,
-                  moves=synthetic_moves(partitions, spec))
+                  moves=synthetic_moves(partitions, spec), broker_count=spec.brokers + spec.added,
+                  partition_count=spec.partitions)
 
 
 def _arrow_schema(schema: object) -> pa.Schema:

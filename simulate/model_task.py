@@ -14,23 +14,8 @@ from kreassign.simulate.scenarios import Scenario
 from kreassign.simulate.schemas import MODEL_MOVES, SCENARIO_RESULT, columns
 
 
-def with_failover_source(moves: DataFrame, partitions: DataFrame) -> DataFrame:
-    """Adds `failover_source`: the first other current replica of the partition (not the
-    leader, not the destination), which takes over as leader if the source fails; -1 if none.
-    (MOVES, PARTITIONS -> MOVES + failover_source.)"""
-    others = F.filter("replicas", lambda r: (r != F.col("leader")) & (r != F.col("dest")))
-    return (
-        moves.join(partitions.select("row", "leader", "replicas"), "row", "left")
-        .withColumn("failover_source", F.coalesce(F.element_at(others, 1), F.lit(-1)))
-        .drop("leader", "replicas")
-    )
-
-
-def model_moves(moves: DataFrame, partitions: DataFrame, scenarios: DataFrame,
-                needs_failover: bool) -> DataFrame:
-    """Every move once per scenario (MOVES, PARTITIONS, SCENARIOS -> MODEL_MOVES)."""
-    moves = (with_failover_source(moves, partitions) if needs_failover
-             else moves.withColumn("failover_source", F.lit(-1)))
+def model_moves(moves: DataFrame, scenarios: DataFrame) -> DataFrame:
+    """Every move once per scenario (MOVES, SCENARIOS -> MODEL_MOVES)."""
     return (moves.crossJoin(F.broadcast(scenarios.select("scenario_id")))
             .select(*columns(MODEL_MOVES)))
 

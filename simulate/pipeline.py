@@ -81,18 +81,17 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         inputs = load_inputs(spark, request)
         _check_failures(inputs.brokers, scenarios)
         scenario_df = scenarios_frame(spark, scenarios)
-        load = move_load(inputs.moves, inputs.partitions)
+        moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
+        load = move_load(moves).persist(StorageLevel.MEMORY_AND_DISK)
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
                                    load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        bounds = lower_bounds(per_broker, load, inputs.moves, scenario_df,
+        bounds = lower_bounds(per_broker, load, moves, scenario_df,
                               fetch.partition_bps, fetch.fetcher_bps)
     with _timed(timings, "model_s"):
-        needs_failover = any(s.failure is not None for s in scenarios)
         results = simulate_scenarios(
-            model_moves(inputs.moves, inputs.partitions, scenario_df, needs_failover), per_broker,
-            scenarios, request.clients, request.timeline_points,
+            model_moves(moves, scenario_df), per_broker, scenarios, request.clients, request.timeline_points,
         ).persist(StorageLevel.MEMORY_AND_DISK)
-        summary = scenario_summary(results, scenario_df, bounds)
+        summary = scenario_summary(results, scenario_df, bounds).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
         timelines = broker_timelines(results)
@@ -101,16 +100,14 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         cluster_timeline(results, timelines, target).coalesce(1).write.mode("overwrite").parquet(
             str(out / CLUSTER_TIMELINE_DIR))
         files = [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
-        counts = inputs.partitions.selectExpr("count(1) AS n").first()
-        brokers = per_broker.where(f"scenario_id = {scenarios[0].scenario_id}").count()
-    results.unpersist()
-    per_broker.unpersist()
+    for frame in (summary, results, per_broker, load, moves):
+        frame.unpersist()
     if request.plots:
         with _timed(timings, "plots_s"):
             files += [str(p) for p in _plot(spark, out, scenarios, target)]
     return SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
-        brokers=int(brokers), partitions=int(counts["n"]) if counts else 0,
+        brokers=inputs.broker_count, partitions=inputs.partition_count,
         headroom_target=target, timings_s=timings,
     )
 

@@ -54,8 +54,17 @@ MOVES = _fields(
     ("dest", _INT, False),
     ("bytes", _LONG, False),
     ("write_bps", _DOUBLE, False),
+    ("leader_base_bps", _DOUBLE, False),
+    ("failover_source", _INT, False),
 )
-"""One row per replica a plan adds, as `planner.diff.Moves` (source -1: partition has no leader)."""
+"""One row per replica a plan adds, as `planner.diff.Moves` (source -1: partition has no leader).
+
+Two partition facts ride along so that no step has to join moves with partitions:
+`leader_base_bps` is the partition's in-sync replication (produce rate x in-sync followers),
+which the leader throttle counts because Kafka's tool lists every replica of a moving
+partition; it sits on the partition's first move only (0 on the others) so that sums count
+each partition once. `failover_source` is the first current replica other than the leader
+and the destination, which takes over if the source fails (-1: none)."""
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),
@@ -131,8 +140,7 @@ MODEL_MOVES = _fields(
     ("write_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
 )
-"""The moves side of one scenario's model run; `failover_source` is the replica that leads the
-partition if the source broker fails (-1: none, or no failure in the sweep)."""
+"""The moves side of one scenario's model run."""
 
 SCENARIO_RESULT = _fields(
     ("scenario_id", _INT, False),

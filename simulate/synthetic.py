@@ -8,7 +8,8 @@ Brokers `0..brokers-1` exist, on racks `r0..r{racks-1}` round-robin; replica `j`
 sits on broker `(first + j) mod brokers`, which keeps replicas on distinct racks when `brokers`
 is a multiple of `racks`. The plan either adds `add` empty brokers and moves one replica of
 a seeded subset of partitions onto them, or decommissions brokers `0..remove-1` and moves every
-replica they hold onto survivors.
+replica they hold onto survivors, or (`moves=M` alone) moves one replica of M partitions to
+other existing brokers, as a rebalance does.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class SyntheticSpec:
     add: int = 0
     remove: int = 0
     moves: int = 0
-    """with `add`: how many partitions move a replica (0: enough to even out replica counts)"""
+    """partitions that move a replica: with `add`, onto the new brokers (0: enough to even out
+    replica counts); alone, onto other existing brokers"""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -62,6 +64,8 @@ class SyntheticSpec:
             raise InputError("give add= or remove= for a synthetic plan, not both")
         if self.add < 0 or self.remove < 0 or self.moves < 0:
             raise InputError("add=, remove= and moves= must not be negative")
+        if self.shuffles and self.brokers <= self.rf:
+            raise InputError(f"moving replicas among {self.brokers} brokers needs more than rf={self.rf}")
         if self.remove and self.brokers - self.remove < self.rf:
             raise InputError(f"removing {self.remove} of {self.brokers} brokers leaves too few "
                              f"for rf={self.rf}")
@@ -73,9 +77,14 @@ class SyntheticSpec:
         return self.topics if self.topics > 0 else max(1, self.partitions // 100)
 
     @property
+    def shuffles(self) -> bool:
+        """The plan moves replicas among existing brokers (moves= without add= or remove=)."""
+        return bool(self.moves) and not self.add and not self.remove
+
+    @property
     def added(self) -> int:
-        """Brokers the plan adds (10% when neither add= nor remove= is given)."""
-        if self.add or self.remove:
+        """Brokers the plan adds (10% when none of add=, remove=, moves= is given)."""
+        if self.add or self.remove or self.moves:
             return self.add
         return max(1, self.brokers // 10)
 
@@ -212,8 +221,17 @@ def synthetic_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
     return _expansion_moves(partitions, spec)
 
 
+def _shuffle_dest(spec: SyntheticSpec) -> Column:
+    """A seeded broker outside the partition's replicas `first .. first+rf-1 (mod brokers)`."""
+    from pyspark.sql import functions as F
+
+    offset = F.floor(uniform(spec.seed, "dest", F.col("row")) * (spec.brokers - spec.rf)).cast("long")
+    return ((F.col("replicas")[0] + spec.rf + offset) % spec.brokers).cast("int")
+
+
 def _expansion_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
-    """One replica of a seeded subset of partitions moves to a seeded new broker."""
+    """One replica of a seeded subset of partitions moves to a seeded new broker (or, with
+    `moves=` alone, to a seeded existing broker outside its replica set)."""
     from pyspark.sql import functions as F
 
     from kreassign.simulate.schemas import MOVES, columns
@@ -225,10 +243,13 @@ def _expansion_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
         .select(
             row.alias("move_id"), row,
             F.col("leader").alias("source"),
-            (F.lit(spec.brokers) + F.floor(uniform(spec.seed, "dest", row) * spec.added))
-            .cast("int").alias("dest"),
+            (_shuffle_dest(spec) if spec.shuffles else
+             (F.lit(spec.brokers) + F.floor(uniform(spec.seed, "dest", row) * spec.added)).cast("int"))
+            .alias("dest"),
             F.col("size_bytes").alias("bytes"),
             F.col("produce_bps").alias("write_bps"),
+            (F.col("produce_bps") * (F.col("isr_size") - 1)).alias("leader_base_bps"),
+            (F.col("replicas")[1] if spec.rf > 1 else F.lit(-1)).alias("failover_source"),
         )
         .select(*columns(MOVES))
     )
@@ -251,15 +272,21 @@ def _decommission_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame
         for k in range(spec.rf)
     ]
     dest = F.coalesce(*[F.when(~F.array_contains("replicas", c), c) for c in candidates])
+    removed = F.transform("replicas", lambda b: b < spec.remove)
+    first_removed = F.array_position(removed, True) - 1
+    others = F.filter("replicas", lambda b: (b != F.col("leader")) & (b != F.col("dest")))
     return (
         partitions
-        .select("row", "leader", "replicas", "size_bytes", "produce_bps",
-                F.posexplode("replicas").alias("pos", "broker"))
+        .select("row", "leader", "replicas", "isr_size", "size_bytes", "produce_bps",
+                first_removed.alias("first_removed"), F.posexplode("replicas").alias("pos", "broker"))
         .where(F.col("broker") < spec.remove)
         .select(
-            (F.col("row") * spec.rf + F.col("pos")).alias("move_id"), "row",
+            (F.col("row") * spec.rf + F.col("pos")).alias("move_id"), "row", "replicas", "leader",
             F.col("leader").alias("source"), dest.alias("dest"),
             F.col("size_bytes").alias("bytes"), F.col("produce_bps").alias("write_bps"),
+            F.when(F.col("pos") == F.col("first_removed"),
+                   F.col("produce_bps") * (F.col("isr_size") - 1)).otherwise(0.0).alias("leader_base_bps"),
         )
+        .withColumn("failover_source", F.coalesce(F.element_at(others, 1), F.lit(-1)))
         .select(*columns(MOVES))
     )

@@ -35,7 +35,8 @@ from kreassign.simulate.schemas import (
     SCENARIO_SUMMARY,
 )
 from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
-from kreassign.throttle.replication_model import FetchLimits, from_moves, lower_bound, simulate
+from kreassign.throttle.estimate import RateRequest, estimate_plan
+from kreassign.throttle.replication_model import FetchLimits, from_moves, lower_bound
 
 pytestmark = pytest.mark.spark
 
@@ -76,11 +77,13 @@ def test_synthetic_cluster_is_seeded_and_consistent(spark: SparkSession) -> None
         F.sum(F.array_contains("replicas", F.col("dest")).cast("int")).alias("dest_in_replicas"),
         F.min("dest").alias("lo"), F.max("dest").alias("hi"),
         F.sum((F.col("source") != F.col("replicas")[0]).cast("int")).alias("not_from_leader"),
+        F.sum((F.col("failover_source") != F.col("replicas")[1]).cast("int")).alias("bad_failover"),
     ).first()
     assert checked is not None
     expected = spec.move_probability * spec.partitions  # 3 * 4 / 24 = half the partitions
     assert abs(checked["n"] - expected) < 0.1 * expected
-    assert (checked["dest_in_replicas"], checked["lo"], checked["hi"], checked["not_from_leader"]) == (0, 20, 23, 0)
+    assert (checked["dest_in_replicas"], checked["lo"], checked["hi"], checked["not_from_leader"],
+            checked["bad_failover"]) == (0, 20, 23, 0, 0)
 
 
 def test_decommission_moves_every_replica_off_the_removed_brokers(spark: SparkSession) -> None:
@@ -88,14 +91,21 @@ def test_decommission_moves_every_replica_off_the_removed_brokers(spark: SparkSe
     parts = synthetic_partitions(spark, spec)
     on_removed = parts.select(F.explode("replicas").alias("b")).where("b < 3").count()
     moves = synthetic_moves(parts, spec)
-    checked = moves.join(parts.select("row", "replicas"), "row").select(
+    checked = moves.join(parts.select("row", "replicas", "produce_bps"), "row").select(
         F.count(F.lit(1)).alias("n"), F.countDistinct("row", "dest").alias("pairs"),
         F.min("dest").alias("lo"),
         F.sum(F.array_contains("replicas", F.col("dest")).cast("int")).alias("dest_in_replicas"),
+        F.sum((~F.array_contains("replicas", F.col("failover_source")) | (F.col("failover_source") == F.col("source"))
+               | (F.col("failover_source") == F.col("dest"))).cast("int")).alias("bad_failover"),
+        F.sum("leader_base_bps").alias("leader_base"),
     ).first()
-    assert checked is not None
-    assert (checked["n"], checked["pairs"], checked["dest_in_replicas"]) == (on_removed, on_removed, 0)
+    moving = parts.join(moves.select("row").distinct(), "row").select(F.sum(F.col("produce_bps") * 2)).first()
+    assert checked is not None and moving is not None
+    assert (checked["n"], checked["pairs"], checked["dest_in_replicas"], checked["bad_failover"]) == (
+        on_removed, on_removed, 0, 0)
     assert checked["lo"] >= 3
+    # each moving partition's in-sync replication counted once, whatever its number of moves
+    assert checked["leader_base"] == pytest.approx(moving[0], rel=1e-12)
 
 
 def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
@@ -104,35 +114,38 @@ def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
         (0, "t", 0, 1, [1, 2], 2, 1000, 10.0, 30.0),
         (1, "t", 1, 2, [2, 1], 1, 500, 20.0, 0.0),
     ], PARTITIONS)
-    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0), (1, 1, 2, 3, 500, 20.0)], MOVES)
+    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2), (1, 1, 2, 3, 500, 20.0, 0.0, 1)], MOVES)
     assertDataFrameEqual(broker_traffic(partitions, brokers), spark.createDataFrame([
         (1, 1, 2, 10.0, 30.0, 20.0, 10.0),
         (2, 1, 2, 20.0, 0.0, 10.0, 20.0),
         (3, 0, 0, 0.0, 0.0, 0.0, 0.0),
     ], BROKER_TRAFFIC))
     # broker 1 leads partition 0, whose ISR has one follower: 10 B/s count against its quota
-    assertDataFrameEqual(move_load(moves, partitions), spark.createDataFrame([
+    assertDataFrameEqual(move_load(moves), spark.createDataFrame([
         (1, 0, 1, 0, 1000, 0.0, 10.0, 10.0),
         (2, 0, 1, 0, 500, 0.0, 20.0, 0.0),
         (3, 2, 0, 1500, 0, 30.0, 0.0, 0.0),
     ], MOVE_LOAD))
 
 
-@pytest.mark.parametrize("throttle", [None, 5e6, 20e6])
-def test_the_spark_lower_bound_is_the_models(spark: SparkSession, state: ClusterState,
-                                             throttle: float | None) -> None:
-    moves = diff_plan(state, _targets(state)).moves
+@pytest.mark.parametrize("only_largest", [False, True])
+def test_the_spark_lower_bound_is_the_models(spark: SparkSession, state: ClusterState, only_largest: bool) -> None:
+    targets = _targets(state)
+    if only_largest:  # one move alone: its own best rate (a fetch limit or a NIC) bounds the run
+        targets = {state.tp(len(state) - 1): (state.replicas(len(state) - 1)[0], 5)}
+    moves = diff_plan(state, targets).moves
     inputs = snapshot_inputs(spark, state, moves)
-    scenarios = scenarios_frame(spark, [Scenario(0, throttle_bps=throttle)])
-    load = move_load(inputs.moves, inputs.partitions)
+    grid = [Scenario(i, throttle_bps=t) for i, t in enumerate((None, 5e6, 20e6, 200e6))]
+    scenarios = scenarios_frame(spark, grid)
+    load = move_load(inputs.moves)
     per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load, scenarios)
     fetch = FetchLimits()
-    got = lower_bounds(per_broker, load, inputs.moves, scenarios, fetch.partition_bps, fetch.fetcher_bps).first()
-    rate = float("inf") if throttle is None else throttle
-    expected = lower_bound(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
-    assert got is not None
-    assert got["lower_bound_s"] == expected.seconds
-    assert got["bottleneck_broker"] == expected.broker
+    got = lower_bounds(per_broker, load, inputs.moves, scenarios, fetch.partition_bps, fetch.fetcher_bps)
+    bounds = {r["scenario_id"]: (r["lower_bound_s"], r["bottleneck_broker"]) for r in got.collect()}
+    for scenario in grid:
+        rate = float("inf") if scenario.throttle_bps is None else scenario.throttle_bps
+        expected = lower_bound(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
+        assert bounds[scenario.scenario_id] == (expected.seconds, expected.broker)
 
 
 def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: ClusterState,
@@ -142,22 +155,24 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
     plan.write_text(format_reassignment(_targets(state)))
     request = SimulationRequest(
         cluster=SnapshotInput(str(snapshot)), plan=PlanFile(str(plan)), output_dir=str(tmp_path / "out"),
-        axes=ScenarioAxes(throttles=(10e6, 30e6)), plots=False, timeline_points=25,
+        axes=ScenarioAxes(throttles=(10e6, 30e6), moves_per_broker=(None, 1)), plots=False,
+        timeline_points=25,
     )
     result = run_simulation(request, spark=spark)
-    moves = diff_plan(state, _targets(state)).moves
     curves = spark.read.parquet(str(tmp_path / "out" / CLUSTER_TIMELINE_DIR))
+    assert len(result.outcomes) == 4
     for outcome in result.outcomes:
-        rate = outcome.throttle_bps
-        estimate = simulate(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
-        assert outcome.makespan_s == estimate.makespan
-        assert outcome.stalled_moves == int(estimate.stalled.sum()) == 0
+        estimate = estimate_plan(state, _targets(state), rates=RateRequest(throttle=outcome.throttle_bps),
+                                 max_moves_per_broker=outcome.moves_per_broker)
+        assert outcome.makespan_s == estimate.eta_s
+        assert outcome.stalled_moves == len(estimate.stalled) == 0
         assert outcome.lower_bound_s == estimate.lower.seconds
-        assert (outcome.moves, outcome.bytes) == (len(moves), moves.total_bytes)
+        assert (outcome.moves, outcome.bytes) == (estimate.moves, estimate.bytes)
         curve = curves.where(F.col("scenario_id") == outcome.scenario_id).orderBy("t_s").toPandas()
-        grid = np.linspace(0.0, estimate.makespan, 25)
+        grid = np.linspace(0.0, estimate.eta_s, 25)
         assert curve["t_s"].tolist() == grid.tolist()
-        assert curve["bytes_remaining"].tolist() == np.interp(grid, estimate.times, estimate.remaining_bytes).tolist()
+        model = estimate.model
+        assert curve["bytes_remaining"].tolist() == np.interp(grid, model.times, model.remaining_bytes).tolist()
 
 
 def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path) -> None:

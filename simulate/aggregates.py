@@ -103,15 +103,14 @@ def capacities(per_broker: DataFrame) -> DataFrame:
     })
 
 
-def lower_bounds(per_broker: DataFrame, load: DataFrame, moves: DataFrame, scenarios: DataFrame,
-                 fetch_partition_bps: float, fetch_response_bps: float) -> DataFrame:
-    """The makespan no schedule can beat, per scenario (MODEL_BROKERS, MOVE_LOAD, MOVES,
-    SCENARIOS -> LOWER_BOUNDS); the same bound as `replication_model.lower_bound`.
+def broker_lower_bounds(per_broker: DataFrame, load: DataFrame, scenarios: DataFrame) -> DataFrame:
+    """The brokers' part of `replication_model.lower_bound`, per scenario (MODEL_BROKERS,
+    MOVE_LOAD, SCENARIOS -> LOWER_BOUNDS).
 
     Per broker and side: its bytes over the capacity left once its moves' writes are served,
-    `bytes / (cap - sum w)`. Per move: its bytes alone at its best rate, `bytes / (best - w)`,
-    the best rate being the least of the fetch limits and both ends' capacities. A move with
-    no leader never finishes, so its scenario's bound is infinite. The largest wins.
+    `bytes / (cap - sum w)` (infinite when nothing is left, 0 when the capacity is unknown).
+    The largest wins; ties go to the sending side, then to the lowest broker id, as in the
+    model.
     """
     caps = capacities(per_broker)
     mult = F.broadcast(scenarios.select("scenario_id", "write_multiplier"))
@@ -122,53 +121,20 @@ def lower_bounds(per_broker: DataFrame, load: DataFrame, moves: DataFrame, scena
         return F.when(F.col(cap) == infinite, F.lit(0.0)).otherwise(
             _ratio(F.col(size).cast("double"), F.col(cap) - F.col(writes) * F.col("write_multiplier")))
 
-    out_side = sides.select("scenario_id", "broker",
-                            side_seconds("bytes_out", "out_cap", "write_out_bps").alias("seconds"))
-    in_side = sides.select("scenario_id", "broker",
-                           side_seconds("bytes_in", "in_cap", "write_in_bps").alias("seconds"))
-    small = F.broadcast(caps.select("scenario_id", "broker", "out_cap", "in_cap"))
-    src = small.select("scenario_id", F.col("broker").alias("source"), "out_cap")
-    dst = small.select("scenario_id", F.col("broker").alias("dest"), "in_cap")
-    best = F.least(F.lit(fetch_partition_bps), F.lit(fetch_response_bps), F.col("out_cap"), F.col("in_cap"))
-    # The broker a lone move is bound by: none for the fetch limits, else the tighter end.
-    binding = (F.when((F.col("source") < 0) | (best == F.lit(fetch_partition_bps))
-                      | (best == F.lit(fetch_response_bps)), F.lit(None))
-               .when(best == F.col("out_cap"), F.col("source")).otherwise(F.col("dest")))
-    alone = (
-        moves.select("move_id", "source", "dest", "bytes", "write_bps")
-        .crossJoin(mult)
-        .join(src, ["scenario_id", "source"], "left")
-        .join(dst, ["scenario_id", "dest"])
-        .select(
-            "scenario_id", "move_id", binding.alias("broker"),
-            F.when(F.col("source") < 0, infinite)
-            .when(best == infinite, F.lit(0.0))
-            .otherwise(_ratio(F.col("bytes").cast("double"),
-                              best - F.col("write_bps") * F.col("write_multiplier")))
-            .alias("seconds"),
+    per_side = sides.groupBy("scenario_id").agg(*[
+        agg
+        for side, size, cap, writes in (("out", "bytes_out", "out_cap", "write_out_bps"),
+                                        ("in", "bytes_in", "in_cap", "write_in_bps"))
+        for agg in (
+            F.max(side_seconds(size, cap, writes)).alias(f"{side}_s"),
+            F.max_by("broker", F.struct(side_seconds(size, cap, writes), -F.col("broker"))).alias(f"{side}_broker"),
         )
-    )
-
-    def worst(frame: DataFrame, kind: str, order: str) -> DataFrame:
-        # ties go to the lowest broker id (or first move), as the model's argmax does
-        return frame.groupBy("scenario_id").agg(
-            F.max("seconds").alias(f"{kind}_s"),
-            F.max_by("broker", F.struct("seconds", -F.col(order))).alias(f"{kind}_broker"),
-        )
-
-    # Three small aggregates joined, rather than one aggregate over the union of the inputs;
-    # the largest wins, ties going to the sending side, then the receiving side, as in the model.
-    kinds = ("out", "in", "move")
-    bounds = worst(out_side, "out", "broker").join(worst(in_side, "in", "broker"), "scenario_id", "full").join(
-        worst(alone, "move", "move_id"), "scenario_id", "full")
-    seconds = {k: F.coalesce(F.col(f"{k}_s"), F.lit(0.0)) for k in kinds}
-    top = F.greatest(*seconds.values())
-    bounds = bounds.select(
+    ])
+    top = F.greatest("out_s", "in_s")
+    bounds = per_side.select(
         "scenario_id", top.alias("lower_bound_s"),
-        F.when(top <= 0, F.lit(None))
-        .when(seconds["out"] == top, F.col("out_broker"))
-        .when(seconds["in"] == top, F.col("in_broker"))
-        .otherwise(F.col("move_broker")).alias("bottleneck_broker"),
+        F.when(top <= 0, F.lit(None)).when(F.col("out_s") == top, F.col("out_broker"))
+        .otherwise(F.col("in_broker")).alias("bottleneck_broker"),
     )
     return (
         scenarios.select("scenario_id")

@@ -65,17 +65,15 @@ def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
 def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
-    from kreassign.simulate.aggregates import broker_traffic, lower_bounds, model_brokers, move_load
+    from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
     from kreassign.simulate.model_task import model_moves, simulate_scenarios
     from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
-    from kreassign.throttle.replication_model import FetchLimits
 
     timings: dict[str, float] = {}
     scenarios = scenario_grid(request.axes)
     out = Path(request.output_dir)
     target = request.clients.headroom_target
-    fetch = FetchLimits()
 
     with _timed(timings, "inputs_s"):
         inputs = load_inputs(spark, request)
@@ -85,8 +83,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         load = move_load(moves).persist(StorageLevel.MEMORY_AND_DISK)
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
                                    load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        bounds = lower_bounds(per_broker, load, moves, scenario_df,
-                              fetch.partition_bps, fetch.fetcher_bps)
+        bounds = broker_lower_bounds(per_broker, load, scenario_df)
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
             model_moves(moves, scenario_df), per_broker, scenarios, request.clients, request.timeline_points,

@@ -73,6 +73,9 @@ class ScenarioRun:
 
     finish_s: np.ndarray
     model_lower_bound_s: float
+    move_bound_s: float
+    """the moves' part of the lower bound: the slowest move alone at its best rate"""
+    move_bound_broker: int | None
     failed_broker: int | None
     failed_at_s: float | None
     grid_t_s: np.ndarray
@@ -141,10 +144,18 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
         finish, log, curve = _after_failure(arrays, scenario, first, failed, failed_at)
     grid = _grid(finish, curve[0], points)
     rate_out, rate_in = _grid_rates(log, len(arrays.broker_ids), grid)
+    remaining = np.interp(grid, curve[0], curve[1]) if len(curve[0]) else np.zeros(len(grid))
+    # The model records its curve at (batched) event times; once the last move is done, none is left.
+    end = float(finish.max()) if len(finish) else 0.0
+    remaining = np.where(grid >= end, 0.0, remaining)
+    lower = first.lower
+    move_bound = float(lower.move_s.max(initial=0.0))
+    moves_decide = move_bound > max(float(lower.out_s.max(initial=0.0)), float(lower.in_s.max(initial=0.0)))
     return ScenarioRun(
-        finish_s=finish, model_lower_bound_s=float(first.lower.seconds),
+        finish_s=finish, model_lower_bound_s=float(lower.seconds), move_bound_s=move_bound,
+        move_bound_broker=lower.broker if moves_decide else None,
         failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
-        bytes_remaining=np.interp(grid, curve[0], curve[1]) if len(curve[0]) else np.zeros(len(grid)),
+        bytes_remaining=remaining,
         rate_in=rate_in, rate_out=rate_out,
         pending_bytes=_pending(arrays, finish, grid),
     )
@@ -330,6 +341,8 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
         "bytes": int(arrays.bytes.sum()),
         "makespan_s": run.makespan_s,
         "model_lower_bound_s": run.model_lower_bound_s,
+        "move_bound_s": run.move_bound_s,
+        "move_bound_broker": run.move_bound_broker,
         "stalled_moves": run.stalled_moves,
         "failed_broker": run.failed_broker,
         "failed_at_s": run.failed_at_s,

@@ -112,7 +112,9 @@ LOWER_BOUNDS = _fields(
     ("lower_bound_s", _DOUBLE, False),
     ("bottleneck_broker", _INT, True),
 )
-"""The makespan no schedule can beat (`throttle.replication_model.lower_bound`, in Spark)."""
+"""Per scenario, the busiest broker's side of `replication_model.lower_bound`, computed in Spark:
+its bytes over the capacity left once its moves' writes are served. The bound's other part,
+each move alone at its best rate, comes from the model task that holds the moves anyway."""
 
 MODEL_BROKERS = _fields(
     ("scenario_id", _INT, False),
@@ -148,6 +150,8 @@ SCENARIO_RESULT = _fields(
     ("bytes", _LONG, False),
     ("makespan_s", _DOUBLE, False),
     ("model_lower_bound_s", _DOUBLE, False),
+    ("move_bound_s", _DOUBLE, False),
+    ("move_bound_broker", _INT, True),
     ("stalled_moves", _LONG, False),
     ("failed_broker", _INT, True),
     ("failed_at_s", _DOUBLE, True),

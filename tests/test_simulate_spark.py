@@ -19,7 +19,7 @@ from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.planner.diff import diff_plan
-from kreassign.simulate.aggregates import broker_traffic, lower_bounds, model_brokers, move_load
+from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
 from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
 from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
 from kreassign.simulate.request import SimulationRequest
@@ -36,7 +36,7 @@ from kreassign.simulate.schemas import (
 )
 from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
 from kreassign.throttle.estimate import RateRequest, estimate_plan
-from kreassign.throttle.replication_model import FetchLimits, from_moves, lower_bound
+from kreassign.throttle.replication_model import from_moves, lower_bound
 
 pytestmark = pytest.mark.spark
 
@@ -128,24 +128,23 @@ def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
     ], MOVE_LOAD))
 
 
-@pytest.mark.parametrize("only_largest", [False, True])
-def test_the_spark_lower_bound_is_the_models(spark: SparkSession, state: ClusterState, only_largest: bool) -> None:
-    targets = _targets(state)
-    if only_largest:  # one move alone: its own best rate (a fetch limit or a NIC) bounds the run
-        targets = {state.tp(len(state) - 1): (state.replicas(len(state) - 1)[0], 5)}
-    moves = diff_plan(state, targets).moves
+def test_the_brokers_lower_bound_is_the_models(spark: SparkSession, state: ClusterState) -> None:
+    moves = diff_plan(state, _targets(state)).moves
     inputs = snapshot_inputs(spark, state, moves)
     grid = [Scenario(i, throttle_bps=t) for i, t in enumerate((None, 5e6, 20e6, 200e6))]
     scenarios = scenarios_frame(spark, grid)
     load = move_load(inputs.moves)
     per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load, scenarios)
-    fetch = FetchLimits()
-    got = lower_bounds(per_broker, load, inputs.moves, scenarios, fetch.partition_bps, fetch.fetcher_bps)
+    got = broker_lower_bounds(per_broker, load, scenarios)
     bounds = {r["scenario_id"]: (r["lower_bound_s"], r["bottleneck_broker"]) for r in got.collect()}
     for scenario in grid:
         rate = float("inf") if scenario.throttle_bps is None else scenario.throttle_bps
         expected = lower_bound(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
-        assert bounds[scenario.scenario_id] == (expected.seconds, expected.broker)
+        out_s, in_s = float(expected.out_s.max()), float(expected.in_s.max())
+        side = max(out_s, in_s)
+        pos = int(np.argmax(expected.out_s)) if out_s >= in_s else int(np.argmax(expected.in_s))
+        broker = None if side <= 0 else state.broker_ids[pos]
+        assert bounds[scenario.scenario_id] == (side, broker)
 
 
 def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: ClusterState,
@@ -171,8 +170,9 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
         curve = curves.where(F.col("scenario_id") == outcome.scenario_id).orderBy("t_s").toPandas()
         grid = np.linspace(0.0, estimate.eta_s, 25)
         assert curve["t_s"].tolist() == grid.tolist()
-        model = estimate.model
-        assert curve["bytes_remaining"].tolist() == np.interp(grid, model.times, model.remaining_bytes).tolist()
+        model = estimate.model  # its curve, and nothing left once the last move is done
+        expected = np.interp(grid, model.times, model.remaining_bytes)
+        assert curve["bytes_remaining"].tolist() == np.where(grid >= estimate.eta_s, 0.0, expected).tolist()
 
 
 def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path) -> None:

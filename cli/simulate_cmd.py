@@ -99,7 +99,8 @@ def _share(text: str) -> float:
               help="Directory for Parquet results and plots.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 @click.option("--master", default="local[*]", show_default=True,
-              help="Spark master: local[*], local[N], spark://HOST:7077, yarn, k8s://URL.")
+              help="Spark master: local[*], local[N], spark://HOST:7077, yarn, k8s://URL "
+                   "(executors need kreassign installed).")
 @click.option("--remote", default=None, metavar="sc://HOST:PORT", help="Run on a Spark Connect server.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark settings.")
 @click.option("--shuffle-partitions", type=click.IntRange(1), default=8, show_default=True)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from kreassign.cluster.model import ClusterState
+    from kreassign.cluster.model import ClusterState, PartitionTarget
     from kreassign.planner.diff import Moves
     from kreassign.simulate.synthetic import SyntheticSpec
 
@@ -82,17 +82,12 @@ def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
     return diff_plan(state, run_planner(state, plan)).moves
 
 
-def run_planner(state: ClusterState, plan: PlannerRun) -> object:
-    """Targets of the balanced planner on `state` (planner.balance)."""
-    try:
-        from kreassign.planner import balance
-    except ImportError:
-        raise InputError("the balanced planner is not available in this build: give a plan with "
-                         "--reassignment-json-file") from None
+def run_planner(state: ClusterState, plan: PlannerRun) -> tuple[PartitionTarget, ...]:
+    """Targets of the balanced planner (`kreassign rebalance`) on `state`."""
+    from kreassign.planner.balance import rebalance
     from kreassign.planner.balance_types import BalanceOptions
 
-    result = balance.rebalance(state, BalanceOptions(seed=plan.seed))
-    return result.targets
+    return rebalance(state, BalanceOptions(seed=plan.seed)).targets
 
 
 def brokers_table(state: ClusterState, extra_ids: np.ndarray, default_bps: float) -> pa.Table:

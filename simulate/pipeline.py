@@ -155,8 +155,3 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
         yield
     finally:
         timings[name] = time.perf_counter() - start
-
-
-def summary_frame(spark: SparkSession, out: Path) -> DataFrame:
-    """Read back the summary a run wrote (for scripts and tests)."""
-    return spark.read.parquet(str(out / SUMMARY_DIR))

@@ -12,13 +12,14 @@ _LEGEND_LIMIT = 12
 PLOT_FILES = ("bytes_remaining.png", "broker_throughput.png", "client_headroom.png")
 
 
-def _time_axis(seconds: np.ndarray) -> tuple[np.ndarray, str]:
+def _time_unit(seconds: np.ndarray) -> tuple[str, float]:
+    """The unit that keeps the axis readable, and its length in seconds."""
     span = float(seconds.max(initial=0.0))
     if span >= 3 * 3600:
-        return seconds / 3600.0, "hours"
+        return "hours", 3600.0
     if span >= 180:
-        return seconds / 60.0, "minutes"
-    return seconds, "seconds"
+        return "minutes", 60.0
+    return "seconds", 1.0
 
 
 def write_plots(cluster: pd.DataFrame, labels: Mapping[int, str], headroom_target: float,
@@ -41,8 +42,7 @@ def write_plots(cluster: pd.DataFrame, labels: Mapping[int, str], headroom_targe
 
     out_dir.mkdir(parents=True, exist_ok=True)
     ordered = cluster.sort_values(["scenario_id", "t_s"])
-    _, unit = _time_axis(ordered["t_s"].to_numpy())
-    scale = {"hours": 3600.0, "minutes": 60.0, "seconds": 1.0}[unit]
+    unit, scale = _time_unit(ordered["t_s"].to_numpy())
     groups = list(ordered.groupby("scenario_id", sort=True))
     show_legend = len(groups) <= _LEGEND_LIMIT
     specs = [

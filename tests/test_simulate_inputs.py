@@ -58,3 +58,17 @@ def test_moves_table_carries_the_partition_facts(state: ClusterState) -> None:
 def test_unreadable_plan_file(state: ClusterState, tmp_path: object) -> None:
     with pytest.raises(InputError, match="cannot read the plan"):
         read_plan_moves(state, PlanFile("/nonexistent/plan.json"))
+
+
+def test_planner_run_moves_replicas_onto_an_empty_broker() -> None:
+    from kreassign.simulate.inputs import PlannerRun
+
+    brokers = [Broker(i, rack=f"r{i % 2}") for i in range(1, 5)]
+    parts = [PartitionInfo("t", p, replicas=((p % 3) + 1, ((p + 1) % 3) + 1), size_bytes=1000 + p)
+             for p in range(12)]
+    skewed = ClusterState.from_partitions(brokers, parts)
+    moves = read_plan_moves(skewed, PlannerRun(seed=3))
+    assert len(moves) > 0
+    assert 4 in set(moves.dest.tolist()) <= {1, 2, 3, 4}
+    again = read_plan_moves(skewed, PlannerRun(seed=3))
+    assert again.row.tolist() == moves.row.tolist() and again.dest.tolist() == moves.dest.tolist()

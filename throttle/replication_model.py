@@ -840,7 +840,9 @@ class _Simulation:
         if self.tol > 0 and len(finite) > 1:
             k = min(int(self.tol * len(tau)), len(finite) - 1)
             by_count = float(np.partition(finite, k)[k]) if k >= 1 else tau_min
-            by_time = min(tau_min + self.tol * (t + tau_min), float(finite.max()))
+            # With moves queued for a slot, growing steps by elapsed time would start them late.
+            paced = self.admission is not None and bool(np.any(self.status == _PENDING))
+            by_time = tau_min if paced else min(tau_min + self.tol * (t + tau_min), float(finite.max()))
             growth = tau_min + _MAX_GROWTH * (t + tau_min)
             dt = max(dt, min(max(min(by_count, growth), by_time), until_start))
         return dt

@@ -112,7 +112,7 @@ def _emit(data: dict[str, Any]) -> None:
 @click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
               help="Pace the plan: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Pace the plan: bytes moving at once.")
-@click.option("--order", type=click.Choice(["small-first", "large-first", "plan"]), default=None,
+@click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default=None,
               help="Pace the plan: which partitions start first (default: the plan's order).")
 @click.option("--interval", type=DURATION, default=None,
               help="With pacing: time between polls for finished moves (default 10s).")

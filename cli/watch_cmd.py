@@ -153,7 +153,7 @@ def rate_options(f: F) -> F:
 @click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
               help="With --pace: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="With --pace: bytes moving at once.")
-@click.option("--order", type=click.Choice(["small-first", "large-first", "plan"]), default="plan",
+@click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default="plan",
               show_default=True, help="With --pace: which partitions start first.")
 @rate_options
 @click.option("--additional", is_flag=True, help="With --pace: start although other reassignments run.")

@@ -79,3 +79,17 @@ def test_limits_are_never_exceeded(limit: int, moves: list[tuple[int, int, int]]
         running = (s.start_s <= t) & (s.finish_s > t)
         assert np.bincount(src[running], minlength=4).max() <= limit
         assert np.bincount(dst[running], minlength=4).max() <= limit
+
+
+def test_the_live_pacer_orders_partitions_like_the_model() -> None:
+    from kreassign.cluster.model import PartitionTarget
+    from kreassign.throttle.pacing import PendingPartition, order_pending
+    from kreassign.throttle.schedule import start_order
+
+    sizes = np.array([30, 10, 20, 10, 50])
+    leaders = np.array([1, 1, 2, 3, 2])
+    pending = [PendingPartition(PartitionTarget("t", i, (9,)), int(leaders[i]), (9,), int(sizes[i]), position=i)
+               for i in range(5)]
+    for order in ("plan", "small-first", "large-first", "broker-balanced"):
+        live = [p.position for p in order_pending(reversed(pending), order)]  # type: ignore[arg-type]
+        assert live == start_order(sizes, leaders, order).tolist()

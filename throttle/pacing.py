@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
@@ -31,9 +33,10 @@ from kreassign.throttle.ops_execute import (
     prepare_execute,
 )
 from kreassign.throttle.ops_throttles import apply_configs, inherit_previous, read_throttles
+from kreassign.throttle.schedule import start_order
 
-Order = Literal["small-first", "large-first", "plan"]
-ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan")
+Order = Literal["small-first", "large-first", "plan", "broker-balanced"]
+ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan", "broker-balanced")
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,12 @@ class PendingPartition:
 
 
 def order_pending(pending: Iterable[PendingPartition], order: Order) -> list[PendingPartition]:
-    """Partitions in start order; ties keep the plan's order."""
+    """Partitions in start order, by the same rule as the model's schedules; ties keep the
+    plan's order."""
     items = sorted(pending, key=lambda p: p.position)
-    if order == "small-first":
-        return sorted(items, key=lambda p: p.bytes)
-    if order == "large-first":
-        return sorted(items, key=lambda p: -p.bytes)
-    return items
+    sizes = np.array([p.bytes for p in items], dtype=np.int64)
+    sources = np.array([-1 if p.leader is None else p.leader for p in items], dtype=np.int64)
+    return [items[i] for i in start_order(sizes, sources, order)]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,13 @@ ORDERS: tuple[str, ...] = ("plan", "small-first", "large-first", "broker-balance
 
 
 def admission_order(inp: ModelInput, order: Order) -> np.ndarray:
-    """Move indices in the order they should start.
+    """Move indices in the order they should start (see `start_order`)."""
+    return start_order(inp.bytes, inp.source, order)
+
+
+def start_order(sizes: np.ndarray, sources: np.ndarray, order: str) -> np.ndarray:
+    """Indices of moves in the order they should start; the one ordering behind the model's
+    schedules and the live pacer.
 
     `plan` keeps the input order; `small-first`/`large-first` sort by bytes (ties in plan
     order); `broker-balanced` takes the sending brokers in turn (each broker's moves in plan
@@ -35,16 +41,17 @@ def admission_order(inp: ModelInput, order: Order) -> np.ndarray:
     Raises:
         InputError: an unknown order.
     """
-    m = len(inp)
+    sizes, sources = np.asarray(sizes), np.asarray(sources)
+    m = len(sizes)
     if order == "plan":
         return np.arange(m)
     if order == "small-first":
-        return np.argsort(inp.bytes, kind="stable")
+        return np.argsort(sizes, kind="stable")
     if order == "large-first":
-        return np.argsort(-inp.bytes, kind="stable")
+        return np.argsort(-sizes, kind="stable")
     if order == "broker-balanced":
-        by_src = np.argsort(inp.source, kind="stable")
-        keys = inp.source[by_src]
+        by_src = np.argsort(sources, kind="stable")
+        keys = sources[by_src]
         starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1)) if m else np.zeros(0, np.int64)
         counts = np.diff(np.append(starts, m))
         turn = np.empty(m, np.int64)

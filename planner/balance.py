@@ -7,8 +7,9 @@ How a plan is made:
    going to brokers that already hold more (so a balanced cluster keeps its counts).
 2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
    on removed or unknown brokers, extra replicas in an over-crowded rack, new replicas for set-rf.
-3. The data goals in the configured order: replica counts (moves from the most over-target to the
-   most under-target broker, choosing the replica whose size best fits both brokers' byte gaps),
+3. The data goals in the configured order: replica counts (moves from over-target to
+   under-target brokers, choosing replicas whose sizes best fit both brokers' byte gaps; most of
+   them in vectorised rounds (`balance_bulk`) on big plans, the rest one by one),
    then bytes (moves where the count band has room, else big-for-small swaps). A phase accepts no
    move that worsens a goal ranked above it; "topic" caps each topic's replicas per broker.
 4. Preferred leaders (`leader_balance`): reorder replica lists only.
@@ -23,6 +24,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
+from kreassign.planner.balance_bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance_engine import Layout, Targets
 from kreassign.planner.balance_metrics import MetricContext, lower_bounds, metrics
 from kreassign.planner.balance_targets import integer_shares_by_group, rack_bounds, waterfill
@@ -273,10 +275,12 @@ def _plan(
         if balance_data:
             for goal in options.goals:
                 if goal == "replicas":
-                    layout.balance_counts(
-                        aim=1 + options.disk_tolerance / 2 if options.has("disk") else None,
-                        keep_disk=options.before("disk", "replicas"),
-                        relax_topic=not options.before("topic", "replicas"))
+                    aim = 1 + options.disk_tolerance / 2 if options.has("disk") else None
+                    keep_disk = options.before("disk", "replicas")
+                    if bulk_eligible(layout, keep_disk):
+                        bulk_balance_counts(layout, aim)
+                    layout.balance_counts(aim=aim, keep_disk=keep_disk,
+                                          relax_topic=not options.before("topic", "replicas"))
                 elif goal == "disk":
                     layout.balance_disk(keep_counts=options.before("replicas", "disk"),
                                         tolerance=options.disk_tolerance)
@@ -285,7 +289,7 @@ def _plan(
         warnings.append("the move or byte budget (--max-moves / --max-bytes) stopped the plan before "
                         "it reached balance; run again after it completes")
 
-    F1 = _matrix_of(layout.rows, max(width, 1))
+    F1 = layout.matrix()
     lead_movable = np.ones(n, dtype=bool)
     if options.exclude_topics:
         lead_movable &= ~np.isin(np.array(state.topics, dtype=object)[topic], list(options.exclude_topics))
@@ -300,15 +304,6 @@ def _plan(
         produce_bps=state.produce_bps.astype(np.float64),
     )
     return _finish(state, command, options, F0, F1, movable, ctx, br, is_removed, warnings)
-
-
-def _matrix_of(rows: list[list[int]], width: int) -> np.ndarray:
-    lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    flat = np.fromiter((b for r in rows for b in r), dtype=np.int64, count=int(lens.sum()))
-    out = np.full((len(rows), width), -1, dtype=np.int64)
-    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-    out[np.repeat(np.arange(len(rows)), lens), cols] = flat
-    return out
 
 
 def _movable(state: ClusterState, F0: np.ndarray, br: _Brokers, options: BalanceOptions,
@@ -521,6 +516,14 @@ def _balance_leaders(F1: np.ndarray, F0: np.ndarray, lead_movable: np.ndarray, s
     return out
 
 
+def _replica_tuples(ids: np.ndarray) -> list[tuple[int, ...]]:
+    """Rows of broker ids as tuples, without the -1 padding."""
+    out = list(map(tuple, ids.tolist()))
+    for i in np.flatnonzero((ids < 0).any(axis=1)).tolist():
+        out[i] = tuple(b for b in out[i] if b >= 0)
+    return out
+
+
 def _finish(state: ClusterState, command: str, options: BalanceOptions, F0: np.ndarray, F1: np.ndarray,
             movable: np.ndarray, ctx: MetricContext, br: _Brokers, is_removed: np.ndarray,
             warnings: list[str]) -> BalancePlan:
@@ -529,15 +532,10 @@ def _finish(state: ClusterState, command: str, options: BalanceOptions, F0: np.n
     A[:, :F0.shape[1]] = F0
     changed = np.flatnonzero((A != F1).any(axis=1))
     ids = np.append(br.ids, -1)
-    new_ids = ids[F1[changed]].tolist()
-    old_ids = ids[A[changed]].tolist()
-    topics = state.topics
-    tix = state.topic_index[changed].tolist()
+    names = np.array(state.topics, dtype=object)[state.topic_index[changed]].tolist()
     parts = state.partition[changed].tolist()
-    targets = [PartitionTarget(topics[t], p, tuple(b for b in r if b >= 0))
-               for t, p, r in zip(tix, parts, new_ids)]
-    rollback = [PartitionTarget(topics[t], p, tuple(b for b in r if b >= 0))
-                for t, p, r in zip(tix, parts, old_ids)]
+    targets = list(map(PartitionTarget, names, parts, _replica_tuples(ids[F1[changed]])))
+    rollback = list(map(PartitionTarget, names, parts, _replica_tuples(ids[A[changed]])))
     Fc, Ac = F1[changed], A[changed]
     added = ((Fc[:, :, None] != Ac[:, None, :]).all(axis=2) & (Fc >= 0)).sum(axis=1)
     moves = int(added.sum())

@@ -12,9 +12,12 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
+from itertools import chain
 from dataclasses import dataclass
 
 import numpy as np
+
+from kreassign.planner.balance_arrays import by_broker_then_size
 
 SCAN = 24  # candidates looked at around the wanted size before trying another sink
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
@@ -48,6 +51,18 @@ class TopicCounts:
     def get(self, topic: int, broker: int) -> int:
         k = topic * self.brokers + broker
         return self.table[k] if self.dense else self.map.get(k, 0)
+
+    def add_many(self, topics: np.ndarray, brokers: np.ndarray, deltas: np.ndarray) -> None:
+        keys, inverse = np.unique(topics.astype(np.int64) * self.brokers + brokers, return_inverse=True)
+        net = np.bincount(inverse, weights=deltas, minlength=len(keys)).astype(np.int64)
+        if self.dense:
+            table = self.table
+            for k, c in zip(keys.tolist(), net.tolist()):
+                table[k] += c
+        else:
+            get = self.map.get
+            for k, c in zip(keys.tolist(), net.tolist()):
+                self.map[k] = get(k, 0) + c
 
     def add(self, topic: int, broker: int, delta: int) -> None:
         k = topic * self.brokers + broker
@@ -110,9 +125,13 @@ class Layout:
         n, width = matrix.shape
         nb = len(rack)
         self.n, self.nb = n, nb
-        self.rows: list[list[int]] = [[b for b in r if b >= 0] for r in matrix.tolist()]
-        self.orig: list[tuple[int, ...]] = [tuple(r) for r in self.rows]
+        self.rows: list[list[int]] = matrix.tolist()
+        for p in np.flatnonzero((matrix < 0).any(axis=1)).tolist():
+            self.rows[p] = [b for b in self.rows[p] if b >= 0]
+        self.orig: list[tuple[int, ...]] = list(map(tuple, self.rows))
         self.width = width
+        self.base = matrix  # the starting assignment; `touched` rows differ from it
+        self.touched: set[int] = set()
         self.zs: list[int] = size.tolist()
         order = np.argsort(size, kind="stable")
         rank = np.empty(n, dtype=np.int64)
@@ -120,6 +139,10 @@ class Layout:
         self.rank: list[int] = rank.tolist()
         self.by_rank: list[int] = order.tolist()
         self.size_by_rank: list[int] = size[order].tolist()
+        self.rank_np = rank
+        self.by_rank_np = order
+        self.size_by_rank_np = size[order].astype(np.float64)
+        self.topic_np = topic.astype(np.int64)
         self.rack: list[int] = rack.tolist()
         self.racks = int(rack.max()) + 1 if nb else 0
         self.recv: list[bool] = receivers.tolist()
@@ -140,13 +163,13 @@ class Layout:
         brk = flat[keep]
         self.count: list[int] = np.bincount(brk, minlength=nb).tolist()
         self.bytes: list[float] = np.bincount(brk, weights=size[part].astype(np.float64), minlength=nb).tolist()
-        mov = movable.ravel()[keep]
-        lists_order = np.lexsort((rank[part[mov]], brk[mov]))
-        mb, mr = brk[mov][lists_order], rank[part[mov]][lists_order]
+        mov_part, mb = by_broker_then_size(matrix, movable & (matrix >= 0), order, nb)
+        mr = rank[mov_part]
         bounds = np.searchsorted(mb, np.arange(nb + 1))
         self.lists: list[list[int]] = [mr[bounds[b]:bounds[b + 1]].tolist() for b in range(nb)]
         self.tcounts = TopicCounts(n_topics, nb, topic[part], brk)
         self.rack_cap: list[int] = [n] * n
+        self.rack_cap_np = np.full(n, n, dtype=np.int64)
         self.set_topic_caps(np.full((max(n_topics, 1), max(self.racks + 1, 1)), n, dtype=np.int64))
         self.rack_locked = False
         self.crowded: set[int] = set()
@@ -156,6 +179,7 @@ class Layout:
 
     # ---- constraints ----------------------------------------------------------------------
     def set_rack_caps(self, caps: np.ndarray, locked: bool) -> None:
+        self.rack_cap_np = caps.astype(np.int64)
         self.rack_cap = caps.tolist()
         self.rack_locked = locked
 
@@ -218,6 +242,7 @@ class Layout:
         """Move p's replica from s to d, keeping its position in the replica list."""
         row = self.rows[p]
         row[row.index(s)] = d
+        self.touched.add(p)
         self._charge(p, s, d)
         z = self.zs[p]
         r = self.rank[p]
@@ -233,8 +258,63 @@ class Layout:
             self.tcounts.add(t, s, -1)
             self.tcounts.add(t, d, 1)
 
+    def apply_moves(self, p: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
+        """`move` for many replicas at once, in order; no replica may move twice. Budgets are
+        not charged (callers make such batches only without a budget)."""
+        rows = self.rows
+        for pi, si, di in zip(p.tolist(), s.tolist(), d.tolist()):
+            row = rows[pi]
+            row[row.index(si)] = di
+        self.touched.update(p.tolist())
+        r = self.rank_np[p]
+        z = self.size_by_rank_np[r]
+        nb = self.nb
+        self.count = (np.asarray(self.count, dtype=np.int64) + np.bincount(d, minlength=nb)
+                      - np.bincount(s, minlength=nb)).tolist()
+        self.bytes = (np.asarray(self.bytes, dtype=np.float64) + np.bincount(d, weights=z, minlength=nb)
+                      - np.bincount(s, weights=z, minlength=nb)).tolist()
+        n = self.n
+        owner, ranks = self._lists_of(np.unique(s))
+        keys = owner * n + ranks
+        keep = np.ones(len(keys), dtype=bool)
+        keep[np.searchsorted(keys, s * n + r)] = False
+        self._set_lists(owner[keep], ranks[keep])
+        owner, ranks = self._lists_of(np.unique(d))
+        owner, ranks = np.concatenate([owner, d]), np.concatenate([ranks, r])
+        order = np.argsort(owner * n + ranks, kind="stable")
+        self._set_lists(owner[order], ranks[order])
+        if self.topic_on:
+            t = self.topic_np[p]
+            self.tcounts.add_many(np.concatenate([t, t]), np.concatenate([s, d]),
+                                  np.concatenate([np.full(len(p), -1), np.ones(len(p), dtype=np.int64)]))
+
+    def _lists_of(self, brokers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The movable lists of `brokers` (sorted) as (broker, rank) arrays."""
+        lens = np.fromiter((len(self.lists[b]) for b in brokers.tolist()), dtype=np.int64, count=len(brokers))
+        ranks = np.fromiter(chain.from_iterable(self.lists[b] for b in brokers.tolist()), dtype=np.int64,
+                            count=int(lens.sum()))
+        return np.repeat(brokers, lens), ranks
+
+    def _set_lists(self, owner: np.ndarray, ranks: np.ndarray) -> None:
+        """Replace the movable lists of the brokers in `owner` (sorted by broker, then rank)."""
+        cut = np.flatnonzero(np.diff(owner)) + 1
+        for b, part in zip(owner[np.concatenate([[0], cut])].tolist() if len(owner) else [],
+                           np.split(ranks, cut)):
+            self.lists[b] = part.tolist()
+
+    def matrix(self) -> np.ndarray:
+        """The current assignment as a partition x slot matrix (-1 padding)."""
+        touched = np.fromiter(sorted(self.touched), dtype=np.int64, count=len(self.touched))
+        edited = rows_matrix([self.rows[p] for p in touched.tolist()], self.base.shape[1])
+        if edited.shape[1] > self.base.shape[1] or not self.base.shape[1]:
+            return rows_matrix(self.rows, max(self.width, 1))
+        out = self.base.copy()
+        out[touched] = edited
+        return out
+
     def add_replica(self, p: int, d: int) -> None:
         self.rows[p].append(d)
+        self.touched.add(p)
         self._charge(p, -1, d)
         insort(self.lists[d], self.rank[p])
         self.count[d] += 1
@@ -244,6 +324,7 @@ class Layout:
 
     def drop_replica(self, p: int, s: int) -> None:
         self.rows[p].remove(s)
+        self.touched.add(p)
         lst = self.lists[s]
         i = bisect_left(lst, self.rank[p])
         if i < len(lst) and lst[i] == self.rank[p]:
@@ -524,3 +605,14 @@ class Layout:
             return False
         self.move(q, d, s)
         return True
+
+
+def rows_matrix(rows: list[list[int]], width: int) -> np.ndarray:
+    """Replica lists as a partition x slot matrix, -1 padded to at least `width` slots."""
+    lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    width = max(width, int(lens.max()) if len(lens) else 0)
+    flat = np.fromiter((b for r in rows for b in r), dtype=np.int64, count=int(lens.sum()))
+    out = np.full((len(rows), width), -1, dtype=np.int64)
+    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
+    out[np.repeat(np.arange(len(rows)), lens), cols] = flat
+    return out

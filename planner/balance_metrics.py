@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kreassign.planner.balance_arrays import by_broker_then_size
 from kreassign.planner.balance_types import BalanceMetrics, BrokerLoad, LowerBounds, Spread
 
 
@@ -164,14 +165,8 @@ def lower_bounds(
 
 def _smallest_k(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, k: np.ndarray, nb: int) -> np.ndarray:
     """Per broker, the total size of its k smallest movable replicas."""
-    n, width = matrix.shape
-    flat = matrix.ravel()
-    keep = (flat >= 0) & movable.ravel()
-    part = np.repeat(np.arange(n), width)[keep]
-    brk = flat[keep]
+    part, brk = by_broker_then_size(matrix, movable & (matrix >= 0), np.argsort(size, kind="stable"), nb)
     z = size[part].astype(np.float64)
-    order = np.lexsort((z, brk))
-    brk, z = brk[order], z[order]
     start = np.searchsorted(brk, np.arange(nb + 1))
     csum = np.concatenate([[0.0], np.cumsum(z)])
     have = start[1:] - start[:-1]

@@ -357,3 +357,12 @@ def test_model_reproduces_unthrottled_catch_up_bounded_by_fetch_limits(fetch: Fe
     if Limit.FETCH_RESPONSE in bound:
         unlimited = sandbox_completion_times(math.inf, math.inf, network, moves=m, fetch=NO_FETCH_LIMITS)
         assert unlimited.max() < 0.8 * measured.max()
+
+
+def test_a_leaderless_move_never_completes_and_does_not_hold_back_the_others() -> None:
+    inp = ModelInput.build(broker_ids=np.arange(3), source=np.array([0, -1]), dest=np.array([1, 2]),
+                           bytes=np.full(2, 1e6), leader_rate=1e6, follower_rate=1e6)
+    for tolerance in (0.0, 0.1):
+        r = simulate(inp, tolerance=tolerance)
+        assert r.finish_s[0] == pytest.approx(1.0)
+        assert np.isinf(r.finish_s[1]) and r.limit[1] == Limit.NO_LEADER

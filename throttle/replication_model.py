@@ -1035,7 +1035,8 @@ class _Simulation:
         inp, b = self.inp, self.inp.n_brokers
         lower = lower_bound(inp)
         finite = self.finish[np.isfinite(self.finish)]
-        if self.tol > 0 and self.admission is None and len(finite) and finite.max() < lower.seconds:
+        if (self.tol > 0 and self.admission is None and len(finite) and math.isfinite(lower.seconds)
+                and finite.max() < lower.seconds):
             # Batched completions can land a hair under the proven bound; no real run can.
             self.finish = np.where(self.finish == finite.max(), lower.seconds, self.finish)
         busy = np.zeros(b)

@@ -597,6 +597,10 @@ class Admission:
     priority: np.ndarray
     max_moves_per_broker: int | None = None
     max_inflight_bytes: float | None = None
+    release_finished: bool = True
+    """A finished move stops counting against the quotas, as with kreassign's pacer, which
+    recomputes the throttled-replica lists at every wave. False keeps it counted until the end,
+    as when one list covers the whole plan (Kafka's tool)."""
 
     def __post_init__(self) -> None:
         if self.max_moves_per_broker is not None and self.max_moves_per_broker < 1:
@@ -727,6 +731,8 @@ class _Simulation:
         self.status[moves] = _DONE
         self.rem[moves] = 0.0
         self._count(moves, -1)
+        if self.admission is not None and self.admission.release_finished:
+            return
         self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves], minlength=b)
         self.in_sync_in += np.bincount(self.dst[moves], weights=self.w[moves], minlength=b)
 

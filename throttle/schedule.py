@@ -102,6 +102,7 @@ def schedule_waves(
     max_inflight_bytes: float | None = None,
     order: Order = "plan",
     tolerance: float = DEFAULT_TOLERANCE,
+    release_finished: bool = True,
 ) -> Schedule:
     """Simulate starting the moves in `order`, each as soon as the limits allow.
 
@@ -111,12 +112,15 @@ def schedule_waves(
         max_inflight_bytes: at most this many bytes of moves in flight.
         order: the admission order (see `admission_order`).
         tolerance: event batching of the model (see `simulate`).
+        release_finished: finished moves stop counting against the quotas (kreassign's pacer
+            recomputes the throttled lists per wave); False models one list for the whole plan.
 
     Raises:
         InputError: a limit below 1 or an unknown order.
     """
     priority = admission_order(inp, order)
-    admission = Admission(priority, max_moves_per_broker=max_moves_per_broker, max_inflight_bytes=max_inflight_bytes)
+    admission = Admission(priority, max_moves_per_broker=max_moves_per_broker, max_inflight_bytes=max_inflight_bytes,
+                          release_finished=release_finished)
     result = simulate(inp, admission=admission, tolerance=tolerance)
     return Schedule(
         order=priority, start_s=result.start_s, finish_s=result.finish_s, makespan=result.makespan,

@@ -80,10 +80,29 @@ class BrokerListType(click.ParamType):
         return ids
 
 
+class PercentType(click.ParamType):
+    """A share: `20%` or `0.2`."""
+
+    name = "PCT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            self.fail(f"'{value}' is not a share: use a percentage such as 20% (or 0.2)", param, ctx)
+        if not 0 <= share <= 1:
+            self.fail(f"'{value}' must be between 0% and 100%", param, ctx)
+        return share
+
+
 RATE = RateType()
 SIZE = SizeType()
 DURATION = DurationType()
 BROKER_LIST = BrokerListType()
+PERCENT = PercentType()
 
 
 def source_options(f: F) -> F:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, RATE, output_option, source_options
-from kreassign.cli.watch_cmd import PERCENT, connect, connection_options, deadline_seconds, journal_store, runtime
+from kreassign.cli.options import BROKER_LIST, PERCENT, RATE, output_option, source_options
+from kreassign.cli.watch_cmd import connect, connection_options, deadline_seconds, journal_store, runtime
 
 
 @click.group()

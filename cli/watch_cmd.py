@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, output_option
+from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, output_option
 
 if TYPE_CHECKING:
     from kreassign.cluster.port import ClusterPort
@@ -68,25 +68,6 @@ def journal_store(journal_dir: str | None) -> JournalStore:
     return JournalStore(journal_dir)
 
 
-class PercentType(click.ParamType):
-    """A share: `20%` or `0.2`."""
-
-    name = "PCT"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, float):
-            return value
-        text = str(value).strip()
-        try:
-            share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            self.fail(f"'{value}' is not a share: use a percentage such as 20% (or 0.2)", param, ctx)
-        if not 0 <= share <= 1:
-            self.fail(f"'{value}' must be between 0% and 100%", param, ctx)
-        return share
-
-
-PERCENT = PercentType()
 _CLOCK = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
 
 

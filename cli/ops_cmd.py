@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kreassign.cli.options import DURATION, RATE, SIZE, output_option
+from kreassign.cli.watch_cmd import connect, journal_store, timing
 
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
@@ -61,31 +62,11 @@ def open_port(bootstrap: str | None, command_config: str | None,
                       warn=lambda line: click.echo(f"Warning: {line}", err=True))
 
 
-def _connect(bootstrap: str | None, command_config: str | None,
-             timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
-    """`open_port`, unless tests inject a connection through `watch_cmd.Runtime` (click's obj)."""
-    from kreassign.cli.watch_cmd import connect
-
-    return connect(bootstrap, command_config, timeout_s)
-
-
 def _read_plan(path: str) -> ParsedReassignment:
     from kreassign.cli.kafka_actions import read_text
     from kreassign.cluster.kafka_json import parse_reassignment
 
     return parse_reassignment(read_text(path))
-
-
-def _store(journal_dir: str | None) -> JournalStore:
-    from kreassign.throttle.journal import JournalStore
-
-    return JournalStore(journal_dir)
-
-
-def _timing() -> tuple[Callable[[], float], Callable[[float], None]]:
-    from kreassign.cli.watch_cmd import timing
-
-    return timing()
 
 
 def _echo_err(lines: list[str]) -> None:
@@ -145,7 +126,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
         leader_rate=leader_rate if leader_rate is not None else throttle,
         follower_rate=follower_rate if follower_rate is not None else throttle,
         log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout if timeout is not None else 10.0)
-    store = _store(journal_dir)
+    store = journal_store(journal_dir)
     if paced:
         from kreassign.throttle.pacing import PaceLimits
 
@@ -154,8 +135,8 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
             bootstrap_server, command_config, timeout), interval_s=interval, dry_run=dry_run, output=output)
     text = output == "text"
     out, err = sys.stdout, sys.stderr
-    clock, sleep = _timing()
-    with _connect(bootstrap_server, command_config, timeout) as port:
+    clock, sleep = timing()
+    with connect(bootstrap_server, command_config, timeout) as port:
         plan = prepare_execute(port, request)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
         if dry_run:
@@ -200,10 +181,10 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
     watch_request = WatchRequest(targets=request.targets, interval_s=interval_s if interval_s is not None else 10.0,
                                  pace=limits, leader_rate=request.leader_rate, follower_rate=request.follower_rate,
                                  additional=request.additional, dry_run=dry_run)
-    clock, sleep = _timing()
+    clock, sleep = timing()
     emit, close = event_printer(output)
     try:
-        with _connect(*connection) as port:
+        with connect(*connection) as port:
             result = watch(port, watch_request, store=store, clock=clock, sleep=sleep, emit=emit)
     except KeyboardInterrupt:
         click.echo(f"Interrupted. The waves submitted so far keep moving: run the same command again to submit "
@@ -262,10 +243,10 @@ def verify(bootstrap_server: str | None, command_config: str | None, timeout: fl
     request = VerifyRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             dry_run=dry_run)
     if follow:
-        return _verify_watching(request, _store(journal_dir), connection=(bootstrap_server, command_config, timeout),
+        return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
-    with _connect(bootstrap_server, command_config, timeout) as port:
-        result = run_verify(port, request, store=_store(journal_dir))
+    with connect(bootstrap_server, command_config, timeout) as port:
+        result = run_verify(port, request, store=journal_store(journal_dir))
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -285,8 +266,8 @@ def _verify_watching(request: VerifyRequest, store: JournalStore, *,
     from kreassign.cli.watch_cmd import event_printer
     from kreassign.throttle.watch import watch_plan
 
-    clock, sleep = _timing()
-    with _connect(*connection) as port:
+    clock, sleep = timing()
+    with connect(*connection) as port:
         emit, close = event_printer(output)
         try:
             result = watch_plan(port, request.targets, store=store, clock=clock, sleep=sleep, emit=emit,
@@ -313,9 +294,9 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
 
     request = CancelRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout if timeout is not None else 10.0, dry_run=dry_run)
-    clock, sleep = _timing()
-    with _connect(bootstrap_server, command_config, timeout) as port:
-        result = run_cancel(port, request, store=_store(journal_dir), clock=clock, sleep=sleep)
+    clock, sleep = timing()
+    with connect(bootstrap_server, command_config, timeout) as port:
+        result = run_cancel(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
         return 0 if result.ok and (result.clear is None or result.clear.complete) else 1
@@ -350,10 +331,10 @@ def list_command(bootstrap_server: str | None, command_config: str | None, timeo
     from kreassign.cli import kafka_live
     from kreassign.throttle.operations import list_reassignments
 
-    with _connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
-    journals = _store(journal_dir).journals(cluster_id, open_only=True)
+    journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [
             {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
@@ -403,9 +384,9 @@ def resume(bootstrap_server: str | None, command_config: str | None, timeout: fl
     from kreassign.throttle.operations import resume as run_resume
     from kreassign.throttle.operations import resume_preview
 
-    store = _store(journal_dir)
-    clock, sleep = _timing()
-    with _connect(bootstrap_server, command_config, timeout) as port:
+    store = journal_store(journal_dir)
+    clock, sleep = timing()
+    with connect(bootstrap_server, command_config, timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         if dry_run:
             steps = resume_preview(journal)
@@ -453,9 +434,9 @@ def abort(bootstrap_server: str | None, command_config: str | None, timeout: flo
     from kreassign.cluster.kafka_json import format_reassignment
     from kreassign.throttle.operations import abort as run_abort
 
-    store = _store(journal_dir)
-    clock, sleep = _timing()
-    with _connect(bootstrap_server, command_config, timeout) as port:
+    store = journal_store(journal_dir)
+    clock, sleep = timing()
+    with connect(bootstrap_server, command_config, timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         result = run_abort(port, journal, preserve_throttles=preserve_throttles, dry_run=dry_run,
                            timeout_s=timeout if timeout is not None else 10.0, clock=clock, sleep=sleep)

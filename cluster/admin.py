@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import random
 import re
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,8 +35,9 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition as KafkaTopicPartition
 from kafka.structs import TopicPartitionReplica as KafkaReplica
 
+from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
 from kreassign.cluster.model import (
     Broker,
     PartitionInfo,
@@ -58,7 +58,6 @@ from kreassign.cluster.port import (
     LogDir,
     LogDirReport,
     ReplicaLogDir,
-    UnknownTopicError,
 )
 
 T = TypeVar("T")
@@ -67,70 +66,10 @@ _log = logging.getLogger(__name__)
 # The newest Kafka without DescribeCluster: a client pinned to it describes the cluster
 # through Metadata, kafka-python's own fallback, which its public API offers no other way to reach.
 _PRE_DESCRIBE_CLUSTER_API = (2, 7)
-# kafka-python 3.0.12 KafkaConnection._maybe_throttle logs this with (connection, response
-# class name, throttle_time_ms) after pausing the connection for that long.
-_THROTTLE_LOG_FORMAT = "%s: %s throttled by broker (%d ms)"
 # Raised by kafka-python's _send_request_to_controller when NOT_CONTROLLER persists.
 _CONTROLLER_MOVED = "Failed to find active controller id"
 _CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                       Errors.RequestTimedOutError, Errors.KafkaTimeoutError)
-
-
-class _ThrottleGate:
-    """Per-broker "not before" times from broker throttle_time_ms (KIP-13/KIP-219)."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-        self._until: dict[int, float] = {}
-        self._lock = threading.Lock()
-
-    def note(self, broker: int, throttle_ms: int) -> None:
-        if throttle_ms <= 0:
-            return
-        until = self._clock() + throttle_ms / 1000
-        with self._lock:
-            self._until[broker] = max(until, self._until.get(broker, 0.0))
-
-    def remaining(self, broker: int | None) -> float:
-        if broker is None:
-            return 0.0
-        with self._lock:
-            until = self._until.get(broker, 0.0)
-        return max(0.0, until - self._clock())
-
-
-class _KafkaLogTap(logging.Filter):
-    """Reads the two facts kafka-python logs but does not return from its public methods: the
-    throttle_time_ms of each response (it pauses the connection itself, but public results drop
-    the field) and the last connection error (bootstrap only says "Unable to bootstrap").
-    A pure observer: it never suppresses a record."""
-
-    LOGGERS = ("kafka.net.connection", "kafka.net.manager")
-
-    def __init__(self, gate: _ThrottleGate) -> None:
-        super().__init__()
-        self._gate = gate
-        self.last_error: BaseException | None = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        if record.msg == _THROTTLE_LOG_FORMAT and len(args) == 3:
-            node_id = getattr(args[0], "node_id", None)
-            if isinstance(node_id, int) and isinstance(args[2], int):
-                self._gate.note(node_id, args[2])
-        elif record.levelno >= logging.WARNING:
-            error = next((a for a in args if isinstance(a, BaseException)), None)
-            if error is not None:
-                self.last_error = error
-        return True
-
-    def attach(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).addFilter(self)
-
-    def detach(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).removeFilter(self)
 
 
 def api_error(error: type[Errors.KafkaError] | Errors.KafkaError, message: str | None = None) -> ApiError:
@@ -213,8 +152,8 @@ class KafkaAdmin:
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._gate = _ThrottleGate(clock)
-        self._tap = _KafkaLogTap(self._gate)
+        self._gate = ThrottleGate(clock)
+        self._tap = KafkaLogTap(self._gate)
         self._tap.attach()
         self._closed = False
 
@@ -233,8 +172,8 @@ class KafkaAdmin:
 
             client_factory = KafkaAdminClient
         factory = client_factory
-        gate = _ThrottleGate(time.monotonic)
-        tap = _KafkaLogTap(gate)
+        gate = ThrottleGate(time.monotonic)
+        tap = KafkaLogTap(gate)
         tap.attach()
         try:
             client = factory(**config.admin_kwargs())
@@ -273,14 +212,14 @@ class KafkaAdmin:
             if wait > 0:
                 if self._clock() + wait >= deadline:
                     throttled = f"throttles us (quota) for {wait:.1f}s more, beyond the {budget:g}s timeout"
-                    raise _GaveUp(f"Could not {what}: broker {broker} {throttled}.", f"it {throttled}")
+                    raise GaveUp(f"Could not {what}: broker {broker} {throttled}.", f"it {throttled}")
                 self._sleep(wait)
             try:
-                return _within(fn, deadline - self._clock())
-            except _NoAnswer:
+                return within(fn, deadline - self._clock())
+            except NoAnswer:
                 who = f"broker {broker}" if per_broker else "the cluster"
                 before = f" (before that: {_short(last)})" if last else ""
-                raise _GaveUp(f"Could not {what}: no answer from {who} within {budget:g}s{before}. "
+                raise GaveUp(f"Could not {what}: no answer from {who} within {budget:g}s{before}. "
                               "Check that the brokers are running and reachable.",
                               f"no answer within {budget:g}s{before}") from last
             except RuntimeError as exc:
@@ -290,18 +229,18 @@ class KafkaAdmin:
             except Errors.KafkaError as exc:
                 error = exc
             last = error
-            if not _should_retry(error):
+            if not should_retry(error):
                 raise _translate(error, what) from error
             now = self._clock()
             if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now
                 if now - first_connection_error >= t.connect_timeout_s:
                     reason = f"{_short(error)} for {t.connect_timeout_s:g}s"
-                    raise _GaveUp(f"Could not {what}: broker {broker} did not answer: {reason}.",
+                    raise GaveUp(f"Could not {what}: broker {broker} did not answer: {reason}.",
                                   reason) from error
             delay = self._backoff(attempt)
             if now + delay >= deadline:
-                raise _GaveUp(
+                raise GaveUp(
                     f"Could not {what} within {budget:g}s; the last error was "
                     f"{_short(error)}. Check that the brokers are running and reachable.",
                     f"{_short(error)}, still after {budget:g}s") from error
@@ -318,7 +257,7 @@ class KafkaAdmin:
         """`_call` for one broker; an unreachable broker becomes an ApiError value."""
         try:
             return self._call(what, fn, broker=broker, per_broker=True)
-        except _GaveUp as exc:
+        except GaveUp as exc:
             return _unreachable(broker, exc.reason)
         except ClusterError as exc:
             if isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
@@ -604,56 +543,6 @@ class KafkaAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _GaveUp(ClusterUnreachable):
-    """ClusterUnreachable that also carries a short reason for per-broker results."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class _NoAnswer(Exception):
-    """An attempt outlived the operation's deadline."""
-
-
-def _within(fn: Callable[[], T], timeout_s: float) -> T:
-    """Run `fn` on a helper thread and wait at most `timeout_s` for it.
-
-    kafka-python bounds each request by request_timeout_ms, but not a connection that hangs in
-    its handshake (socket_connection_setup_timeout_ms, 10-30s, is not a KafkaAdminClient
-    setting), nor the sum of several requests in one call. The attempt is abandoned on timeout:
-    kafka-python finishes or fails it on its IO thread and nobody reads the result.
-    """
-    if timeout_s <= 0:
-        raise _NoAnswer()
-    outcome: list[tuple[bool, Any]] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, fn()))
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="kreassign-admin-call", daemon=True).start()
-    if not done.wait(timeout_s):
-        raise _NoAnswer()
-    ok, value = outcome[0]
-    if ok:
-        return value  # type: ignore[no-any-return]
-    raise value
-
-
-def _should_retry(error: Errors.KafkaError) -> bool:
-    # Unknown topics are "retriable" in kafka.errors (metadata may be stale), but a topic the
-    # user named that does not exist should fail now, not after a minute of retries.
-    if isinstance(error, Errors.UnknownTopicOrPartitionError):
-        return False
-    return bool(error.retriable)
 
 
 def _translate(error: Errors.KafkaError, what: str) -> ClusterError:

@@ -5,6 +5,7 @@ reading them at 3 a.m.: what went wrong and what to do next.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 
@@ -52,6 +53,17 @@ class ClusterUnreachable(ClusterError):
     """No broker answered in time."""
 
     exit_code = ExitStatus.CLUSTER_UNREACHABLE
+
+
+class UnknownTopicError(ClusterError):
+    """Topics named by the user do not exist in the cluster."""
+
+    def __init__(self, topics: Sequence[str]) -> None:
+        self.topics = tuple(sorted(topics))
+        names = ", ".join(self.topics)
+        noun = "Topic" if len(self.topics) == 1 else "Topics"
+        super().__init__(f"{noun} {names} not found in the cluster. "
+                         "Check the spelling, or list topics with kafka-topics.sh --list.")
 
 
 class JournalError(KreassignError):

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Generic, Protocol, TypeVar
 
-from kreassign.cluster.errors import ClusterError
+# Re-exported: the adapters and the throttle package import it from here.
+from kreassign.cluster.errors import UnknownTopicError as UnknownTopicError
 from kreassign.cluster.model import (
     Broker,
     ClusterState,
@@ -36,17 +37,6 @@ UNREACHABLE = "BROKER_UNREACHABLE"
 """`ApiError.name` of a broker that could not be reached (no Kafka error code: `code` is -1)."""
 UNKNOWN_TOPIC_OR_PARTITION = 3
 ELECTION_NOT_NEEDED = 84
-
-
-class UnknownTopicError(ClusterError):
-    """Topics named by the user do not exist in the cluster."""
-
-    def __init__(self, topics: Sequence[str]) -> None:
-        self.topics = tuple(sorted(topics))
-        names = ", ".join(self.topics)
-        noun = "Topic" if len(self.topics) == 1 else "Topics"
-        super().__init__(f"{noun} {names} not found in the cluster. "
-                         "Check the spelling, or list topics with kafka-topics.sh --list.")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import AdminCommandFailed, ClusterError, KreassignError, TerseError
+from kreassign.cluster.errors import AdminCommandFailed, ClusterError, KreassignError, TerseError, UnknownTopicError
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
     PartitionTarget,
@@ -23,7 +23,7 @@ from kreassign.cluster.model import (
     TopicPartition,
     TopicPartitionReplica,
 )
-from kreassign.cluster.port import ApiError, ClusterPort, UnknownTopicError
+from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import (
     FOLLOWER_RATE,
     LEADER_RATE,

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kreassign.cluster.errors import UnknownTopicError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
-from kreassign.cluster.port import ClusterPort, UnknownTopicError
+from kreassign.cluster.port import ClusterPort
 from kreassign.throttle.configs import clear_targets
 from kreassign.throttle.journal import Journal, JournalStore
 from kreassign.throttle.ops_clear import ClearResult, clear_throttles

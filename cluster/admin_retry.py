@@ -1,0 +1,128 @@
+"""The deadline, retry and quota-throttle machinery under `KafkaAdmin`.
+
+Kept apart from the adapter so the operations in `kreassign.cluster.admin` read as requests and
+results; everything here is about when to send a request and when to give up.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+
+from kreassign.cluster.errors import ClusterUnreachable
+
+T = TypeVar("T")
+
+# kafka-python 3.0.12 KafkaConnection._maybe_throttle logs this with (connection, response
+# class name, throttle_time_ms) after pausing the connection for that long.
+THROTTLE_LOG_FORMAT = "%s: %s throttled by broker (%d ms)"
+
+
+class ThrottleGate:
+    """Per-broker "not before" times from broker throttle_time_ms (KIP-13/KIP-219)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._until: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def note(self, broker: int, throttle_ms: int) -> None:
+        if throttle_ms <= 0:
+            return
+        until = self._clock() + throttle_ms / 1000
+        with self._lock:
+            self._until[broker] = max(until, self._until.get(broker, 0.0))
+
+    def remaining(self, broker: int | None) -> float:
+        if broker is None:
+            return 0.0
+        with self._lock:
+            until = self._until.get(broker, 0.0)
+        return max(0.0, until - self._clock())
+
+
+class KafkaLogTap(logging.Filter):
+    """Reads the two facts kafka-python logs but does not return from its public methods: the
+    throttle_time_ms of each response (it pauses the connection itself, but public results drop
+    the field) and the last connection error (bootstrap only says "Unable to bootstrap").
+    A pure observer: it never suppresses a record."""
+
+    LOGGERS = ("kafka.net.connection", "kafka.net.manager")
+
+    def __init__(self, gate: ThrottleGate) -> None:
+        super().__init__()
+        self._gate = gate
+        self.last_error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == THROTTLE_LOG_FORMAT and len(args) == 3:
+            node_id = getattr(args[0], "node_id", None)
+            if isinstance(node_id, int) and isinstance(args[2], int):
+                self._gate.note(node_id, args[2])
+        elif record.levelno >= logging.WARNING:
+            error = next((a for a in args if isinstance(a, BaseException)), None)
+            if error is not None:
+                self.last_error = error
+        return True
+
+    def attach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addFilter(self)
+
+    def detach(self) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+
+class GaveUp(ClusterUnreachable):
+    """ClusterUnreachable that also carries a short reason for per-broker results."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class NoAnswer(Exception):
+    """An attempt outlived the operation's deadline."""
+
+
+def within(fn: Callable[[], T], timeout_s: float) -> T:
+    """Run `fn` on a helper thread and wait at most `timeout_s` for it.
+
+    kafka-python bounds each request by request_timeout_ms, but not a connection that hangs in
+    its handshake (socket_connection_setup_timeout_ms, 10-30s, is not a KafkaAdminClient
+    setting), nor the sum of several requests in one call. The attempt is abandoned on timeout:
+    kafka-python finishes or fails it on its IO thread and nobody reads the result.
+    """
+    if timeout_s <= 0:
+        raise NoAnswer()
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="kreassign-admin-call", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise NoAnswer()
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+def should_retry(error: Errors.KafkaError) -> bool:
+    # Unknown topics are "retriable" in kafka.errors (metadata may be stale), but a topic the
+    # user named that does not exist should fail now, not after a minute of retries.
+    if isinstance(error, Errors.UnknownTopicOrPartitionError):
+        return False
+    return bool(error.retriable)

@@ -12,29 +12,29 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import numpy as np
 
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.model import (
-    NO_LEADER,
-    Broker,
-    ClusterState,
-    Reassignment,
-    ThrottleConfigs,
-    TopicPartition,
+from kreassign.cluster.model import NO_LEADER, ClusterState
+from kreassign.cluster.snapshot_checks import first_missing, first_repeat, is_member, row_of
+from kreassign.cluster.snapshot_header import (
+    BROKER_KEYS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    INT32_MAX,
+    Header,
+    fail,
+    is_int,
+    parse_header,
+    parse_time,
+    show,
 )
 
-FORMAT_NAME = "kreassign-snapshot"
-FORMAT_VERSION = 1
 PARQUET_METADATA_KEY = b"kreassign.snapshot"
-_INT32_MAX = 2**31 - 1
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PARTITIONS_MARKER = b'\n"partitions":[\n'
 _SENTINEL = "\u0000kreassign: partitions read separately"
 
@@ -111,200 +111,10 @@ def snapshot_from_dict(doc: Any, *, source: str = "snapshot") -> ClusterState:
     Raises:
         InputError: the first malformed or inconsistent field, named with its place.
     """
-    header = _parse_header(doc, source)
+    header = parse_header(doc, source)
     if "partitions" not in doc:
-        _fail(source, "partitions", "is missing: a snapshot lists its partitions, even if none")
+        fail(source, "partitions", "is missing: a snapshot lists its partitions, even if none")
     return _build_state(_columns_from_rows(doc["partitions"], source), header, source)
-
-
-# ---- header: everything except the partitions ------------------------------------------------
-@dataclass(frozen=True)
-class _Header:
-    cluster_id: str | None
-    captured_at: str | None
-    brokers: tuple[Broker, ...]
-    reassignments: tuple[tuple[TopicPartition, Reassignment], ...]
-    throttles: ThrottleConfigs
-
-
-def _fail(source: str, where: str, what: str) -> NoReturn:
-    raise InputError(f"{source}: {where} {what}")
-
-
-def _show(value: Any) -> str:
-    """A short rendering of a bad value for a message."""
-    if isinstance(value, (list, dict)) and len(value) > 8:
-        return f"a {'list' if isinstance(value, list) else 'JSON object'} of {len(value)} items"
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
-
-
-def _int_field(value: Any, source: str, where: str, *, low: int, high: int, what: str) -> int:
-    if not _is_int(value) or not low <= value <= high:
-        _fail(source, where, f"must be {what}, got {_show(value)}")
-    return int(value)
-
-
-def _opt_str(value: Any, source: str, where: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        _fail(source, where, f"must be a string or null, got {_show(value)}")
-    return value
-
-
-def _opt_rate(value: Any, source: str, where: str) -> float | None:
-    if value is None:
-        return None
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
-        _fail(source, where, f"must be a number of bytes per second (>= 0) or null, got {_show(value)}")
-    return float(value)
-
-
-def _parse_header(doc: Any, source: str) -> _Header:
-    if not isinstance(doc, dict):
-        raise InputError(f"{source} is not a kreassign snapshot: expected a JSON object, "
-                         f"got {_show(doc)}")
-    if doc.get("format") != FORMAT_NAME:
-        raise InputError(f"{source} is not a kreassign snapshot: its \"format\" field should be "
-                         f"\"{FORMAT_NAME}\", got {_show(doc.get('format'))}")
-    version = doc.get("version")
-    if type(version) is not int or version < 1:
-        _fail(source, "version", f"must be a positive integer, got {_show(version)}")
-    if version > FORMAT_VERSION:
-        raise InputError(f"{source}: snapshot format version {version} is newer than this kreassign "
-                         f"understands ({FORMAT_VERSION}); upgrade kreassign")
-    return _Header(
-        cluster_id=_opt_str(doc.get("cluster_id"), source, "cluster_id"),
-        captured_at=_parse_time(doc.get("captured_at"), source),
-        brokers=_parse_brokers(doc.get("brokers"), source),
-        reassignments=_parse_reassignments(doc.get("reassignments", []), source),
-        throttles=_parse_throttles(doc.get("throttles", {}), source),
-    )
-
-
-def _parse_time(value: Any, source: str) -> str | None:
-    """ISO-8601 with a zone, normalised to UTC (`2024-05-01T12:00:00Z`)."""
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        _fail(source, "captured_at", "must be an ISO-8601 time with a zone, e.g. "
-              f"\"2024-05-01T12:00:00Z\", got {_show(value)}")
-    moment = moment.astimezone(timezone.utc)
-    return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds"
-                            ).replace("+00:00", "Z")
-
-
-_BROKER_KEYS = ("id", "rack", "host", "port", "network_in_bps", "network_out_bps", "disk_bytes")
-
-
-def _parse_brokers(value: Any, source: str) -> tuple[Broker, ...]:
-    if not isinstance(value, list):
-        _fail(source, "brokers", f"must be a list of broker objects, got {_show(value)}")
-    brokers: dict[int, Broker] = {}
-    for i, item in enumerate(value):
-        where = f"brokers[{i}]"
-        if not isinstance(item, dict):
-            _fail(source, where, f"must be an object like {{\"id\": 1, \"rack\": \"a\"}}, got {_show(item)}")
-        if "id" not in item:
-            _fail(source, where, "has no \"id\"")
-        broker_id = _int_field(item["id"], source, f"{where}.id", low=0, high=_INT32_MAX,
-                               what="a broker id (0 or more)")
-        if broker_id in brokers:
-            _fail(source, f"{where}.id", f"{broker_id} is listed more than once")
-        port = item.get("port")
-        brokers[broker_id] = Broker(
-            id=broker_id,
-            rack=_opt_str(item.get("rack"), source, f"{where}.rack"),
-            host=_opt_str(item.get("host"), source, f"{where}.host"),
-            port=None if port is None else _int_field(port, source, f"{where}.port", low=1,
-                                                        high=65535, what="a TCP port or null"),
-            network_in_bps=_opt_rate(item.get("network_in_bps"), source, f"{where}.network_in_bps"),
-            network_out_bps=_opt_rate(item.get("network_out_bps"), source, f"{where}.network_out_bps"),
-            disk_bytes=None if item.get("disk_bytes") is None else _int_field(
-                item["disk_bytes"], source, f"{where}.disk_bytes", low=0, high=_INT64_MAX,
-                what="a number of bytes (0 or more) or null"),
-        )
-    return tuple(brokers.values())
-
-
-def _id_list(value: Any, source: str, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(_is_int(v) and 0 <= v <= _INT32_MAX for v in value):
-        _fail(source, where, f"must be a list of broker ids, got {_show(value)}")
-    return tuple(value)
-
-
-def _parse_reassignments(value: Any, source: str) -> tuple[tuple[TopicPartition, Reassignment], ...]:
-    if not isinstance(value, list):
-        _fail(source, "reassignments", f"must be a list of reassignment objects, got {_show(value)}")
-    seen: set[TopicPartition] = set()
-    result = []
-    for i, item in enumerate(value):
-        where = f"reassignments[{i}]"
-        if not isinstance(item, dict):
-            _fail(source, where, f"must be an object with topic, partition, replicas, adding and "
-                  f"removing, got {_show(item)}")
-        for key in ("topic", "partition", "replicas"):
-            if key not in item:
-                _fail(source, where, f"has no \"{key}\"")
-        topic = item["topic"]
-        if not isinstance(topic, str) or not topic:
-            _fail(source, f"{where}.topic", f"must be a topic name, got {_show(topic)}")
-        partition = _int_field(item["partition"], source, f"{where}.partition", low=0,
-                               high=_INT32_MAX, what="a partition number (0 or more)")
-        tp = TopicPartition(topic, partition)
-        move = Reassignment(
-            replicas=_id_list(item["replicas"], source, f"{where}.replicas"),
-            adding=_id_list(item.get("adding", []), source, f"{where}.adding"),
-            removing=_id_list(item.get("removing", []), source, f"{where}.removing"),
-        )
-        for key in ("adding", "removing"):
-            stray = sorted(set(getattr(move, key)) - set(move.replicas))
-            if stray:
-                _fail(source, f"{where} ({tp})", f"{key} names broker {stray[0]}, which is not in its "
-                      f"replicas {list(move.replicas)}")
-        both = sorted(set(move.adding) & set(move.removing))
-        if both:
-            _fail(source, f"{where} ({tp})", f"broker {both[0]} is both adding and removing")
-        if tp in seen:
-            _fail(source, f"{where} ({tp})", "is listed more than once")
-        seen.add(tp)
-        result.append((tp, move))
-    return tuple(result)
-
-
-def _parse_throttles(value: Any, source: str) -> ThrottleConfigs:
-    if not isinstance(value, dict) or not set(value) <= {"broker", "topic"}:
-        _fail(source, "throttles", "must be an object like {\"broker\": {\"1\": {...}}, "
-              f"\"topic\": {{\"foo\": {{...}}}}}}, got {_show(value)}")
-    broker: dict[int, dict[str, str]] = {}
-    topic: dict[str, dict[str, str]] = {}
-    for level, target in (("broker", broker), ("topic", topic)):
-        entries = value.get(level, {})
-        if not isinstance(entries, dict):
-            _fail(source, f"throttles.{level}", f"must be an object, got {_show(entries)}")
-        for name, configs in entries.items():
-            where = f"throttles.{level}[{_show(name)}]"
-            if not isinstance(name, str) or not name:
-                _fail(source, where, f"must be keyed by {level} names")
-            if level == "broker" and not (name.isascii() and name.isdigit()):
-                _fail(source, where, "must be keyed by a broker id such as \"1\"")
-            if not isinstance(configs, dict) or not all(
-                    isinstance(v, str) or _is_int(v) for v in configs.values()):
-                _fail(source, where, "must map config names to string values, got "
-                      f"{_show(configs)}")
-            key: Any = int(name) if level == "broker" else name
-            target[key] = {k: str(v) for k, v in configs.items()}
-    return ThrottleConfigs(broker=broker, topic=topic)
 
 
 # ---- partitions as columns -------------------------------------------------------------------
@@ -328,7 +138,7 @@ class _Columns:
 def _columns_from_rows(rows: Any, source: str) -> _Columns:
     """The exact path: check each partition object's types, naming the first bad field."""
     if not isinstance(rows, list):
-        _fail(source, "partitions", f"must be a list of partition objects, got {_show(rows)}")
+        fail(source, "partitions", f"must be a list of partition objects, got {show(rows)}")
     n = len(rows)
     code_of: dict[str, int] = {}
     codes = np.empty(n, dtype=np.int64)
@@ -343,44 +153,44 @@ def _columns_from_rows(rows: Any, source: str) -> _Columns:
     for i, row in enumerate(rows):
         where = f"partitions[{i}]"
         if not isinstance(row, dict):
-            _fail(source, where, "must be an object like {\"topic\": \"foo\", \"partition\": 0, "
-                  f"\"replicas\": [1, 2, 3]}}, got {_show(row)}")
+            fail(source, where, "must be an object like {\"topic\": \"foo\", \"partition\": 0, "
+                  f"\"replicas\": [1, 2, 3]}}, got {show(row)}")
         for key in ("topic", "partition", "replicas"):
             if key not in row:
-                _fail(source, where, f"has no \"{key}\"")
+                fail(source, where, f"has no \"{key}\"")
         topic = row["topic"]
         if not isinstance(topic, str):
-            _fail(source, f"{where}.topic", f"must be a topic name, got {_show(topic)}")
+            fail(source, f"{where}.topic", f"must be a topic name, got {show(topic)}")
         codes[i] = code_of.setdefault(topic, len(code_of))
-        if not _is_int(row["partition"]):
-            _fail(source, f"{where}.partition", f"must be a partition number, got {_show(row['partition'])}")
+        if not is_int(row["partition"]):
+            fail(source, f"{where}.partition", f"must be a partition number, got {show(row['partition'])}")
         partition[i] = row["partition"]
         reps = row["replicas"]
-        if not isinstance(reps, list) or not all(_is_int(r) for r in reps):
-            _fail(source, f"{where}.replicas", f"must be a list of broker ids, got {_show(reps)}")
+        if not isinstance(reps, list) or not all(is_int(r) for r in reps):
+            fail(source, f"{where}.replicas", f"must be a list of broker ids, got {show(reps)}")
         replicas.extend(reps)
         roff[i + 1] = len(replicas)
         lead = row.get("leader", reps[0] if reps else None)
-        if lead is not None and not _is_int(lead):
-            _fail(source, f"{where}.leader", f"must be a broker id or null, got {_show(lead)}")
+        if lead is not None and not is_int(lead):
+            fail(source, f"{where}.leader", f"must be a broker id or null, got {show(lead)}")
         leader[i] = NO_LEADER if lead is None else lead
         in_sync = row.get("isr")
         if in_sync is None:
             in_sync = reps
-        elif not isinstance(in_sync, list) or not all(_is_int(r) for r in in_sync):
-            _fail(source, f"{where}.isr", f"must be a list of broker ids or null, got {_show(in_sync)}")
+        elif not isinstance(in_sync, list) or not all(is_int(r) for r in in_sync):
+            fail(source, f"{where}.isr", f"must be a list of broker ids or null, got {show(in_sync)}")
         isr.extend(in_sync)
         ioff[i + 1] = len(isr)
         value = row.get("size_bytes")
         if value is not None:
-            if not _is_int(value):
-                _fail(source, f"{where}.size_bytes", f"must be a whole number of bytes, got {_show(value)}")
+            if not is_int(value):
+                fail(source, f"{where}.size_bytes", f"must be a whole number of bytes, got {show(value)}")
             size[i] = value
         for k, key in enumerate(("produce_bps", "consume_bps")):
             value = row.get(key)
             if value is not None:
                 if type(value) not in (int, float) or not math.isfinite(value):
-                    _fail(source, f"{where}.{key}", f"must be a number of bytes per second, got {_show(value)}")
+                    fail(source, f"{where}.{key}", f"must be a number of bytes per second, got {show(value)}")
                 rates[k, i] = value
     return _Columns(
         names=list(code_of), codes=codes, partition=partition, replica_offsets=roff,
@@ -397,19 +207,19 @@ def _columns_from_table(table: Any, source: str) -> _Columns:
     present = set(table.column_names)
     for key in ("topic", "partition", "replicas"):
         if key not in present:
-            _fail(source, "partitions", f"have no \"{key}\" column")
+            fail(source, "partitions", f"have no \"{key}\" column")
 
     def column(key: str) -> Any:
         col = table.column(key).combine_chunks()
         if col.null_count:
             first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            _fail(source, f"partitions[{first}].{key}", "is missing")
+            fail(source, f"partitions[{first}].{key}", "is missing")
         return col
 
     def ints(key: str) -> np.ndarray:
         col = column(key)
         if not pa.types.is_integer(col.type):
-            _fail(source, f"partitions.{key}", f"must hold whole numbers, not {col.type}")
+            fail(source, f"partitions.{key}", f"must hold whole numbers, not {col.type}")
         values: np.ndarray = col.to_numpy().astype(np.int64, copy=False)
         return values
 
@@ -418,34 +228,34 @@ def _columns_from_table(table: Any, source: str) -> _Columns:
             return None
         col = column(key)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            _fail(source, f"partitions.{key}", f"must hold numbers, not {col.type}")
+            fail(source, f"partitions.{key}", f"must hold numbers, not {col.type}")
         values: np.ndarray = col.to_numpy().astype(np.float64, copy=False)
         return values
 
     def ragged(col: Any, key: str) -> tuple[np.ndarray, np.ndarray]:
         if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) or not \
                 pa.types.is_integer(col.type.value_type):
-            _fail(source, f"partitions.{key}", f"must hold lists of broker ids, not {col.type}")
+            fail(source, f"partitions.{key}", f"must hold lists of broker ids, not {col.type}")
         values = col.flatten()
         if values.null_count:
             offsets = col.offsets.to_numpy()
             bad = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
             row = int(np.searchsorted(offsets - offsets[0], bad, side="right") - 1)
-            _fail(source, f"partitions[{row}].{key}", "must be a list of broker ids, not contain null")
+            fail(source, f"partitions[{row}].{key}", "must be a list of broker ids, not contain null")
         offsets = col.offsets.to_numpy().astype(np.int64)
         return offsets - offsets[0], values.to_numpy().astype(np.int64, copy=False)
 
     topic = column("topic")
     if not pa.types.is_dictionary(topic.type):
         if not (pa.types.is_string(topic.type) or pa.types.is_large_string(topic.type)):
-            _fail(source, "partitions.topic", f"must hold topic names, not {topic.type}")
+            fail(source, "partitions.topic", f"must hold topic names, not {topic.type}")
         topic = topic.dictionary_encode()
     roff, rids = ragged(column("replicas"), "replicas")
     leader = None
     if "leader" in present:
         col = table.column("leader").combine_chunks()
         if not pa.types.is_integer(col.type):
-            _fail(source, "partitions.leader", f"must hold broker ids, not {col.type}")
+            fail(source, "partitions.leader", f"must hold broker ids, not {col.type}")
         leader = col.fill_null(NO_LEADER).to_numpy().astype(np.int64)  # null: no leader
     ioff = iids = None
     if "isr" in present:
@@ -481,7 +291,7 @@ def _merge_ragged(take_first: np.ndarray, first: tuple[np.ndarray, np.ndarray],
 
 
 # ---- checks and construction -----------------------------------------------------------------
-def _build_state(cols: _Columns, header: _Header, source: str) -> ClusterState:
+def _build_state(cols: _Columns, header: Header, source: str) -> ClusterState:
     """Check the columns against each other and the brokers, then sort them into a ClusterState."""
     # Topic names may repeat in a Parquet dictionary: map each code to a sorted, unique name.
     unique = sorted(set(cols.names))
@@ -497,56 +307,56 @@ def _build_state(cols: _Columns, header: _Header, source: str) -> ClusterState:
         return f"partitions[{row}] ({unique[tidx[row]]}-{part[row]})"
 
     if "" in rank and np.any(tidx == rank[""]):
-        _fail(source, f"partitions[{int(np.argmax(tidx == rank['']))}].topic", "must not be empty")
-    bad = np.flatnonzero((part < 0) | (part > _INT32_MAX))
+        fail(source, f"partitions[{int(np.argmax(tidx == rank['']))}].topic", "must not be empty")
+    bad = np.flatnonzero((part < 0) | (part > INT32_MAX))
     if len(bad):
-        _fail(source, f"partitions[{bad[0]}].partition",
-              f"must be between 0 and {_INT32_MAX}, got {part[bad[0]]}")
+        fail(source, f"partitions[{bad[0]}].partition",
+              f"must be between 0 and {INT32_MAX}, got {part[bad[0]]}")
     bad = np.flatnonzero(rf == 0)
     if len(bad):
-        _fail(source, label(bad[0]), "has no replicas: list at least one broker id")
+        fail(source, label(bad[0]), "has no replicas: list at least one broker id")
     broker_ids = np.array(sorted(b.id for b in header.brokers), dtype=np.int64)
-    known = _is_member(rids, broker_ids)
+    known = is_member(rids, broker_ids)
     if not known.all():
         j = int(np.argmin(known))
-        row = _row_of(roff, j)
-        _fail(source, label(row), f"names broker {rids[j]} in its replicas, which is not in the "
+        row = row_of(roff, j)
+        fail(source, label(row), f"names broker {rids[j]} in its replicas, which is not in the "
               "brokers list (list every broker that holds a replica, with \"host\": null if it is down)")
-    j = _first_repeat(roff, rids)
+    j = first_repeat(roff, rids)
     if j >= 0:
-        _fail(source, label(_row_of(roff, j)), f"lists broker {rids[j]} twice in its replicas")
+        fail(source, label(row_of(roff, j)), f"lists broker {rids[j]} twice in its replicas")
     leader = cols.leader
     if leader is None:
         leader = rids[roff[:-1]]
     led = np.flatnonzero(leader != NO_LEADER)
-    j = _first_missing(roff, rids, led, leader[led])
+    j = first_missing(roff, rids, led, leader[led])
     if j >= 0:
         row = int(led[j])
-        _fail(source, label(row), f"has leader {leader[row]}, which is not one of its replicas "
+        fail(source, label(row), f"has leader {leader[row]}, which is not one of its replicas "
               f"{rids[roff[row]:roff[row + 1]].tolist()}")
     ioff, iids = cols.isr_offsets, cols.isr_ids
     if ioff is None or iids is None:
         ioff, iids = roff, rids
     elif not (np.array_equal(ioff, roff) and np.array_equal(iids, rids)):
         isr_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ioff))
-        j = _first_missing(roff, rids, isr_rows, iids)
+        j = first_missing(roff, rids, isr_rows, iids)
         if j >= 0:
             row = int(isr_rows[j])
-            _fail(source, label(row), f"has broker {iids[j]} in its isr, which is not one of its "
+            fail(source, label(row), f"has broker {iids[j]} in its isr, which is not one of its "
                   f"replicas {rids[roff[row]:roff[row + 1]].tolist()}")
-        j = _first_repeat(ioff, iids)
+        j = first_repeat(ioff, iids)
         if j >= 0:
-            _fail(source, label(_row_of(ioff, j)), f"lists broker {iids[j]} twice in its isr")
+            fail(source, label(row_of(ioff, j)), f"lists broker {iids[j]} twice in its isr")
     size = np.zeros(n, dtype=np.int64) if cols.size_bytes is None else cols.size_bytes
     bad = np.flatnonzero(size < 0)
     if len(bad):
-        _fail(source, label(bad[0]), f"has size_bytes {size[bad[0]]}: sizes cannot be negative")
+        fail(source, label(bad[0]), f"has size_bytes {size[bad[0]]}: sizes cannot be negative")
     rates = {}
     for key, values in (("produce_bps", cols.produce_bps), ("consume_bps", cols.consume_bps)):
         values = np.zeros(n) if values is None else values
         bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
         if len(bad):
-            _fail(source, label(bad[0]), f"has {key} {values[bad[0]]}: rates are numbers >= 0")
+            fail(source, label(bad[0]), f"has {key} {values[bad[0]]}: rates are numbers >= 0")
         rates[key] = values
 
     # Sort by (topic, partition) unless the file is already in order, as ours always are.
@@ -558,7 +368,7 @@ def _build_state(cols: _Columns, header: _Header, source: str) -> ClusterState:
         if same.any():
             i = int(np.argmax(same))
             first, second = sorted((int(order[i]), int(order[i + 1])))
-            _fail(source, f"partitions[{second}]", f"repeats partition {unique[tidx[first]]}-"
+            fail(source, f"partitions[{second}]", f"repeats partition {unique[tidx[first]]}-"
                   f"{part[first]} (already at partitions[{first}])")
         tidx, part, leader, size = tidx[order], part[order], leader[order], size[order]
         rates = {k: v[order] for k, v in rates.items()}
@@ -581,75 +391,10 @@ def _build_state(cols: _Columns, header: _Header, source: str) -> ClusterState:
         found = state.find_rows([tp.topic for tp in tps], [tp.partition for tp in tps])
         if (found < 0).any():
             i = int(np.argmax(found < 0))
-            _fail(source, f"reassignments[{i}] ({tps[i]})", "is for a partition that is not in "
+            fail(source, f"reassignments[{i}] ({tps[i]})", "is for a partition that is not in "
                   "partitions")
         state.reassignments.update(moves)
     return state
-
-
-def _is_member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Whether each value is in `sorted_set` (a lookup table when the ids are small)."""
-    if not len(sorted_set):
-        return np.zeros(len(values), dtype=bool)
-    top = int(sorted_set[-1])
-    if sorted_set[0] >= 0 and top < 1 << 24:
-        table = np.zeros(top + 1, dtype=bool)
-        table[sorted_set] = True
-        hit: np.ndarray = (values >= 0) & (values <= top) & table[np.clip(values, 0, top)]
-        return hit
-    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
-    found: np.ndarray = sorted_set[pos] == values
-    return found
-
-
-# Rows of a ragged array are compared position by position while they are this narrow (any
-# real replication factor); wider rows fall back to sorting (row, id) keys.
-_NARROW = 16
-
-
-def _first_repeat(offsets: np.ndarray, ids: np.ndarray) -> int:
-    """Flat index of the first id equal to an earlier id of the same row, or -1.
-
-    The ids must lie in 0..2**31-1.
-    """
-    lengths = np.diff(offsets)
-    width = int(lengths.max()) if len(lengths) else 0
-    position = np.arange(len(ids), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    if width > _NARROW:
-        keys = (np.repeat(np.arange(len(lengths), dtype=np.int64), lengths) << 32) | ids
-        order = np.argsort(keys, kind="stable")
-        later = order[1:][keys[order][1:] == keys[order][:-1]]
-        return int(later.min()) if len(later) else -1
-    repeated = np.zeros(len(ids), dtype=bool)
-    for k in range(1, width):
-        repeated[k:] |= (ids[k:] == ids[:-k]) & (position[k:] >= k)
-    hits = np.flatnonzero(repeated)
-    return int(hits[0]) if len(hits) else -1
-
-
-def _first_missing(offsets: np.ndarray, ids: np.ndarray, rows: np.ndarray, values: np.ndarray) -> int:
-    """Index `i` of the first `values[i]` that is not among the ids of row `rows[i]`, or -1.
-
-    The ids must lie in 0..2**31-1; values may be anything.
-    """
-    lengths = np.diff(offsets)
-    width = int(lengths.max()) if len(lengths) else 0
-    if width > _NARROW:
-        keys = np.sort((np.repeat(np.arange(len(lengths), dtype=np.int64), lengths) << 32) | ids)
-        in_range = (values >= 0) & (values <= _INT32_MAX)
-        found = in_range & _is_member((rows << 32) | np.where(in_range, values, 0), keys)
-    else:
-        start, length = offsets[:-1][rows], lengths[rows]
-        found = np.zeros(len(values), dtype=bool)
-        last = max(len(ids) - 1, 0)
-        for k in range(width):
-            found |= (k < length) & (ids[np.minimum(start + k, last)] == values)
-    misses = np.flatnonzero(~found)
-    return int(misses[0]) if len(misses) else -1
-
-
-def _row_of(offsets: np.ndarray, flat_index: int) -> int:
-    return int(np.searchsorted(offsets, flat_index, side="right") - 1)
 
 
 # ---- JSON ------------------------------------------------------------------------------------
@@ -700,7 +445,7 @@ def _read_json_fast(data: bytes, source: str) -> ClusterState | None:
         return None
     if not isinstance(head, dict) or head.get("partitions") != _SENTINEL:
         return None
-    header = _parse_header(head, source)
+    header = parse_header(head, source)
     body = data[body_start:end]
     if not body:
         empty = pa.table({"topic": pa.array([], pa.string()), "partition": pa.array([], pa.int64()),
@@ -750,8 +495,8 @@ def _header_dict(state: ClusterState) -> dict[str, Any]:
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "cluster_id": state.cluster_id,
-        "captured_at": None if state.captured_at is None else _parse_time(state.captured_at, "state"),
-        "brokers": [{key: getattr(b, key) for key in _BROKER_KEYS} for b in state.brokers],
+        "captured_at": None if state.captured_at is None else parse_time(state.captured_at, "state"),
+        "brokers": [{key: getattr(b, key) for key in BROKER_KEYS} for b in state.brokers],
         "reassignments": [
             {"topic": tp.topic, "partition": tp.partition, "replicas": list(r.replicas),
              "adding": list(r.adding), "removing": list(r.removing)}
@@ -805,7 +550,7 @@ def _write_parquet(state: ClusterState, path: Path) -> None:
     import pyarrow.parquet as pq
 
     def ids(offsets: np.ndarray, values: np.ndarray) -> Any:
-        if offsets[-1] > _INT32_MAX:
+        if offsets[-1] > INT32_MAX:
             return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(values, pa.int32()))
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.int32()))
 
@@ -842,5 +587,5 @@ def _read_parquet(data: bytes, source: str) -> ClusterState:
         head = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         raise InputError(f"{source}: its {PARQUET_METADATA_KEY.decode()} metadata is not valid JSON") from None
-    header = _parse_header(head, source)
+    header = parse_header(head, source)
     return _build_state(_columns_from_table(table, source), header, source)

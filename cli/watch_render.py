@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Group, RenderableType
 from rich.progress_bar import ProgressBar
@@ -214,12 +213,3 @@ def render_suggestion(s: Suggestion) -> RenderableType:
     lines.extend(f"To reach it: {r.text}." for r in s.remedies)
     lines.extend(f"Warning: {w}." for w in s.warnings)
     return Group(table, *(Text(line) for line in lines))
-
-
-def lines_to(stream: TextIO, lines: Sequence[str]) -> None:
-    for line in lines:
-        stream.write(line + "\n")
-
-
-def jsonable(data: Any) -> str:
-    return json.dumps(data, indent=2)

@@ -121,11 +121,6 @@ class ConfigEntry:
     sensitive: bool = False
 
     @property
-    def is_dynamic(self) -> bool:
-        """Set at runtime (per resource or cluster-wide), so an IncrementalAlterConfigs can undo it."""
-        return self.source.startswith("DYNAMIC_")
-
-    @property
     def is_override(self) -> bool:
         """Set on this very broker or topic (not inherited from a cluster-wide default)."""
         return self.source in ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")

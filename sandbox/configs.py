@@ -295,9 +295,6 @@ class ConfigStore:
                 self.broker.pop(broker_id, None)
         return OK
 
-    def drop_topic(self, topic: str) -> None:
-        self.topic.pop(topic, None)
-
     def to_json(self) -> dict[str, object]:
         return {"topic": self.topic, "broker": {str(k): v for k, v in self.broker.items()},
                 "broker_default": self.broker_default}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.errors import InputError
@@ -201,14 +201,6 @@ def decide(policy: AutoThrottlePolicy, now_s: float, last_change_s: float | None
             changes[b] = (new_l if move_l else cur_l, new_f if move_f else cur_f)
             previous[b] = (cur_l, cur_f)
     return RateDecision(changes, previous, reason) if changes else None
-
-
-@dataclass
-class AutoThrottleState:
-    """What the loop remembers between polls."""
-
-    last_change_s: float | None = None
-    changes: list[RateDecision] = field(default_factory=list)
 
 
 def leader_bases(live: LiveModel) -> dict[int, float]:

@@ -231,12 +231,6 @@ class Pacer:
     def pending_bytes(self) -> int:
         return sum(p.bytes for p in self.pending)
 
-    def set_rates(self, leader_rate: int | None, follower_rate: int | None,
-                  per_broker: Mapping[int, tuple[int | None, int | None]] | None = None) -> None:
-        """Rates for brokers that join in later waves (auto-throttle keeps them current)."""
-        self.leader_rate, self.follower_rate = leader_rate, follower_rate
-        self.rates = dict(per_broker or {})
-
     def start(self) -> ExecutePlan:
         """Check the whole plan as Kafka would, and open (or reopen) its journal.
 

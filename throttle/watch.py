@@ -126,10 +126,6 @@ class WatchRequest:
 
 
 # ---- events -----------------------------------------------------------------------------------
-def _secs(value: float | None) -> float | None:
-    return None if value is None or math.isinf(value) or math.isnan(value) else round(value, 3)
-
-
 @dataclass(frozen=True)
 class ProgressEvent:
     at: float

@@ -77,8 +77,13 @@ def _options(command: click.Command, ctx: click.Context) -> list[str]:
     return lines
 
 
+_HELP_NAMES: list[str] = cli.context_settings["help_option_names"]
+
+
 def command_page(name: str, command: click.Command) -> str:
-    ctx = click.Context(command, info_name=f"kreassign {name}")
+    # The group's help_option_names (-h too) as a real invocation has them: click caches each
+    # command's help option, so a page rendered without them differed after any earlier --help.
+    ctx = click.Context(command, info_name=f"kreassign {name}", help_option_names=_HELP_NAMES)
     lines = _header(f"kreassign-{name}", command.get_short_help_str(limit=200))
     lines += [".SH SYNOPSIS", f"\\fBkreassign {esc(name)}\\fR {esc(' '.join(command.collect_usage_pieces(ctx)))}",
               ".SH DESCRIPTION", esc(command.help or "")]
@@ -97,7 +102,7 @@ def command_page(name: str, command: click.Command) -> str:
 
 
 def main_page() -> str:
-    ctx = click.Context(cli, info_name="kreassign")
+    ctx = click.Context(cli, info_name="kreassign", help_option_names=_HELP_NAMES)
     lines = _header("kreassign", "plan, throttle, execute, watch and simulate Kafka partition reassignments")
     lines += [".SH SYNOPSIS", "\\fBkreassign\\fR \\fICOMMAND\\fR [\\fIOPTIONS\\fR]", ".br",
               "\\fBkreassign\\fR \\-\\-bootstrap\\-server \\fIHOST:PORT\\fR "

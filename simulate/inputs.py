@@ -109,7 +109,7 @@ def brokers_table(state: ClusterState, extra_ids: np.ndarray, default_bps: float
     net_out = [capacity(b.network_out_bps) for b in state.brokers] + [default_bps] * len(extra)
     return pa.table([pa.array(ids, pa.int32()), pa.array(racks, pa.string()),
                      pa.array(net_in, pa.float64()), pa.array(net_out, pa.float64())],
-                    schema=_arrow_schema(BROKERS))
+                    schema=arrow_schema(BROKERS))
 
 
 def partitions_table(state: ClusterState) -> pa.Table:
@@ -129,7 +129,7 @@ def partitions_table(state: ClusterState) -> pa.Table:
         pa.array(state.size_bytes.astype(np.int64)),
         pa.array(state.produce_bps.astype(np.float64)), pa.array(state.consume_bps.astype(np.float64)),
     ]
-    return pa.table(columns, schema=_arrow_schema(PARTITIONS))
+    return pa.table(columns, schema=arrow_schema(PARTITIONS))
 
 
 def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
@@ -160,7 +160,7 @@ def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
         pa.array(moves.bytes.astype(np.int64)), pa.array(moves.write_bps.astype(np.float64)),
         pa.array(leader_base.astype(np.float64)), pa.array(failover.astype(np.int32)),
     ]
-    return pa.table(columns, schema=_arrow_schema(MOVES))
+    return pa.table(columns, schema=arrow_schema(MOVES))
 
 
 def snapshot_inputs(spark: SparkSession, state: ClusterState, moves: Moves,
@@ -187,14 +187,22 @@ def synthetic_inputs(spark: SparkSession, spec: SyntheticSpec) -> Inputs:
                   partition_count=spec.partitions)
 
 
-def _arrow_schema(schema: object) -> pa.Schema:
+def arrow_schema(schema: object) -> pa.Schema:
     """The Arrow twin of a Spark StructType (the subset of types schemas.py uses)."""
     import pyarrow as pa
-    from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructType
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructType,
+    )
 
     assert isinstance(schema, StructType)
     simple = {IntegerType: pa.int32(), LongType: pa.int64(), DoubleType: pa.float64(),
-              StringType: pa.string()}
+              StringType: pa.string(), BinaryType: pa.binary()}
 
     def arrow(kind: object) -> pa.DataType:
         if isinstance(kind, ArrayType):

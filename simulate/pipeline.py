@@ -66,7 +66,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
     from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
-    from kreassign.simulate.model_task import model_moves, simulate_scenarios
+    from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
     from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
@@ -86,7 +86,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         bounds = broker_lower_bounds(per_broker, load, scenario_df)
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
-            model_moves(moves, scenario_df), per_broker, scenarios, request.clients, request.timeline_points,
+            pack_moves(moves), pack_brokers(per_broker), scenarios, request.clients, request.timeline_points,
         ).persist(StorageLevel.MEMORY_AND_DISK)
         summary = scenario_summary(results, scenario_df, bounds).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())

@@ -10,6 +10,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     DataType,
     DoubleType,
     IntegerType,
@@ -129,12 +130,11 @@ MODEL_BROKERS = _fields(
     ("leader_rate_bps", _DOUBLE, False),
     ("follower_rate_bps", _DOUBLE, False),
 )
-"""The per-broker side of one scenario's model run (cogrouped with its moves): capacities,
+"""The per-broker side of one scenario's model run: capacities,
 steady traffic scaled by the scenario's write load, the in-sync replication of moving
 partitions that the leader throttle counts, and the throttles (infinite: none)."""
 
 MODEL_MOVES = _fields(
-    ("scenario_id", _INT, False),
     ("move_id", _LONG, False),
     ("source", _INT, False),
     ("dest", _INT, False),
@@ -142,7 +142,18 @@ MODEL_MOVES = _fields(
     ("write_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
 )
-"""The moves side of one scenario's model run."""
+"""The moves side of every scenario's model run (the same for all of them)."""
+
+PACKED_MOVES = _fields(("move_chunks", ArrayType(BinaryType(), containsNull=False), False))
+"""All MODEL_MOVES rows as one row: each Spark partition's rows as one Arrow IPC stream. One row
+of a few bytes per move is what every model task receives by broadcast, never shuffled."""
+
+PACKED_BROKERS = _fields(
+    ("scenario_id", _INT, False),
+    *[(f.name, ArrayType(f.dataType, containsNull=False), False)
+      for f in MODEL_BROKERS.fields if f.name != "scenario_id"],
+)
+"""MODEL_BROKERS packed as one row per scenario, parallel arrays sorted by broker id."""
 
 SCENARIO_RESULT = _fields(
     ("scenario_id", _INT, False),

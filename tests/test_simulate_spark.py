@@ -21,6 +21,7 @@ from kreassign.cluster.snapshot import write_snapshot
 from kreassign.planner.diff import diff_plan
 from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
 from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
+from kreassign.simulate.model_task import MOVE_COLUMNS, pack_brokers, pack_moves, unpack_moves
 from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
 from kreassign.simulate.request import SimulationRequest
 from kreassign.simulate.scenarios import Scenario, ScenarioAxes, scenario_grid, scenarios_frame
@@ -31,6 +32,8 @@ from kreassign.simulate.schemas import (
     CLUSTER_TIMELINE,
     MOVE_LOAD,
     MOVES,
+    PACKED_BROKERS,
+    PACKED_MOVES,
     PARTITIONS,
     SCENARIO_SUMMARY,
 )
@@ -212,3 +215,36 @@ def test_scenario_grid_frame_matches_the_grid(spark: SparkSession) -> None:
     frame = scenarios_frame(spark, grid).orderBy("scenario_id").collect()
     assert [(r["throttle_bps"], r["moves_per_broker"]) for r in frame] == [
         (1e6, None), (1e6, 3), (None, None), (None, 3)]
+
+
+def test_moves_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -> None:
+    spec = SyntheticSpec(brokers=20, racks=4, partitions=3000, add=4, seed=3)
+    moves = synthetic_moves(synthetic_partitions(spark, spec), spec).repartition(3)  # chunks in any order
+    packed = pack_moves(moves)
+    assertSchemaEqual(packed.schema, PACKED_MOVES)
+    rows = packed.collect()
+    assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 3
+    unpacked = unpack_moves(rows[0]["move_chunks"])
+    expected = moves.orderBy("move_id").select(*MOVE_COLUMNS).toPandas()
+    for name in MOVE_COLUMNS:
+        assert unpacked[name].tolist() == expected[name].tolist()
+    empty = unpack_moves(pack_moves(moves.limit(0)).collect()[0]["move_chunks"])
+    assert {name: (len(v), v.dtype.kind) for name, v in empty.items()} == {
+        "move_id": (0, "i"), "source": (0, "i"), "dest": (0, "i"), "bytes": (0, "i"),
+        "write_bps": (0, "f"), "failover_source": (0, "i")}
+
+
+def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state: ClusterState) -> None:
+    inputs = snapshot_inputs(spark, state, diff_plan(state, _targets(state)).moves)
+    scenarios = scenarios_frame(spark, scenario_grid(ScenarioAxes(throttles=(1e6, None))))
+    per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                               move_load(inputs.moves), scenarios).repartition(4)
+    packed = pack_brokers(per_broker)
+    assertSchemaEqual(packed.schema, PACKED_BROKERS)
+    rows = {r["scenario_id"]: r for r in packed.collect()}
+    assert sorted(rows) == [0, 1]
+    for scenario_id, row in rows.items():
+        assert row["broker"] == [1, 2, 3, 4, 5]
+        flat = per_broker.where(F.col("scenario_id") == scenario_id).orderBy("broker").toPandas()
+        assert row["leader_rate_bps"] == flat["leader_rate_bps"].tolist()
+        assert row["client_in_bps"] == flat["client_in_bps"].tolist()

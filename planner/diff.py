@@ -183,6 +183,13 @@ class PlanDiff:
         }
 
     # ---- per-partition value objects (built on demand) --------------------------------
+    def current_assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """The replicas the cluster reports now for every planned partition, changed or not."""
+        ids = self.current_ids.tolist()
+        bounds = self.current_offsets.tolist()
+        return {self.state.tp(int(row)): tuple(ids[bounds[i]:bounds[i + 1]])
+                for i, row in enumerate(self.rows.tolist())}
+
     def change_at(self, i: int) -> PartitionChange:
         """The i-th planned partition (in topic, partition order) as a value object."""
         def seg(off: np.ndarray, ids: np.ndarray) -> tuple[int, ...]:

@@ -242,3 +242,13 @@ def test_large_broker_ids_take_the_sorted_lookup_path() -> None:
     assert diff.bytes_out_per_broker == {7: 5, big[0]: 3, big[1]: 0, big[3]: 0}
     assert diff.replicas_after == {7: 1, big[0]: 0, big[1]: 1, big[3]: 2}
     assert diff.leaders_after == {7: 1, big[0]: 0, big[1]: 0, big[3]: 1}
+
+
+def test_current_assignment_covers_unchanged_partitions_too() -> None:
+    from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
+    from kreassign.planner.diff import diff_plan
+
+    state = ClusterState.from_partitions([Broker(i) for i in (1, 2, 3)],
+                                         [PartitionInfo("t", 0, (1, 2)), PartitionInfo("t", 1, (2, 3))])
+    diff = diff_plan(state, {TopicPartition("t", 0): (1, 2), TopicPartition("t", 1): (3, 1)})
+    assert diff.current_assignment() == {TopicPartition("t", 0): (1, 2), TopicPartition("t", 1): (2, 3)}

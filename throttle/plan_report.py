@@ -72,10 +72,8 @@ def build_plan_report(
     """
     targets = list(entries)
     diff = diff_plan(state, targets)
-    current = {c.tp: c.current for c in diff.partition_changes}
-    for target in targets:
-        current.setdefault(target.tp, state.replicas(state.find_row(target.topic, target.partition)))
-    move_map = compute_move_map(current, [(t.tp, t.replicas) for t in targets], state.reassignments)
+    move_map = compute_move_map(diff.current_assignment(), [(t.tp, t.replicas) for t in targets],
+                                state.reassignments)
     throttles = throttle_plan(move_map, rate=rate, leader_rate=leader_rate,
                               follower_rate=follower_rate,
                               replica_log_dirs=list(replica_log_dirs or {}))

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kreassign.cluster.model import ClusterState
-    from kreassign.planner.balance_types import BalanceOptions, BalancePlan
+    from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +59,7 @@ def _ids(text: str) -> frozenset[int]:
 def build_options(kw: dict[str, Any]) -> BalanceOptions:
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.model import TopicPartitionReplica
-    from kreassign.planner.balance_types import BalanceOptions, parse_goals
+    from kreassign.planner.balance.values import BalanceOptions, parse_goals
 
     pins = []
     for pin in kw["pins"]:

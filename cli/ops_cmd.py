@@ -2,8 +2,8 @@
 
 Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
 extras on stderr; `--output json` prints one JSON document with a stable schema instead.
-Every command that writes has `--dry-run`. The work is done by `kreassign.throttle.operations`;
-a paced `execute` and `verify --watch` run the watch loop of `kreassign.throttle.watch` and print
+Every command that writes has `--dry-run`. The work is done by `kreassign.execute.operations`;
+a paced `execute` and `verify --watch` run the watch loop of `kreassign.execute.watch` and print
 its events as `kreassign watch` does. Tests inject the connection, the clock and the sleeper
 through `watch_cmd.Runtime` (click's obj).
 """
@@ -22,9 +22,9 @@ from kreassign.cli.watch_cmd import connect, journal_store, timing
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
-    from kreassign.throttle.journal import Journal, JournalStore
-    from kreassign.throttle.operations import ExecuteRequest, VerifyRequest
-    from kreassign.throttle.pacing import PaceLimits
+    from kreassign.execute.journal import Journal, JournalStore
+    from kreassign.execute.operations import ExecuteRequest, VerifyRequest
+    from kreassign.execute.pacing import PaceLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,7 +113,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
     again goes on from the journal. Exit status of a paced run: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import validate_execute_entries
-    from kreassign.throttle.operations import ExecuteRequest, apply_execute, prepare_execute
+    from kreassign.execute.operations import ExecuteRequest, apply_execute, prepare_execute
 
     paced = max_moves_per_broker is not None or max_inflight_bytes is not None or order is not None
     if interval is not None and not paced:
@@ -128,7 +128,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
         log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout if timeout is not None else 10.0)
     store = journal_store(journal_dir)
     if paced:
-        from kreassign.throttle.pacing import PaceLimits
+        from kreassign.execute.pacing import PaceLimits
 
         limits = PaceLimits(max_moves_per_broker, max_inflight_bytes, order or "plan")  # type: ignore[arg-type]
         return _execute_paced(request, limits, store, plan_file=plan_file, connection=(
@@ -169,7 +169,7 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
     """Submit the plan wave by wave and watch it to the end (the `watch --pace` loop)."""
     from kreassign.cli.watch_cmd import echo_first_wave, event_printer
     from kreassign.cluster.errors import InputError
-    from kreassign.throttle.watch import WatchRequest, watch
+    from kreassign.execute.watch import WatchRequest, watch
 
     if request.log_dir_rate is not None:
         raise click.UsageError("a paced execute moves replicas between brokers only: drop --log-dir-throttle, "
@@ -235,8 +235,8 @@ def verify(bootstrap_server: str | None, command_config: str | None, timeout: fl
     --output json). Exit status with --watch: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
-    from kreassign.throttle.operations import VerifyRequest
-    from kreassign.throttle.operations import verify as run_verify
+    from kreassign.execute.operations import VerifyRequest
+    from kreassign.execute.operations import verify as run_verify
 
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
@@ -264,7 +264,7 @@ def _verify_watching(request: VerifyRequest, store: JournalStore, *,
                      connection: tuple[str | None, str | None, float | None], interval_s: float, output: str) -> int:
     """`verify --watch`: the watch loop over the plan's partitions, then the clear."""
     from kreassign.cli.watch_cmd import event_printer
-    from kreassign.throttle.watch import watch_plan
+    from kreassign.execute.watch import watch_plan
 
     clock, sleep = timing()
     with connect(*connection) as port:
@@ -289,8 +289,8 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
     """Cancel the plan's running reassignments (including pure additions) and clear throttles."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import TerseError
-    from kreassign.throttle.operations import CancelRequest
-    from kreassign.throttle.operations import cancel as run_cancel
+    from kreassign.execute.operations import CancelRequest
+    from kreassign.execute.operations import cancel as run_cancel
 
     request = CancelRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout if timeout is not None else 10.0, dry_run=dry_run)
@@ -313,7 +313,7 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
     click.echo(kafka_live.NO_ACTIVE_MOVES if not result.moves_back
                else kafka_live.render_log_dir_started(result.log_dir_moves.started), nl=not result.moves_back)
     if result.log_dir_moves.timed_out:
-        from kreassign.throttle.ops_logdirs import timed_out_message
+        from kreassign.execute.logdir_moves import timed_out_message
 
         raise TerseError(timed_out_message(result.log_dir_moves.timed_out))
     if result.clear is not None:
@@ -329,7 +329,7 @@ def list_command(bootstrap_server: str | None, command_config: str | None, timeo
                  journal_dir: str | None, output: str) -> None:
     """List every reassignment in flight in the cluster, and open execution journals."""
     from kreassign.cli import kafka_live
-    from kreassign.throttle.operations import list_reassignments
+    from kreassign.execute.operations import list_reassignments
 
     with connect(bootstrap_server, command_config, timeout) as port:
         result = list_reassignments(port)
@@ -381,8 +381,8 @@ def resume(bootstrap_server: str | None, command_config: str | None, timeout: fl
            output: str) -> int:
     """Finish an interrupted execute (or clear) from its journal: re-run the steps not done."""
     from kreassign.cli import kafka_live
-    from kreassign.throttle.operations import resume as run_resume
-    from kreassign.throttle.operations import resume_preview
+    from kreassign.execute.operations import resume as run_resume
+    from kreassign.execute.operations import resume_preview
 
     store = journal_store(journal_dir)
     clock, sleep = timing()
@@ -432,7 +432,7 @@ def abort(bootstrap_server: str | None, command_config: str | None, timeout: flo
     """Undo a run from its journal: cancel its running moves and restore the earlier throttles."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import format_reassignment
-    from kreassign.throttle.operations import abort as run_abort
+    from kreassign.execute.operations import abort as run_abort
 
     store = journal_store(journal_dir)
     clock, sleep = timing()

@@ -27,7 +27,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
     topic's throttled-replica lists, with the reassignments in flight."""
     from kreassign.cli.console import emit_json, stdout_console
     from kreassign.cli.watch_render import render_throttle_view
-    from kreassign.throttle.throttle_ops import read_throttle_view
+    from kreassign.execute.live_throttle import read_throttle_view
 
     names = _topics(topics)
     with connect(bootstrap_server, command_config, request_timeout) as port:
@@ -57,7 +57,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
     journaled with the values it replaces, so `throttle clear` restores them."""
     from kreassign.cli.console import emit_json
     from kreassign.cli.watch_render import set_lines
-    from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+    from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 
     request = ThrottleSetRequest(leader_rate=leader_rate if leader_rate is not None else rate,
                                  follower_rate=follower_rate if follower_rate is not None else rate,
@@ -87,7 +87,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
     Safe to run at any time; refuses while moves run unless --force."""
     from kreassign.cli.console import emit_json
     from kreassign.cli.watch_render import clear_lines
-    from kreassign.throttle.throttle_ops import clear_all_throttles
+    from kreassign.execute.live_throttle import clear_all_throttles
 
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = clear_all_throttles(port, store=journal_store(journal_dir), brokers=brokers, topics=_topics(topics),

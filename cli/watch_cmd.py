@@ -1,6 +1,6 @@
 """`kreassign watch`: live progress, ETAs, stall detection, pacing and auto-throttle.
 
-The loop is `kreassign.throttle.watch.watch`; this module parses options, connects, and renders
+The loop is `kreassign.execute.watch.watch`; this module parses options, connects, and renders
 events (rich bars on a terminal, one line per poll otherwise, JSON lines with --output json).
 Tests inject the clock, the sleeper and the connection through `Runtime` as click's `obj`.
 """
@@ -21,8 +21,8 @@ from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, output_option
 
 if TYPE_CHECKING:
     from kreassign.cluster.port import ClusterPort
-    from kreassign.throttle.journal import JournalStore
-    from kreassign.throttle.watch import WatchResult
+    from kreassign.execute.journal import JournalStore
+    from kreassign.execute.watch import WatchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
@@ -63,7 +63,7 @@ def connect(bootstrap: str | None, command_config: str | None, timeout_s: float 
 
 
 def journal_store(journal_dir: str | None) -> JournalStore:
-    from kreassign.throttle.journal import JournalStore
+    from kreassign.execute.journal import JournalStore
 
     return JournalStore(journal_dir)
 
@@ -182,10 +182,10 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.cli.kafka_actions import read_text
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.auto_throttle import AutoThrottlePolicy
-    from kreassign.throttle.pacing import PaceLimits
-    from kreassign.throttle.watch import WatchRequest
-    from kreassign.throttle.watch import watch as run_watch
+    from kreassign.execute.auto_throttle import AutoThrottlePolicy
+    from kreassign.execute.pacing import PaceLimits
+    from kreassign.execute.watch import WatchRequest
+    from kreassign.execute.watch import watch as run_watch
 
     if plan_file and pace_file:
         raise click.UsageError("give the plan once: --pace FILE both submits and watches it")
@@ -249,7 +249,7 @@ def time_header(scale: float) -> str | None:
 def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
     """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
     from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
-    from kreassign.throttle.watch import ProgressEvent
+    from kreassign.execute.watch import ProgressEvent
 
     if output == "json":
         return (lambda event: write_json_event(sys.stdout, event)), (lambda: None)

@@ -13,7 +13,7 @@ from kreassign.cli import ops_cmd
 from kreassign.cli.main import main
 from kreassign.cli.watch_cmd import Runtime
 from kreassign.cluster.model import TopicPartition
-from kreassign.throttle.journal import JournalStore
+from kreassign.execute.journal import JournalStore
 from test_throttle_cmd import Ran, invoke
 
 FOO0, BAR0 = TopicPartition("foo", 0), TopicPartition("bar", 0)

@@ -18,8 +18,8 @@ from kreassign.cli.main import cli
 from kreassign.cli.watch_cmd import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.throttle_ops import (
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.live_throttle import (
     StillMoving,
     ThrottleSetRequest,
     apply_throttle_change,

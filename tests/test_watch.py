@@ -24,10 +24,10 @@ from kreassign.throttle.configs import (
     LEADER_REPLICAS,
     parse_throttled_replicas,
 )
-from kreassign.throttle.auto_throttle import AutoThrottlePolicy
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
-from kreassign.throttle.watch import (
+from kreassign.execute.auto_throttle import AutoThrottlePolicy
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,

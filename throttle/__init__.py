@@ -1,1 +1,1 @@
-"""Throttle configs, the replication model, schedules and the pacing loop."""
+"""Throttle configs, the replication model behind every ETA, estimate, schedules and suggest."""

@@ -58,7 +58,7 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     bound no schedule can beat, the brokers that decide it, and the moves that can never catch
     up with their partition's writes (with the rate that would let them). Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
-    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.runtime import read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.cluster.source import load_cluster_state
     from kreassign.throttle.estimate import RateRequest, estimate_plan

@@ -25,7 +25,8 @@ def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tupl
     Like Kafka, this lays every listed topic out anew and ignores where data is now; use
     `kreassign rebalance` for a minimal-movement plan."""
     from kreassign.cli.console import emit_json
-    from kreassign.cli.kafka_actions import read_text, render_generate
+    from kreassign.cli.kafka_actions import render_generate
+    from kreassign.cli.runtime import read_text
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.kafka_json import format_reassignment, parse_topics_to_move
     from kreassign.cluster.source import load_cluster_state

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from kreassign.cli.kafka_actions import read_text
-from kreassign.cli.kafka_compat import KafkaArgs
+from kreassign.cli.runtime import read_text
+from kreassign.cli.kafka_args import KafkaArgs
 from kreassign.cluster.errors import TerseError
 
 if TYPE_CHECKING:

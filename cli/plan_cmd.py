@@ -19,7 +19,7 @@ def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, com
     """Summarise a reassignment: moves, bytes in and out per broker, leader changes, and the
     throttle configs that execution would set. Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
-    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.runtime import read_text
     from kreassign.cli.plan_render import render_plan
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.cluster.source import load_cluster_state

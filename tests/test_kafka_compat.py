@@ -5,7 +5,8 @@ import io
 
 import pytest
 
-from kreassign.cli.kafka_compat import HELP_TEXT, run_kafka_style
+from kreassign.cli.kafka_args import HELP_TEXT
+from kreassign.cli.kafka_compat import run_kafka_style
 from kreassign.cli.main import is_kafka_style
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fake_cluster import FakeCluster
 from kreassign.cli.watch_render import event_lines, render_progress, summary_line
-from kreassign.cli.watch_cmd import Runtime
+from kreassign.cli.runtime import Runtime
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import LogDirReport, ReplicaLogDir

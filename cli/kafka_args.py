@@ -95,6 +95,7 @@ class KafkaArgs:
 
     present: list[str] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
+    non_options: list[str] = field(default_factory=list)
 
     def has(self, name: str) -> bool:
         return name in self.present
@@ -125,13 +126,19 @@ class KafkaArgs:
 
 
 def parse_argv(argv: Sequence[str]) -> KafkaArgs:
-    """Tokenise like jopt-simple with abbreviations off."""
+    """Tokenise like jopt-simple with abbreviations off: words that are not options (and
+    everything after `--`) are non-option arguments, which Kafka's tool accepts and ignores."""
     args = KafkaArgs()
     i = 0
     while i < len(argv):
         token = argv[i]
-        if not token.startswith("--") or token == "--":
-            raise UsageError(f"Found non-option argument '{token}'; every option starts with --")
+        if token == "--":
+            args.non_options.extend(argv[i + 1:])
+            break
+        if not token.startswith("--"):
+            args.non_options.append(token)
+            i += 1
+            continue
         name, eq, inline = token[2:].partition("=")
         opt = OPTIONS.get(name)
         if opt is None:

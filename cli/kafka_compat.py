@@ -30,6 +30,9 @@ def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO 
         validate(args)
     except UsageError as exc:
         return print_usage(str(exc), err)
+    for word in args.non_options:
+        if word.strip():
+            err.write(f"Warning: ignoring '{word[:80]}': it is not an option (Kafka's tool ignores it too)\n")
     from kreassign.cli.kafka_actions import dispatch
     from kreassign.cluster.errors import KafkaCompatError, KreassignError, TerseError
 

@@ -127,3 +127,15 @@ def test_tests_use_the_installed_package() -> None:
 
     assert kreassign.planner.__name__ == "kreassign.planner"
     assert "planner" not in sys.modules
+
+
+def test_architecture_doc_names_every_package_and_only_files_that_exist() -> None:
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for package in PACKAGES:
+        assert f"| `{package}` |" in text, f"docs/architecture.md does not describe {package}"
+    named = set(re.findall(r"`((?:%s)/[a-z_/]+\.py)`" % "|".join(PACKAGES), text))
+    assert named, "docs/architecture.md names no module"
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"

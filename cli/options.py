@@ -124,7 +124,9 @@ def request_timeout_option(f: F) -> F:
 
 
 def source_options(f: F) -> F:
-    """--bootstrap-server / --snapshot / --command-config: where cluster state comes from."""
+    """--bootstrap-server / --snapshot / --command-config / --request-timeout: where cluster state
+    comes from."""
+    f = request_timeout_option(f)
     f = command_config_option(f)
     f = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
                      help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(f)

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreassign.sandbox import codes
+from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.handlers_admin import ADMIN_HANDLERS, NOT_CONTROLLER_MESSAGE
+from kreassign.sandbox.handlers_data import DATA_HANDLERS
 from kreassign.sandbox.state import NO_LEADER
 from kreassign.sandbox.wire import APIS
 
@@ -22,13 +25,18 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @dataclass(frozen=True)
 class Context:
-    """What a handler knows besides the request: the engine, who it is, and where everyone listens."""
+    """What a handler knows besides the request: the engine, who it is, where everyone listens,
+    and for the data path the partition logs, the sandbox time, the client and its quotas."""
 
     engine: Engine
     broker_id: int
     ports: dict[int, int]
     ranges: dict[int, tuple[int, int]]
     host: str = "127.0.0.1"
+    data: DataPlane | None = None
+    now: float = 0.0
+    client_id: str = ""
+    quotas: ClientQuotaHook = NoClientQuotas()
 
     @property
     def is_controller(self) -> bool:
@@ -36,7 +44,7 @@ class Context:
 
 
 def dispatch(ctx: Context, api_key: int, version: int, request: Any) -> Any:
-    handler = HANDLERS.get(api_key) or ADMIN_HANDLERS[api_key]
+    handler = HANDLERS.get(api_key) or DATA_HANDLERS.get(api_key) or ADMIN_HANDLERS[api_key]
     return handler(ctx, version, request)
 
 

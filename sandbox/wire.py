@@ -15,7 +15,12 @@ from kafka.protocol.admin import (
     ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.consumer import (
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
@@ -37,6 +42,11 @@ APIS: dict[int, tuple[Any, Any]] = {
         (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         (DescribeClusterRequest, DescribeClusterResponse),
         (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+        (ProduceRequest, ProduceResponse),
+        (FetchRequest, FetchResponse),
+        (ListOffsetsRequest, ListOffsetsResponse),
+        (InitProducerIdRequest, InitProducerIdResponse),
+        (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     )
 }
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.groups import GroupCoordinator
 
 
 @dataclass(frozen=True)
 class Context:
     """What a handler knows besides the request: the engine, who it is, where everyone listens,
-    and for the data path the partition logs, the sandbox time, the client and its quotas."""
+    for the data path the partition logs, the sandbox time, the client and its quotas, and the
+    group coordinator and quota configs."""
 
     engine: Engine
     broker_id: int
@@ -24,6 +27,8 @@ class Context:
     now: float = 0.0
     client_id: str = ""
     quotas: ClientQuotaHook = NoClientQuotas()
+    groups: GroupCoordinator | None = None
+    quota_configs: QuotaConfigs | None = None
 
     @property
     def is_controller(self) -> bool:

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.clock import Clock, ScaledClock
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
+from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
@@ -36,6 +38,7 @@ MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
 CLOSE = object()
+POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
 REQUEST_NAMES = {0: "Produce", 2: "ListOffsets", 22: "InitProducerId", 23: "OffsetForLeaderEpoch"}
 
 
@@ -62,8 +65,11 @@ class SandboxServer:
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
-                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None) -> None:
+                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
+                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
         self.engine = engine
+        self.groups = groups
+        self.quota_configs = quota_configs
         self.data = data
         self.quotas: ClientQuotaHook = quotas if quotas is not None else NoClientQuotas()
         self.purgatory = Purgatory()
@@ -332,8 +338,8 @@ class SandboxServer:
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
             overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
-        if head.api_key == 0 and response is not None:
-            self.poke()  # an append may complete parked fetches
+        if head.api_key in POKING_APIS and response is not None:
+            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         return encode_response(response, head.correlation_id), throttle
 
     async def _hold(self, seconds: float | None) -> None:
@@ -361,7 +367,8 @@ class SandboxServer:
             name = "FetchConsumer" if replica_id(request, head.api_version) < 0 else "FetchFollower"
         with self.lock:
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
-                          now=self.clock.now(), client_id=client_id, quotas=self.quotas)
+                          now=self.clock.now(), client_id=client_id, quotas=self.quotas, groups=self.groups,
+                          quota_configs=self.quota_configs)
             try:
                 return dispatch(ctx, head.api_key, head.api_version, request), client_id, name
             except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker

@@ -281,18 +281,15 @@ def parse_default_quota(text: str) -> tuple[str, int]:
 
 
 class ClientQuotaManager:
-    """Kafka's produce and fetch `ClientQuotaManager`s over one `QuotaConfigs` (the sandbox's
+    """One broker's produce and fetch `ClientQuotaManager`s over the cluster's `QuotaConfigs` (a
     `ClientQuotaHook`). Each request's bytes are recorded, then checked; a fetch over its quota
-    un-records them, because the broker answers it without data."""
+    un-records them, because the broker answers it without data. Quotas are per broker, as in
+    Kafka: a client writing to three leaders may move three times its quota in all."""
 
     def __init__(self, configs: QuotaConfigs | None = None, window: WindowConfig | None = None) -> None:
         self.configs = configs if configs is not None else QuotaConfigs()
         self.window = window if window is not None else WindowConfig()
         self.rates: dict[tuple[str, str, str], Rate] = {}
-
-    def set_default(self, key: str, rate: float) -> None:
-        """`sandbox start --client-quota`: the `<default>` client-id quota (Kafka's level 8)."""
-        self.configs.alter([(CLIENT_ID, None)], [(key, float(rate))])
 
     def _record(self, key: str, client_id: str, user: str, nbytes: float, now: float) -> tuple[int, Rate | None]:
         if not self.configs.enabled(key):
@@ -316,3 +313,22 @@ class ClientQuotaManager:
         if throttle > 0 and rate is not None:
             rate.record(-nbytes, int(round(now * 1000.0)))
         return throttle
+
+
+class ClientQuotas:
+    """The cluster's quota configs and each broker's quota manager."""
+
+    def __init__(self, configs: QuotaConfigs | None = None, window: WindowConfig | None = None) -> None:
+        self.configs = configs if configs is not None else QuotaConfigs()
+        self.window = window if window is not None else WindowConfig()
+        self.brokers: dict[int, ClientQuotaManager] = {}
+
+    def set_default(self, key: str, rate: float) -> None:
+        """`sandbox start --client-quota`: the `<default>` client-id quota (Kafka's level 8)."""
+        self.configs.alter([(CLIENT_ID, None)], [(key, float(rate))])
+
+    def for_broker(self, broker_id: int) -> ClientQuotaManager:
+        manager = self.brokers.get(broker_id)
+        if manager is None:
+            manager = self.brokers[broker_id] = ClientQuotaManager(self.configs, self.window)
+        return manager

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kreassign.cluster.errors import InputError
-from kreassign.sandbox.client_quotas import ClientQuotaManager, QuotaConfigs
+from kreassign.sandbox.client_quotas import ClientQuotas, QuotaConfigs
 from kreassign.sandbox.groups import GroupCoordinator
 
 GROUPS_FILE = "groups.json"
@@ -20,7 +20,7 @@ QUOTAS_FILE = "client_quotas.json"
 @dataclass
 class ClientState:
     groups: GroupCoordinator = field(default_factory=GroupCoordinator)
-    quotas: ClientQuotaManager = field(default_factory=ClientQuotaManager)
+    quotas: ClientQuotas = field(default_factory=ClientQuotas)
 
     @classmethod
     def load(cls, state_dir: Path | None, now: float, default_quotas: Mapping[str, float] | None = None
@@ -38,7 +38,7 @@ class ClientState:
                     out.groups = GroupCoordinator.from_json(json.loads(path.read_text()), now)
                 path = state_dir / QUOTAS_FILE
                 if path.exists():
-                    out.quotas = ClientQuotaManager(QuotaConfigs.from_json(json.loads(path.read_text())))
+                    out.quotas = ClientQuotas(QuotaConfigs.from_json(json.loads(path.read_text())))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"cannot read {path}: {exc}; delete it or start with --fresh") from exc
         for key, rate in (default_quotas or {}).items():

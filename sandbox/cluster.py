@@ -119,7 +119,8 @@ class SandboxCluster:
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
                                     ports=ports, on_save=self.save if self.state_dir is not None else None,
-                                    data=self.data, quotas=client_quotas or self.clients.quotas,
+                                    data=self.data, quotas=client_quotas,
+                                    broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
                                     groups=self.clients.groups, quota_configs=self.clients.quotas.configs)
         self._running = False
 

@@ -66,8 +66,10 @@ class SandboxServer:
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
                  data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
+                 broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
                  groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
         self.engine = engine
+        self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
         self.groups = groups
         self.quota_configs = quota_configs
         self.data = data
@@ -366,8 +368,9 @@ class SandboxServer:
         if head.api_key == 1:
             name = "FetchConsumer" if replica_id(request, head.api_version) < 0 else "FetchFollower"
         with self.lock:
+            quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
-                          now=self.clock.now(), client_id=client_id, quotas=self.quotas, groups=self.groups,
+                          now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
                           quota_configs=self.quota_configs)
             try:
                 return dispatch(ctx, head.api_key, head.api_version, request), client_id, name

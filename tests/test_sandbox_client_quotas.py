@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kreassign.cluster.errors import InputError
 from kreassign.sandbox.client_quotas import (
     CLIENT_ID, CONSUMER_BYTE_RATE, MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED, PRODUCER_BYTE_RATE, USER,
-    ClientQuotaManager, QuotaConfigs, QuotaRequestError, Rate, parse_default_quota, throttle_time_ms,
+    ClientQuotaManager, ClientQuotas, QuotaConfigs, QuotaRequestError, Rate, parse_default_quota, throttle_time_ms,
 )
 
 
@@ -49,19 +49,22 @@ def test_throttle_time_is_kafkas_formula() -> None:
 
 
 def test_producer_over_its_quota_is_throttled_and_bytes_stay_recorded() -> None:
-    qm = ClientQuotaManager()
-    qm.set_default(PRODUCER_BYTE_RATE, 100)
+    quotas = ClientQuotas()
+    quotas.set_default(PRODUCER_BYTE_RATE, 100)
+    qm = quotas.for_broker(1)
     assert qm.produce_throttle_ms("p", "ANONYMOUS", 1000, 0.0) == 0  # 100 B/s: exactly the bound
     # 2000 B over a 10 s window = 200 B/s: (200-100)/100 * 10 s
     assert qm.produce_throttle_ms("p", "ANONYMOUS", 1000, 0.0) == 10_000
     assert qm.rates[(PRODUCER_BYTE_RATE, "", "p")].measure(0) == pytest.approx(200.0)
-    # another client id has its own rate under a default client-id quota
+    # another client id has its own rate under a default client-id quota, and another broker its own
     assert qm.produce_throttle_ms("q", "ANONYMOUS", 1000, 0.0) == 0
+    assert quotas.for_broker(2).produce_throttle_ms("p", "ANONYMOUS", 1000, 0.0) == 0
+    assert quotas.for_broker(1) is qm
 
 
 def test_fetch_over_its_quota_unrecords_the_bytes() -> None:
     qm = ClientQuotaManager()
-    qm.set_default(CONSUMER_BYTE_RATE, 100)
+    qm.configs.alter([(CLIENT_ID, "c")], [(CONSUMER_BYTE_RATE, 100.0)])
     assert qm.fetch_throttle_ms("c", "ANONYMOUS", 1000, 0.0) == 0
     assert qm.fetch_throttle_ms("c", "ANONYMOUS", 1000, 0.0) == 10_000
     assert qm.rates[(CONSUMER_BYTE_RATE, "", "c")].measure(0) == pytest.approx(100.0)
@@ -76,7 +79,7 @@ def test_no_quota_means_no_recording() -> None:
 def test_a_producer_honouring_its_throttles_converges_to_the_quota() -> None:
     quota = 1_000_000.0
     qm = ClientQuotaManager()
-    qm.set_default(PRODUCER_BYTE_RATE, quota)
+    qm.configs.alter([(USER, None)], [(PRODUCER_BYTE_RATE, quota)])
     now, sent, batch = 0.0, 0, 64_000
     while now < 120.0:
         throttle = qm.produce_throttle_ms("p", "ANONYMOUS", batch, now)

@@ -211,6 +211,8 @@ class SandboxServer:
             with self.lock:
                 limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
                 self.engine.run_until(min(target, limit))
+                if self.data is not None:
+                    self.data.tick(self.engine.now)
             self.poke()
 
     async def _saver(self) -> None:

@@ -210,6 +210,8 @@ class PartitionLog:
         """Append a checked record set at the log end; `byte_start` is where it starts in the
         partition's byte stream. Returns its first and last offset."""
         base = self.leo
+        if self.cols["append_time"]:
+            now = max(now, self.cols["append_time"][-1])  # a restart may resume from an older saved time
         stamped = stamp(data, headers, base, leader_epoch)
         seg = self._segment_for_append(len(stamped), base)
         os.pwrite(seg.log_fd, stamped, seg.size)

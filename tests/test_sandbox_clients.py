@@ -220,3 +220,69 @@ def test_produce_and_consume_through_a_throttled_move(
     got = client.consume(2 * N)
     for p in range(PARTITIONS):
         assert got[p] == [message(p, seq) for seq in range(2 * N // PARTITIONS)]
+
+
+@pytest.mark.parametrize("client_name", ["confluent-kafka", "kafka-python"])
+def test_clients_follow_a_leader_change(client_name: str, sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """The leader of every partition stops between two halves: producers and consumers get
+    NOT_LEADER_OR_FOLLOWER or a closed connection, refresh metadata and carry on with the new
+    leaders (leader epochs bumped), with nothing lost or duplicated."""
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec(TOPIC, PARTITIONS, 3, 0, 0.0)], clock=ScaledClock(1.0))
+    client = CLIENTS[client_name](sb.bootstrap)
+    client.produce(0, N)
+    with sb.locked() as eng:
+        leaders = {p.index: (p.leader, p.leader_epoch) for p in eng.topics[TOPIC].partitions}
+    victim = leaders[0][0]
+    sb.stop_broker(victim)
+    with sb.locked() as eng:
+        for p in eng.topics[TOPIC].partitions:
+            assert p.leader != victim
+            assert p.leader_epoch == leaders[p.index][1] + (1 if leaders[p.index][0] == victim else 0)
+    client.produce(N, N)
+    got = client.consume(2 * N)
+    for p in range(PARTITIONS):
+        assert got[p] == [message(p, seq) for seq in range(2 * N // PARTITIONS)]
+
+
+def test_live_confluent_clients_ride_through_a_leader_change(sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """One producer and one consumer stay connected while the leaders' broker stops: librdkafka
+    refreshes metadata, validates its fetch positions with OffsetForLeaderEpoch and goes on."""
+    import confluent_kafka as ck
+
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec(TOPIC, PARTITIONS, 3, 0, 0.0)], clock=ScaledClock(1.0))
+    errors: list[Any] = []
+    producer = ck.Producer({"bootstrap.servers": sb.bootstrap, "acks": "all", "enable.idempotence": True,
+                            "linger.ms": 5})
+    consumer = ck.Consumer({"bootstrap.servers": sb.bootstrap, "group.id": "assign-only", "enable.auto.commit": False,
+                            "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 500})
+    consumer.assign([ck.TopicPartition(TOPIC, p, ck.OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    got: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+
+    def produce(start: int) -> None:
+        for i in range(start, start + N):
+            producer.produce(TOPIC, value=message(i % PARTITIONS, i // PARTITIONS).encode(), partition=i % PARTITIONS,
+                             on_delivery=lambda err, _m: errors.append(err) if err else None)
+        assert producer.flush(30) == 0
+
+    def consume(total: int) -> None:
+        for _ in range(POLL_LIMIT):
+            if sum(map(len, got.values())) >= total:
+                return
+            for m in consumer.consume(num_messages=1000, timeout=0.1):
+                assert m.error() is None, m.error()
+                got[m.partition()].append(m.value().decode())
+
+    try:
+        produce(0)
+        consume(N)
+        with sb.locked() as eng:
+            victim = eng.partition(TOPIC, 0).leader
+        sb.stop_broker(victim)
+        produce(N)
+        consume(2 * N)
+    finally:
+        consumer.close()
+    assert errors == []
+    assert sb.server.timings.count.get("OffsetForLeaderEpoch", 0) > 0  # positions were validated (KIP-320)
+    for p in range(PARTITIONS):
+        assert got[p] == [message(p, seq) for seq in range(2 * N // PARTITIONS)]

@@ -192,3 +192,25 @@ def test_offsets_and_records_survive_a_state_dir_restart(tmp_path: Path) -> None
             assert eng.log_end[p0.row] == sb.data.log(p0).byte_end > 25 * 3  # the bytes are the partition's size
     finally:
         sb.stop()
+
+
+# ---- quota throttle: the response goes out at once, then the connection stays muted -------------------
+def test_throttled_response_mutes_the_connection(sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    class Throttle:
+        def produce_throttle_ms(self, client_id: str, user: str, nbytes: int, now: float) -> int:
+            return 100 if nbytes > 0 else 0
+
+        def fetch_throttle_ms(self, client_id: str, user: str, nbytes: int, now: float) -> int:
+            return 0
+
+    sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec("t", 1, 1, 0, 0.0)], client_quotas=Throttle())
+    with socket.create_connection(("127.0.0.1", sb.ports[1]), timeout=5) as sock:
+        send(sock, produce_req(0, batch([b"a"]), acks=1), 9)
+        first = receive(sock, ProduceResponse, 9)
+        assert first.throttle_time_ms == 100
+        parked(sb, 1)                       # muted: the next request waits
+        send(sock, MetadataRequest(topics=None, allow_auto_topic_creation=False), 12, corr=2)
+        sb.advance(0.1)
+        assert read_frame(sock)[:4] == struct.pack(">i", 2)
+    (timing,) = sb.server.timings.of("Produce")
+    assert timing.throttle_ms == 100.0

@@ -21,7 +21,7 @@ from kreassign.sandbox.state import PartitionState
 from kreassign.sandbox.wire import APIS
 
 if TYPE_CHECKING:
-    from kreassign.sandbox.handlers import Context
+    from kreassign.sandbox.context import Context
 
 NO_RESPONSE = object()
 FETCH_SESSION_ID_NOT_FOUND = 70

@@ -24,7 +24,8 @@ from kreassign.sandbox.clock import Clock, ScaledClock
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
-from kreassign.sandbox.handlers import Context, dispatch, overwrite_errors
+from kreassign.sandbox.context import Context
+from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
 from kreassign.sandbox.timings import RequestTiming, RequestTimings

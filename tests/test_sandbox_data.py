@@ -14,7 +14,7 @@ from kreassign.sandbox import codes
 from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
-from kreassign.sandbox.handlers import Context
+from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
 from tests.test_sandbox_log import batch

@@ -74,6 +74,10 @@ class DataPlane:
             log.truncate_to_bytes(end)
         return log
 
+    def existing(self, p: PartitionState) -> PartitionLog | None:
+        """The partition's log if clients ever wrote or read it (no files are created)."""
+        return self.log(p) if (p.topic, p.index) in self.logs else None
+
     def tick(self, now: float) -> None:
         """Sandbox time moved: log-dir moves copy their share."""
         self.log_dir_moves.advance(now)

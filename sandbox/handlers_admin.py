@@ -210,8 +210,8 @@ def describe_log_dirs(ctx: Context, v: int, req: Any) -> Any:
         grouped: dict[str, list[Any]] = defaultdict(list)
         used = 0
         for r in replicas:
-            grouped[r.topic].append(P(version=v, partition_index=r.partition, partition_size=r.size, offset_lag=0,
-                                      is_future_key=False))
+            grouped[r.topic].append(P(version=v, partition_index=r.partition, partition_size=r.size,
+                                      offset_lag=_replica_lag(ctx, r.topic, r.partition), is_future_key=False))
             used += r.size
         for f in futures:
             if f.broker == ctx.broker_id and f.target_dir == log_dir and (
@@ -226,6 +226,15 @@ def describe_log_dirs(ctx: Context, v: int, req: Any) -> Any:
                          topics=[T(version=v, name=t, partitions=ps) for t, ps in grouped.items()],
                          total_bytes=eng.disk_bytes, usable_bytes=max(eng.disk_bytes - used, 0), is_cordoned=False))
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, results=results)
+
+
+def _replica_lag(ctx: Context, topic: str, index: int) -> int:
+    """Kafka's offset lag of a current replica: the high watermark minus its log end offset."""
+    data = ctx.data
+    p = ctx.engine.partition(topic, index)
+    if data is None or p is None or data.existing(p) is None:
+        return 0
+    return max(data.high_watermark(p, ctx.now) - data.replica_leo(p, ctx.broker_id, ctx.now), 0)
 
 
 def _future_lag(ctx: Context, f: Any) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.protocol.admin import DescribeLogDirsRequest
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -15,6 +16,7 @@ from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.context import Context
+from kreassign.sandbox.handlers_admin import describe_log_dirs
 from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
 from tests.test_sandbox_log import batch
@@ -215,6 +217,9 @@ def test_client_bytes_count_in_log_dirs_and_a_new_replica_must_copy_them(tmp_pat
             seen.append(data.replica_leo(p0, 4, now))
             held = eng.replica_size(p0, 4)
             assert sum(sizes[:seen[-1]]) <= held < sum(sizes[:seen[-1] + 1])  # whole batches only
+            (lag,) = [q.offset_lag for r in describe_log_dirs(ctx(eng, data, 4, now), 4, DescribeLogDirsRequest(
+                version=4, topics=None)).results for t in r.topics for q in t.partitions]
+            assert lag == hw_before - seen[-1]  # DescribeLogDirs: HW minus the replica's log end offset
         assert data.high_watermark(p0, now) == hw_before  # the adding replica never holds the HW back
     assert p0.replicas == [1, 2, 4] and not p0.reassigning
     assert seen[0] < 5 and seen == sorted(seen) and len(set(seen)) > 5

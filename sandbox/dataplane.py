@@ -74,6 +74,14 @@ class DataPlane:
             log.truncate_to_bytes(end)
         return log
 
+    def follow_truncations(self) -> None:
+        """Truncate every open log whose leader lost bytes (an unclean election or a cancel just
+        ran), before synthetic writes could grow the partition past the lost batches again."""
+        for (topic, index) in list(self.logs):
+            p = self.engine.partition(topic, index)
+            if p is not None:
+                self.log(p)
+
     def existing(self, p: PartitionState) -> PartitionLog | None:
         """The partition's log if clients ever wrote or read it (no files are created)."""
         return self.log(p) if (p.topic, p.index) in self.logs else None

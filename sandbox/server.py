@@ -36,6 +36,7 @@ MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
 CLOSE = object()
+TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 REQUEST_NAMES = {0: "Produce", 2: "ListOffsets", 22: "InitProducerId", 23: "OffsetForLeaderEpoch"}
 
 
@@ -365,7 +366,10 @@ class SandboxServer:
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
                           now=self.clock.now(), client_id=client_id, quotas=self.quotas)
             try:
-                return dispatch(ctx, head.api_key, head.api_version, request), client_id, name
+                outcome = dispatch(ctx, head.api_key, head.api_version, request)
+                if self.data is not None and head.api_key in TRUNCATING_APIS:
+                    self.data.follow_truncations()
+                return outcome, client_id, name
             except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker
                 log.exception("closing connection: failed to handle API %s v%s", head.api_key, head.api_version)
                 return CLOSE, client_id, name

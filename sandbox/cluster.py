@@ -58,6 +58,7 @@ class SandboxCluster:
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
         client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: the sandbox's own,
             which AlterClientQuotas configures).
+        log_dirs: log dirs per broker (a saved state keeps its own).
         default_client_quotas: `<default>` client-id quotas set at start, e.g. {"producer_byte_rate": 1e6}.
 
     Consumer groups and client quota configs are saved next to the state (groups.json,
@@ -75,10 +76,12 @@ class SandboxCluster:
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
-                 client_quotas: ClientQuotaHook | None = None,
+                 client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
                  default_client_quotas: Mapping[str, float] | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
+        if log_dirs < 1:
+            raise InputError("each broker needs at least one log dir")
         if racks < 0:
             raise InputError("the number of racks must not be negative")
         if port_base and not 1024 <= port_base <= 65535 - brokers:
@@ -99,6 +102,7 @@ class SandboxCluster:
                     raise InputError(f"topic {s.name} wants {s.replication_factor} replicas but the sandbox has "
                                      f"only {brokers} brokers")
             self.engine = Engine(rack_names(brokers, racks), seed=seed, tick=tick, network_bps=network_bps,
+                                 log_dirs_per_broker=log_dirs,
                                  controller=controller, fetch=fetch)
             self.engine.add_topics(specs)
         if fetch is not None:
@@ -181,6 +185,7 @@ class SandboxCluster:
         with self.lock:
             self.engine.run_until(self.clock.now() if isinstance(self.clock, ManualClock)
                                   else self.engine.now + seconds)
+            self.data.tick(self.engine.now)
         self.server.notify()
 
     def catch_up(self) -> None:
@@ -188,6 +193,7 @@ class SandboxCluster:
         that drive a `ScaledClock` from an injected monotonic clock call this after moving it)."""
         with self.lock:
             self.engine.run_until(self.clock.now())
+            self.data.tick(self.engine.now)
         self.server.notify()
 
     @property

@@ -1,6 +1,7 @@
-"""What a request handler knows besides the request: the engine, which broker it is, where every
-broker listens, and for the data path the partition logs, the sandbox time, the client and its
-quotas. Shared by every handler module."""
+"""What a request handler knows besides the request: the engine, which broker it is, where
+every broker listens, and for the data path the partition logs, the sandbox time, the client and
+its quotas; for groups and quota admin, the group coordinator and the client quota configs. Shared
+by every handler module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,9 +15,7 @@ from kreassign.sandbox.groups import GroupCoordinator
 
 @dataclass(frozen=True)
 class Context:
-    """What a handler knows besides the request: the engine, who it is, where everyone listens,
-    for the data path the partition logs, the sandbox time, the client and its quotas, and the
-    group coordinator and quota configs."""
+    """What a handler knows besides the request (see the module docstring)."""
 
     engine: Engine
     broker_id: int

@@ -16,10 +16,12 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kreassign.sandbox.batches import BatchHeader
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.log import SEGMENT_BYTES, Appended, PartitionLog
+from kreassign.sandbox.logdir_moves import LogDirMoves
 from kreassign.sandbox.state import PartitionState
 
 CHECKPOINT = "checkpoint.json"
@@ -36,8 +38,12 @@ class DataPlane:
         self.segment_bytes = segment_bytes
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
+        self.log_dir_moves = LogDirMoves(engine)
         self.root.mkdir(parents=True, exist_ok=True)
         saved = self._read_checkpoint()
+        moves = saved.get("log_dir_moves")
+        if isinstance(moves, list):
+            self.log_dir_moves.load(moves)
         for d in sorted(self.root.iterdir()):
             topic, _, index = d.name.rpartition("-")
             if d.is_dir() and index.isdigit() and engine.partition(topic, int(index)) is not None:
@@ -67,6 +73,22 @@ class DataPlane:
         if end < log.byte_end:
             log.truncate_to_bytes(end)
         return log
+
+    def follow_truncations(self) -> None:
+        """Truncate every open log whose leader lost bytes (an unclean election or a cancel just
+        ran), before synthetic writes could grow the partition past the lost batches again."""
+        for (topic, index) in list(self.logs):
+            p = self.engine.partition(topic, index)
+            if p is not None:
+                self.log(p)
+
+    def existing(self, p: PartitionState) -> PartitionLog | None:
+        """The partition's log if clients ever wrote or read it (no files are created)."""
+        return self.log(p) if (p.topic, p.index) in self.logs else None
+
+    def tick(self, now: float) -> None:
+        """Sandbox time moved: log-dir moves copy their share."""
+        self.log_dir_moves.advance(now)
 
     def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         return iter(self.logs.items())
@@ -138,7 +160,7 @@ class DataPlane:
         return pid
 
     # ---- persistence -----------------------------------------------------------------------------
-    def _read_checkpoint(self) -> dict[str, object]:
+    def _read_checkpoint(self) -> dict[str, Any]:
         try:
             data = json.loads((self.root / CHECKPOINT).read_text())
         except (OSError, ValueError):
@@ -148,7 +170,7 @@ class DataPlane:
     def checkpoint(self) -> None:
         """Write the high watermarks and the next producer id (Kafka's replication-offset-checkpoint)."""
         data = {"hw": {f"{t}-{i}": log.hw for (t, i), log in self.logs.items()},
-                "next_producer_id": self.next_producer_id}
+                "next_producer_id": self.next_producer_id, "log_dir_moves": self.log_dir_moves.to_json()}
         tmp = self.root / (CHECKPOINT + ".tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, self.root / CHECKPOINT)

@@ -57,12 +57,17 @@ class _Segment:
         self.log_path = directory / f"{base:020d}.log"
         self.index_path = directory / f"{base:020d}.index"
         self.log_fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.index_path.touch()
         self.size = os.fstat(self.log_fd).st_size
+
+    def append_index(self, entries: bytes) -> None:
+        # One descriptor per segment (the log): the index is opened only to append, so thousands
+        # of partitions stay within the process's file limit.
+        with open(self.index_path, "ab") as f:
+            f.write(entries)
 
     def close(self) -> None:
         os.close(self.log_fd)
-        os.close(self.index_fd)
 
 
 class PartitionLog:
@@ -84,7 +89,7 @@ class PartitionLog:
     def _load(self) -> None:
         for path in sorted(self.dir.glob("*.log")):
             seg = _Segment(self.dir, int(path.stem))
-            raw = os.pread(seg.index_fd, os.fstat(seg.index_fd).st_size, 0)
+            raw = seg.index_path.read_bytes()
             whole = len(raw) // _ENTRY.size
             for i in range(whole):
                 entry = _ENTRY.unpack_from(raw, i * _ENTRY.size)
@@ -92,7 +97,7 @@ class PartitionLog:
                     whole = i  # the batch did not reach the segment file: drop the torn tail
                     break
                 self._remember(entry)
-            os.ftruncate(seg.index_fd, whole * _ENTRY.size)
+            os.truncate(seg.index_path, whole * _ENTRY.size)
             self.segments.append(seg)
             self.seg_bases.append(seg.base)
         if self.segments:
@@ -210,6 +215,8 @@ class PartitionLog:
         """Append a checked record set at the log end; `byte_start` is where it starts in the
         partition's byte stream. Returns its first and last offset."""
         base = self.leo
+        if self.cols["append_time"]:
+            now = max(now, self.cols["append_time"][-1])  # a restart may resume from an older saved time
         stamped = stamp(data, headers, base, leader_epoch)
         seg = self._segment_for_append(len(stamped), base)
         os.pwrite(seg.log_fd, stamped, seg.size)
@@ -223,7 +230,7 @@ class PartitionLog:
             self._remember(entry)
             offset += h.count
             pos += h.size
-        os.pwrite(seg.index_fd, entries, os.fstat(seg.index_fd).st_size)
+        seg.append_index(bytes(entries))
         seg.size = pos
         return Appended(base, offset - 1)
 
@@ -257,7 +264,7 @@ class PartitionLog:
             in_seg = [e for e in kept_entries if int(e[0]) >= seg.base]
             seg.size = int(in_seg[-1][2]) + int(in_seg[-1][3]) if in_seg else 0
             os.ftruncate(seg.log_fd, seg.size)
-            os.ftruncate(seg.index_fd, len(in_seg) * _ENTRY.size)
+            os.truncate(seg.index_path, len(in_seg) * _ENTRY.size)
         self.hw = min(self.hw, self.leo)
 
     # ---- reading ---------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
 CLOSE = object()
 POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
+TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 REQUEST_NAMES = {0: "Produce", 2: "ListOffsets", 22: "InitProducerId", 23: "OffsetForLeaderEpoch"}
 
 
@@ -220,6 +221,8 @@ class SandboxServer:
             with self.lock:
                 limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
                 self.engine.run_until(min(target, limit))
+                if self.data is not None:
+                    self.data.tick(self.engine.now)
             self.poke()
 
     async def _saver(self) -> None:
@@ -373,7 +376,10 @@ class SandboxServer:
                           now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
                           quota_configs=self.quota_configs)
             try:
-                return dispatch(ctx, head.api_key, head.api_version, request), client_id, name
+                outcome = dispatch(ctx, head.api_key, head.api_version, request)
+                if self.data is not None and head.api_key in TRUNCATING_APIS:
+                    self.data.follow_truncations()
+                return outcome, client_id, name
             except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker
                 log.exception("closing connection: failed to handle API %s v%s", head.api_key, head.api_version)
                 return CLOSE, client_id, name

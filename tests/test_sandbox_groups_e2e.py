@@ -169,6 +169,40 @@ def test_two_members_share_the_partitions(sandbox_factory: Callable[..., Sandbox
     assert sorted(assigned, key=min) == [{0, 1, 2}, {3, 4, 5}]  # range: first member 0-2, second 3-5
 
 
+def test_the_group_moves_on_when_its_coordinator_broker_stops(sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """The next broker takes over the group (its state is Kafka's replicated __consumer_offsets): the
+    consumer finds it after NOT_COORDINATOR and resumes from its committed offsets."""
+    from confluent_kafka import Consumer
+
+    sb = _start(sandbox_factory, ["events:3:3:1MB:0"], brokers=4)
+    group = "g-failover"
+    first = _produce_confluent(sb.bootstrap, "events", [f"f{i}".encode() for i in range(120)])
+    consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe(["events"])
+    got: list[Record] = []
+    deadline = time.monotonic() + WALL_LIMIT
+    while len(got) < len(first) and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append((msg.partition(), msg.offset(), msg.value()))
+    consumer.commit(asynchronous=False)
+    old = coordinator_for(group, [1, 2, 3, 4])
+    sb.stop_broker(old)
+    second = _produce_confluent(sb.bootstrap, "events", [f"s{i}".encode() for i in range(120)])
+    deadline = time.monotonic() + WALL_LIMIT
+    while len(got) < len(first) + len(second) and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append((msg.partition(), msg.offset(), msg.value()))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    _assert_same_log(first + second, got)
+    with sb.lock:
+        committed = {p: c.offset for (_, p), c in sb.clients.groups.groups[group].offsets.items()}
+    assert committed == {p: max(o for q, o, _ in first + second if q == p) + 1 for p in range(3)}
+
+
 def test_group_apis_on_a_broker_that_is_not_the_coordinator(sandbox_factory: Callable[..., SandboxCluster]) -> None:
     sb = _start(sandbox_factory, ["t:1:1:1MB:0"], brokers=3)
     coordinator = coordinator_for("some-group", [1, 2, 3])

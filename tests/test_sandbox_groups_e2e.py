@@ -219,6 +219,56 @@ def test_group_apis_on_a_broker_that_is_not_the_coordinator(sandbox_factory: Cal
     assert hb.error_code == codes.UNKNOWN_MEMBER_ID
 
 
+@pytest.mark.parametrize("version", [2, 5, 7, 8, 9, 10])
+def test_simple_offset_commit_and_fetch_at_each_version(sandbox_factory: Callable[..., SandboxCluster],
+                                                        version: int) -> None:
+    """assign()-style commits (generation -1, no member) by topic name, or by topic id from v10,
+    read back through OffsetFetch in its single-group (v1-7) or batched (v8+) shape."""
+    sb = _start(sandbox_factory, ["t:2:1:1MB:0"], brokers=2)
+    group = f"simple-{version}"
+    coordinator = coordinator_for(group, [1, 2])
+    assert coordinator is not None
+    port = sb.ports[coordinator]
+    with sb.lock:
+        topic_id = sb.engine.topics["t"].topic_id
+    CommitReq = APIS[8][0]
+    T, P = CommitReq.OffsetCommitRequestTopic, CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    by_id = version >= 10
+    parts = [P(version=version, partition_index=0, committed_offset=17, committed_leader_epoch=0,
+               committed_metadata="m"),
+             P(version=version, partition_index=5, committed_offset=1, committed_leader_epoch=-1,
+               committed_metadata=None)]
+    topic = T(version=version, name=None if by_id else "t", topic_id=topic_id if by_id else None, partitions=parts)
+    committed = roundtrip(port, CommitReq(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                          group_instance_id=None, retention_time_ms=-1, topics=[topic]), version)
+    assert [(p.partition_index, p.error_code) for t in committed.topics for p in t.partitions] == [
+        (0, codes.NONE), (5, codes.UNKNOWN_TOPIC_OR_PARTITION)]
+    FetchReq = APIS[9][0]
+    fetch_version = min(version, 10)
+    if fetch_version < 8:
+        FT = FetchReq.OffsetFetchRequestTopic
+        got = roundtrip(port, FetchReq(group_id=group, topics=[FT(version=fetch_version, name="t",
+                                                                   partition_indexes=[0, 1])]), fetch_version)
+        rows = [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                for t in got.topics for p in t.partitions]
+    else:
+        G = FetchReq.OffsetFetchRequestGroup
+        GT = G.OffsetFetchRequestTopics
+        wanted = GT(version=fetch_version, name=None if by_id else "t", topic_id=topic_id if by_id else None,
+                    partition_indexes=[0, 1])
+        got = roundtrip(port, FetchReq(groups=[G(version=fetch_version, group_id=group, member_id=None,
+                                                 member_epoch=-1, topics=[wanted])], require_stable=False),
+                        fetch_version)
+        assert [g.error_code for g in got.groups] == [codes.NONE]
+        rows = [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                for g in got.groups for t in g.topics for p in t.partitions]
+    assert rows == [(0, 17, "m", codes.NONE), (1, -1, "", codes.NONE)]
+    elsewhere = sb.ports[next(b for b in (1, 2) if b != coordinator)]
+    wrong = roundtrip(elsewhere, CommitReq(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                           group_instance_id=None, retention_time_ms=-1, topics=[topic]), version)
+    assert {p.error_code for t in wrong.topics for p in t.partitions} == {codes.NOT_COORDINATOR}
+
+
 def test_client_quota_apis_roundtrip_at_every_version(sandbox_factory: Callable[..., SandboxCluster]) -> None:
     sb = _start(sandbox_factory, ["t:1:1:1MB:0"], brokers=2)
     AlterReq, DescReq = APIS[49][0], APIS[48][0]

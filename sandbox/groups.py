@@ -246,9 +246,9 @@ class GroupCoordinator:
                           group.leader or "", members)
 
     def _empty(self, group: Group) -> None:
+        """No members left; the protocol type stays, as Kafka's does, until a member joins again."""
         group.state = GroupState.EMPTY
         group.protocol = group.leader = None
-        group.protocol_type = None
         group.join_deadline = group.sync_deadline = None
 
     def _remove(self, group: Group, member_id: str, now: float, *, rebalance: bool = True) -> None:
@@ -307,9 +307,9 @@ class GroupCoordinator:
                    protos, now, awaiting_join=True)
         if existing is not None:
             m.assignment = existing.assignment
-        group.members[member_id] = m
-        if group.protocol_type is None:
+        if not group.members:
             group.protocol_type = protocol_type
+        group.members[member_id] = m
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group, now)
         elif group.initial_delay and existing is None:
@@ -319,6 +319,13 @@ class GroupCoordinator:
             group.join_deadline = max(group.join_deadline or now, group.rebalance_started + rebalance_s)
         self.tick(group, now)
         return m
+
+    def group(self, group_id: str, now: float) -> Group | None:
+        """The group as of `now` (for ListGroups and DescribeGroups)."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            self.tick(group, now)
+        return group
 
     def poll_join(self, group_id: str, member: Member, now: float) -> JoinResult | None:
         group = self.groups.get(group_id)

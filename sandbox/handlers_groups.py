@@ -1,5 +1,6 @@
 """Handlers of the group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch (the classic protocol), over `groups.GroupCoordinator`.
+OffsetCommit, OffsetFetch (the classic protocol), ListGroups and DescribeGroups, over
+`groups.GroupCoordinator`.
 
 Every group has one coordinator broker (`groups.coordinator_for`); other brokers answer
 NOT_COORDINATOR, so clients look it up again, as after a coordinator move in Kafka. JoinGroup
@@ -12,7 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.groups import Committed, GroupCoordinator, JoinResult, Member, SyncResult, coordinator_for
+from kreassign.sandbox.groups import (
+    Committed, GroupCoordinator, GroupState, JoinResult, Member, SyncResult, coordinator_for,
+)
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.wire import APIS
 
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
+CLASSIC = "classic"  # ListGroups v5 group type
+CLIENT_HOST = "/127.0.0.1"  # every client of the sandbox connects over loopback
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -257,7 +262,55 @@ def _fetch_group(ctx: Context, group_id: str, topics: Wanted | None, v: int) -> 
     return codes.NONE, found
 
 
+# ---- ListGroups, DescribeGroups --------------------------------------------------------------------
+def list_groups(ctx: Context, v: int, req: Any) -> Any:
+    """The groups this broker coordinates (clients ask every broker)."""
+    R = _resp(16)
+    coordinator = _coordinator(ctx)
+    states = {s.lower() for s in req.states_filter} if v >= 4 and req.states_filter else None
+    types = {t.lower() for t in req.types_filter} if v >= 5 and req.types_filter else None
+    listed = []
+    for group_id in sorted(coordinator.groups):
+        group = coordinator.group(group_id, ctx.now)
+        if group is None or _coordinator_error(ctx, group_id) != codes.NONE:
+            continue
+        if (states is not None and group.state.value.lower() not in states) or \
+                (types is not None and CLASSIC not in types):
+            continue
+        listed.append(R.ListedGroup(version=v, group_id=group_id, protocol_type=group.protocol_type or "",
+                                    group_state=group.state.value, group_type=CLASSIC))
+    return R(version=v, throttle_time_ms=0, error_code=codes.NONE, groups=listed)
+
+
+def describe_groups(ctx: Context, v: int, req: Any) -> Any:
+    R = _resp(15)
+    G = R.DescribedGroup
+    M = G.DescribedGroupMember
+    coordinator = _coordinator(ctx)
+    out = []
+    for group_id in req.groups:
+        code = _coordinator_error(ctx, group_id)
+        group = coordinator.group(group_id, ctx.now) if code == codes.NONE else None
+        if group is None:
+            missing = code == codes.NONE and v >= 6
+            out.append(G(version=v, error_code=codes.GROUP_ID_NOT_FOUND if missing else code,
+                         error_message=f"Group {group_id} not found." if missing else None, group_id=group_id,
+                         group_state="Dead" if code == codes.NONE else "", protocol_type="", protocol_data="",
+                         members=[]))
+            continue
+        stable = group.state is GroupState.STABLE
+        members = [M(version=v, member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                     client_host=CLIENT_HOST,
+                     member_metadata=m.metadata(group.protocol) if stable and group.protocol else b"",
+                     member_assignment=m.assignment if stable else b"")
+                   for m in group.members.values()]
+        out.append(G(version=v, error_code=codes.NONE, error_message=None, group_id=group_id,
+                     group_state=group.state.value, protocol_type=group.protocol_type or "",
+                     protocol_data=group.protocol or "", members=members))
+    return R(version=v, throttle_time_ms=0, groups=out)
+
+
 GROUP_HANDLERS: dict[int, Callable[[Context, int, Any], Any]] = {
     10: find_coordinator, 11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group,
-    8: offset_commit, 9: offset_fetch,
+    8: offset_commit, 9: offset_fetch, 16: list_groups, 15: describe_groups,
 }

@@ -22,6 +22,9 @@ from kafka.protocol.consumer import (
 from kafka.protocol.admin.client_quotas import (
     AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
 )
+from kafka.protocol.admin.groups import (
+    DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest, ListGroupsResponse,
+)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
@@ -63,6 +66,8 @@ APIS: dict[int, tuple[Any, Any]] = {
         (LeaveGroupRequest, LeaveGroupResponse),
         (OffsetCommitRequest, OffsetCommitResponse),
         (OffsetFetchRequest, OffsetFetchResponse),
+        (ListGroupsRequest, ListGroupsResponse),
+        (DescribeGroupsRequest, DescribeGroupsResponse),
         (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         (AlterClientQuotasRequest, AlterClientQuotasResponse),
     )

@@ -203,6 +203,30 @@ def test_the_group_moves_on_when_its_coordinator_broker_stops(sandbox_factory: C
     assert committed == {p: max(o for q, o, _ in first + second if q == p) + 1 for p in range(3)}
 
 
+def test_admin_client_lists_and_describes_groups(sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    from confluent_kafka import Consumer, ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    sb = _start(sandbox_factory, ["t:4:3:1MB:0"], brokers=3)
+    consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": "g-admin", "client.id": "member-1"})
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + WALL_LIMIT
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    admin = AdminClient({"bootstrap.servers": sb.bootstrap})
+    listed = admin.list_consumer_groups().result(WALL_LIMIT)
+    assert [(g.group_id, g.state, g.is_simple_consumer_group) for g in listed.valid] == [
+        ("g-admin", ConsumerGroupState.STABLE, False)]
+    described = {k: f.result(WALL_LIMIT) for k, f in admin.describe_consumer_groups(["g-admin", "none"]).items()}
+    group = described["g-admin"]
+    assert (group.state, group.partition_assignor, group.coordinator.id) == (
+        ConsumerGroupState.STABLE, "range", coordinator_for("g-admin", [1, 2, 3]))
+    assert [(m.client_id, m.host, sorted(tp.partition for tp in m.assignment.topic_partitions))
+            for m in group.members] == [("member-1", "/127.0.0.1", [0, 1, 2, 3])]
+    assert (described["none"].state, described["none"].members) == (ConsumerGroupState.DEAD, [])
+    consumer.close()
+
+
 def test_group_apis_on_a_broker_that_is_not_the_coordinator(sandbox_factory: Callable[..., SandboxCluster]) -> None:
     sb = _start(sandbox_factory, ["t:1:1:1MB:0"], brokers=3)
     coordinator = coordinator_for("some-group", [1, 2, 3])

@@ -27,6 +27,7 @@ from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.engine import Layout, Targets
 from kreassign.planner.balance.metrics import MetricContext, lower_bounds, metrics
+from kreassign.planner.balance.racks import rack_deviation, rack_limits
 from kreassign.planner.balance.targets import integer_shares_by_group, rack_bounds, waterfill
 from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 from kreassign.planner.balance.leaders import LeaderBalancer
@@ -250,7 +251,9 @@ def _plan(
     movable = _movable(state, F0, br, options, is_excluded, warnings)
     rack_on = options.has("rack") and br.racks > 1 and any(r is not None for r in br.rack_names)
     K = int(np.unique(br.rack[~is_removed]).size) if (~is_removed).any() else 1
-    rack_cap = -(-rf_final // max(K, 1)) if rack_on else np.full(n, max(width, 1), dtype=np.int64)
+    rack_lo, rack_cap = rack_limits(rf_final, K, rack_on)
+    live_rack = np.zeros(int(br.rack.max()) + 1 if nb else 1, dtype=bool)
+    live_rack[br.rack[~is_removed]] = True
     locked = bool(rack_on and K > 0 and n and np.all(rf_final[movable.any(axis=1)] % K == 0))
 
     size = state.size_bytes.astype(np.int64)
@@ -262,16 +265,21 @@ def _plan(
         topic_on=options.has("topic"), tiebreak=tiebreak, max_moves=options.max_moves,
         max_bytes=options.max_bytes,
     )
-    layout.set_rack_caps(rack_cap, locked)
+    layout.set_rack_caps(rack_lo, rack_cap, live_rack, locked)
     topic_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
     layout.set_topic_caps(topic_cap)
     targets = _targets(layout, F0, movable, size, rf_final, br, receivers, is_removed, is_excluded,
                        options, K if rack_on else 0)
     layout.set_targets(targets)
 
+    failed: list[tuple[int, int]] = []
     if move_data:
-        _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options, warnings,
-                everywhere=balance_data)
+        # With a count goal to run, replicas on removed brokers leave through it (their brokers
+        # are sources with a target of 0), which fits each one to its sink's byte gap.
+        defer = balance_data and options.has("replicas")
+        bytes_first = bool(is_removed.any()) and options.has("disk")
+        failed = _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options,
+                         warnings, everywhere=balance_data, defer_removed=defer, bytes_first=bytes_first)
         if balance_data:
             for goal in options.goals:
                 if goal == "replicas":
@@ -284,7 +292,12 @@ def _plan(
                 elif goal == "disk":
                     layout.balance_disk(keep_counts=options.before("replicas", "disk"),
                                         tolerance=options.disk_tolerance)
+        if defer:
+            failed += layout.place(_left_on(layout, is_removed), count_goal=not bytes_first)
     warnings.extend(layout.warnings)
+    if failed:
+        warnings.append(f"{len(failed)} replica(s) could not be placed without breaking a constraint "
+                        "(rack awareness, distinct brokers, disk headroom or budget)")
     if layout.budget_hit:
         warnings.append("the move or byte budget (--max-moves / --max-bytes) stopped the plan before "
                         "it reached balance; run again after it completes")
@@ -299,7 +312,8 @@ def _plan(
     ctx = MetricContext(
         broker_ids=br.ids, rack_names=br.rack_names, rack=br.rack, real=br.real, balanced=balanced,
         byte_target=np.array(targets.bytes), count_lo=np.array(targets.count_lo),
-        count_hi=np.array(targets.count_hi), rack_cap=rack_cap, rack_on=rack_on, topic=topic,
+        count_hi=np.array(targets.count_hi), rack_lo=rack_lo, rack_cap=rack_cap, live_rack=live_rack,
+        rack_on=rack_on, topic=topic,
         topic_cap=topic_cap, topic_on=options.has("topic"), size=size,
         produce_bps=state.produce_bps.astype(np.float64),
     )
@@ -411,7 +425,9 @@ def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarr
 def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.ndarray,
             rf_changes: Mapping[int, int], is_removed: np.ndarray, direct: tuple[int, int] | None,
             id_pos: Mapping[int, int], options: BalanceOptions, warnings: list[str],
-            everywhere: bool) -> None:
+            everywhere: bool, defer_removed: bool, bytes_first: bool) -> list[tuple[int, int]]:
+    """Place what must move (replicas of removed brokers unless `defer_removed`, new replicas
+    of set-rf, rack fixes); returns the (partition, broker) items that found no broker."""
     items: list[tuple[int, int]] = []
     on_removed = movable & is_removed[np.maximum(F0, 0)] & (F0 >= 0)
     stuck = (F0 >= 0) & ~movable & is_removed[np.maximum(F0, 0)]
@@ -426,7 +442,7 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
                     layout.move(p, s, new)
                 else:
                     items.append((p, s))
-    else:
+    elif not defer_removed:
         rr, cc = np.nonzero(on_removed)
         items.extend(zip(rr.tolist(), F0[rr, cc].tolist()))
     for p, want in sorted(rf_changes.items()):
@@ -442,11 +458,18 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
             touched = set(rf_changes) | set(np.flatnonzero(on_removed.any(axis=1)).tolist())
             fixes = [(p, s) for p, s in fixes if p in touched]
         items.extend(fixes)
-    count_goal = options.before("replicas", "disk") or not options.has("disk")
-    failed = layout.place(items, count_goal)
-    if failed:
-        warnings.append(f"{len(failed)} replica(s) could not be placed without breaking a constraint "
-                        "(rack awareness, distinct brokers, disk headroom or budget)")
+    # Largest first onto the broker furthest below its byte share keeps bytes even when a
+    # broker's replicas must all go somewhere; otherwise the goal order decides.
+    count_goal = not bytes_first and (options.before("replicas", "disk") or not options.has("disk"))
+    fixes = set(layout.fixing)
+    # A rack fix that finds no broker leaves the partition as it was (it is counted as a
+    # violation); only replicas that must move make the plan impossible.
+    return [it for it in layout.place(items, count_goal) if it not in fixes]
+
+
+def _left_on(layout: Layout, is_removed: np.ndarray) -> list[tuple[int, int]]:
+    """Movable replicas still on removed brokers, as (partition, broker) items."""
+    return [(layout.by_rank[r], b) for b in np.flatnonzero(is_removed).tolist() for r in layout.lists[b]]
 
 
 def _shrink(layout: Layout, p: int, k: int) -> None:
@@ -468,33 +491,42 @@ def _shrink(layout: Layout, p: int, k: int) -> None:
 
 
 def _rack_fixes(layout: Layout, F0: np.ndarray, is_removed: np.ndarray) -> list[tuple[int, int]]:
-    """Replicas to move so that no rack holds more of a partition than rack awareness allows.
+    """Replicas to move so that partitions spread over their racks as evenly as possible.
 
-    Only partitions crowded in the original assignment can be crowded now: every edit made
-    before this point (replacements, drops) is rack-checked. Crowded partitions lose the
-    same-rack shortcut in `Layout.rack_fits`, so their other moves are fully checked too.
+    Only partitions off the rule in the original assignment can be off it now: every edit made
+    before this point (replacements, drops) is rack-checked. Such partitions lose the same-rack
+    shortcut in `Layout.rack_fits`, so their other moves are fully checked too. From each one,
+    the replicas above a rack's ceiling move, and as many more from the fullest racks as other
+    live racks are below their floor; each such move must lower the partition's deviation.
     """
     t = layout.targets
     assert t is not None
-    rack = np.asarray(layout.rack, dtype=np.int64)
-    racks = np.where(F0 >= 0, rack[np.maximum(F0, 0)], -1)
-    same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
-    crowded = np.flatnonzero(same.sum(axis=2).max(axis=1, initial=0) > np.asarray(layout.rack_cap))
+    live = np.asarray(layout.live_rack, dtype=bool)
+    dev = rack_deviation(F0, np.asarray(layout.rack, dtype=np.int64), live, layout.rack_lo_np,
+                         layout.rack_cap_np)
+    crowded = np.flatnonzero(dev > 0)
     # Replicas on removed brokers move anyway, but until then they count for their rack.
     layout.crowded = set(crowded.tolist())
+    n_live = int(live.sum())
     out: list[tuple[int, int]] = []
     for p in crowded.tolist():
-        cap = layout.rack_cap[p]
+        lo, hi = layout.rack_lo[p], layout.rack_cap[p]
         per_rack: dict[int, list[int]] = {}
         for b in layout.rows[p]:
             if not is_removed[b]:
                 per_rack.setdefault(layout.rack[b], []).append(b)
-        for members in per_rack.values():
-            if len(members) <= cap:
-                continue
+        short = sum(max(lo - len(m), 0) for r, m in per_rack.items() if live[r]) \
+            + lo * (n_live - sum(1 for r in per_rack if live[r]))
+        picked: list[int] = []
+        for members in sorted(per_rack.values(), key=len, reverse=True):
             free = [b for b in members if layout.lists_contains(p, b)]
             free.sort(key=lambda b: (-(layout.count[b] - t.count[b]), layout.tb[b]))
-            out.extend((p, b) for b in free[:len(members) - cap])
+            over = max(len(members) - hi, 0)
+            spare = max(len(members) - max(lo, 1), 0) - over
+            extra = min(max(short - len(picked) - over, 0), spare) if short else 0
+            picked.extend(free[:over + extra])
+        out.extend((p, b) for b in picked)
+    layout.fixing = set(out)
     return out
 
 

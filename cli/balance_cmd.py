@@ -37,6 +37,9 @@ def plan_options(f: F) -> F:
         click.option("--disk-headroom", type=click.FloatRange(0, 1, max_open=True), default=0.0,
                      show_default=True, help="Fraction of each broker's known disk that must stay free."),
         click.option("--seed", type=int, default=0, show_default=True, help="Breaks ties between equal brokers."),
+        click.option("--allow-partial", is_flag=True,
+                     help="Write the plan even if some replicas that must move find no broker "
+                          "(otherwise exit 6 and write nothing)."),
         click.option("--write-plan", type=click.Path(dir_okay=False),
                      help="Write the reassignment JSON here and the rollback to FILE.rollback.json."),
         output_option,
@@ -76,7 +79,7 @@ def build_options(kw: dict[str, Any]) -> BalanceOptions:
         exclude_topics=frozenset(t.strip() for t in kw["exclude_topics"].split(",") if t.strip()),
         exclude_brokers=_ids(kw["exclude_brokers"]), pinned=frozenset(pins),
         max_moves=kw["max_moves"], max_bytes=kw["max_bytes"], disk_tolerance=kw["disk_tolerance"],
-        disk_headroom=kw["disk_headroom"], seed=kw["seed"],
+        disk_headroom=kw["disk_headroom"], seed=kw["seed"], allow_partial=kw["allow_partial"],
     )
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InfeasiblePlanError, InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.engine import Layout, Targets
@@ -296,8 +296,11 @@ def _plan(
             failed += layout.place(_left_on(layout, is_removed), count_goal=not bytes_first)
     warnings.extend(layout.warnings)
     if failed:
-        warnings.append(f"{len(failed)} replica(s) could not be placed without breaking a constraint "
-                        "(rack awareness, distinct brokers, disk headroom or budget)")
+        message = _unplaced(layout, state, failed)
+        if not options.allow_partial:
+            raise InfeasiblePlanError(f"{command}: {message}; nothing was written. Keep more brokers or "
+                                      "relax the constraint, or give --allow-partial to write the rest")
+        warnings.append(message)
     if layout.budget_hit:
         warnings.append("the move or byte budget (--max-moves / --max-bytes) stopped the plan before "
                         "it reached balance; run again after it completes")
@@ -465,6 +468,40 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
     # A rack fix that finds no broker leaves the partition as it was (it is counted as a
     # violation); only replicas that must move make the plan impossible.
     return [it for it in layout.place(items, count_goal) if it not in fixes]
+
+
+SHOWN = 5  # partitions named per constraint in an infeasible-plan message
+
+
+def _unplaced(layout: Layout, state: ClusterState, failed: list[tuple[int, int]]) -> str:
+    """Which replicas found no broker, grouped by the constraint that stopped them."""
+    by_reason: dict[str, list[int]] = {}
+    for p, s in failed:
+        by_reason.setdefault(_blocker(layout, p, s), []).append(p)
+    parts = []
+    for reason, rows in by_reason.items():
+        uniq = sorted(set(rows))
+        names = ", ".join(f"{state.topic_of(r)}-{int(state.partition[r])}" for r in uniq[:SHOWN])
+        more = f" and {len(uniq) - SHOWN} more" if len(uniq) > SHOWN else ""
+        parts.append(f"{len(rows)} replica(s) of {len(uniq)} partition(s) ({names}{more}) have no "
+                     f"broker: {reason}")
+    return "; ".join(parts)
+
+
+def _blocker(layout: Layout, p: int, s: int) -> str:
+    """The first hard constraint, in the order they are checked, that no broker satisfies."""
+    recv = [d for d in range(layout.nb) if layout.recv[d]]
+    free = [d for d in recv if d not in layout.rows[p]]
+    if not free:
+        rf = len(layout.rows[p]) + (1 if s < 0 else 0)
+        return f"replication factor {rf} is larger than the {len(recv)} broker(s) that may hold it"
+    if layout.rack_on:
+        free = [d for d in free if layout.rack_fits(p, s, d)]
+        if not free:
+            return "rack diversity (replicas over min(RF, racks) racks, per-rack counts within one)"
+    if not any(layout.bytes[d] + layout.zs[p] <= layout.disk_cap[d] for d in free):
+        return "disk headroom (--disk-headroom of the brokers' capacity must stay free)"
+    return "the move budget (--max-moves / --max-bytes)"
 
 
 def _left_on(layout: Layout, is_removed: np.ndarray) -> list[tuple[int, int]]:

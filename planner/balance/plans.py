@@ -26,6 +26,7 @@ from kreassign.cluster.errors import InfeasiblePlanError, InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.engine import Layout, Targets
+from kreassign.planner.balance.hints import over_capacity, rack_hotspots, topic_rack_limits
 from kreassign.planner.balance.metrics import MetricContext, lower_bounds, metrics
 from kreassign.planner.balance.racks import rack_deviation, rack_limits
 from kreassign.planner.balance.targets import integer_shares_by_group, rack_bounds, waterfill
@@ -266,8 +267,14 @@ def _plan(
         max_bytes=options.max_bytes,
     )
     layout.set_rack_caps(rack_lo, rack_cap, live_rack, locked)
-    topic_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
+    topic_cap, even_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
     layout.set_topic_caps(topic_cap)
+    if rack_on:
+        warnings.extend(rack_hotspots(state.size_bytes, rf_final, K, br.rack, balanced, br.rack_names,
+                                      br.ids, options.disk_tolerance))
+        if options.has("topic"):
+            warnings.extend(topic_rack_limits(topic_cap, even_cap, state.topics, br.rack, balanced,
+                                              br.rack_names, br.ids))
     targets = _targets(layout, F0, movable, size, rf_final, br, receivers, is_removed, is_excluded,
                        options, K if rack_on else 0)
     layout.set_targets(targets)
@@ -357,19 +364,20 @@ def _disk_caps(br: _Brokers, options: BalanceOptions, nb: int) -> np.ndarray:
 
 
 def _topic_caps(topic: np.ndarray, rf: np.ndarray, n_topics: int, br: _Brokers, balanced: np.ndarray,
-                K: int, rack_on: bool) -> np.ndarray:
-    """Most replicas of a topic one broker should hold: its even share, or more in a small rack
-    that rack awareness forces to hold a fixed share."""
+                K: int, rack_on: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Most replicas of a topic one broker should hold (topic x rack group): its even share, or
+    more in a small rack that rack awareness forces to hold a fixed share; and the even share."""
     groups = int(br.rack.max()) + 1 if len(br.rack) else 1
     per_topic = np.bincount(topic, weights=rf, minlength=n_topics)
     n_bal = max(int(balanced.sum()), 1)
-    cap = np.ceil(per_topic / n_bal - 1e-9)[:, None].repeat(groups, axis=1)
+    even = np.maximum(np.ceil(per_topic / n_bal - 1e-9), 1).astype(np.int64)
+    cap = even[:, None].repeat(groups, axis=1)
     if rack_on and K > 0:
         must = np.bincount(topic, weights=rf // K, minlength=n_topics)
         in_rack = np.bincount(br.rack[balanced], minlength=groups).astype(np.float64)
         forced = np.ceil(must[:, None] / np.maximum(in_rack[None, :], 1.0) - 1e-9)
-        cap = np.maximum(cap, forced)
-    return np.maximum(cap, 1).astype(np.int64)
+        cap = np.maximum(cap, forced).astype(np.int64)
+    return cap, even
 
 
 def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarray, rf: np.ndarray,
@@ -612,6 +620,9 @@ def _finish(state: ClusterState, command: str, options: BalanceOptions, F0: np.n
     leader_changes = int(((F1[:, 0] != A[:, 0]) & (F1[:, 0] >= 0)).sum()) if width else 0
     before = metrics(F0, ctx)
     after = metrics(F1, ctx)
+    bytes_after = np.zeros(len(br.ids))
+    bytes_after[np.flatnonzero(br.real)] = [b.bytes for b in after.brokers]
+    warnings.extend(over_capacity(bytes_after, br.disk, options.disk_headroom, br.ids, ctx.balanced))
     left = [int(br.ids[b]) for b in np.flatnonzero(is_removed & br.real)
             if (F1 == b).any()]
     if left:

@@ -6,7 +6,8 @@ holds between floor(r/K) and ceil(r/K) replicas of the partition: the replicas s
 racks and per-rack counts differ by at most one. A partition's *deviation* is how many replicas
 sit above the ceiling plus how many are missing below the floor, summed over the live racks; it
 is 0 exactly when the rule holds. Replicas on racks with no live broker left count for nothing
-(they must move anyway). The planner never accepts a move that raises a deviation.
+(they must move anyway); with one live rack there is nothing to spread over. The planner never
+accepts a move that raises a deviation.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def rack_deviation(matrix: np.ndarray, rack: np.ndarray, live: np.ndarray, lo: n
         lo, hi: per partition, `rack_limits`.
     """
     n, width = matrix.shape
-    if not n or not width:
+    if not n or not width or live.sum() <= 1:  # one rack left: nothing to spread over
         return np.zeros(n, dtype=np.int64)
     racks = np.where(matrix >= 0, rack[np.maximum(matrix, 0)], -1)
     counted = racks >= 0

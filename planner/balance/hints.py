@@ -12,6 +12,7 @@ import numpy as np
 from kreassign.planner.balance.targets import rack_bounds
 
 SHOWN = 5  # names listed per warning
+MARGIN = 0.10  # a forced load this much above the even share is worth a warning
 
 
 def _names(items: list[str]) -> str:
@@ -29,8 +30,8 @@ def rack_label(names: tuple[str | None, ...], ids: np.ndarray, members: np.ndarr
 def rack_hotspots(size: np.ndarray, rf: np.ndarray, live_racks: int, rack: np.ndarray,
                   balanced: np.ndarray, names: tuple[str | None, ...], ids: np.ndarray,
                   tolerance: float) -> list[str]:
-    """Racks whose brokers must hold more than (1 + tolerance) times the mean bytes per broker
-    because rack diversity fixes the rack's share of every partition."""
+    """Racks whose brokers must hold more than 1 + max(tolerance, MARGIN) times the mean bytes
+    per broker because rack diversity fixes the rack's share of every partition."""
     n_bal = int(balanced.sum())
     total = float((rf * size.astype(np.float64)).sum())
     if live_racks <= 1 or not n_bal or total <= 0:
@@ -41,7 +42,7 @@ def rack_hotspots(size: np.ndarray, rf: np.ndarray, live_racks: int, rack: np.nd
     for g in np.unique(rack[balanced]).tolist():
         members = np.flatnonzero(balanced & (rack == g))
         ratio = least / len(members) / mean
-        if ratio > 1 + tolerance:
+        if ratio > 1 + max(tolerance, MARGIN):
             out.append(f"{rack_label(names, ids, members)} has {len(members)} broker(s) but rack "
                        f"diversity puts at least {least / total:.0%} of the data on it: its brokers "
                        f"hold {ratio:.2f}x the mean bytes per broker; add brokers to that rack "
@@ -53,11 +54,11 @@ def topic_rack_limits(topic_cap: np.ndarray, even_cap: np.ndarray, topics: tuple
                       rack: np.ndarray, balanced: np.ndarray, names: tuple[str | None, ...],
                       ids: np.ndarray) -> list[str]:
     """Topics whose replicas rack diversity concentrates on a small rack's brokers beyond the
-    topic's even share per broker."""
+    topic's even share per broker (by more than MARGIN and one replica, so rounding is quiet)."""
     racks = np.unique(rack[balanced])
     if not len(racks) or not len(topics):
         return []
-    forced = topic_cap[:, racks] > even_cap[:, None]
+    forced = topic_cap[:, racks] > even_cap[:, None] * (1 + MARGIN) + 1
     hit = np.flatnonzero(forced.any(axis=1))
     if not len(hit):
         return []

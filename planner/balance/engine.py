@@ -21,6 +21,7 @@ from kreassign.planner.balance.arrays import by_broker_then_size
 
 SCAN = 24  # candidates looked at around the wanted size before trying another sink
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
+DEEP_SINKS = 192  # most sinks per rack `place` takes from its heaps before sorting every broker
 
 
 @dataclass
@@ -443,6 +444,8 @@ class Layout:
             if self.recv[b]:
                 heaps[self.rack[b]].push(self._key_for_place(b, count_goal), b)
         failed: list[tuple[int, int]] = []
+        # (topic, rack or -1 for all) at its cap on every receiver there: skip the capped search.
+        full: set[tuple[int, int]] = set()
         items = sorted(items, key=lambda it: (-self.zs[it[0]], it[0], it[1]))
         for p, s in items:
             d = -1
@@ -456,10 +459,18 @@ class Layout:
                 self.topic_check = self.topic_on
                 if not fix:
                     self.fixing.discard((p, s))
-            if d < 0:
-                d = self._first_host(p, s, self._candidate_sinks(heaps, -1, TOP_SINKS))
-            if d < 0:
-                d = self._first_host(p, s, self._all_sinks(count_goal))
+            t = self.topic_of[p]
+            where = (t, self.rack[s] if self.rack_locked and s >= 0 else -1)
+            # The best sinks of each rack (of s's rack only when racks are locked), then more.
+            depth = TOP_SINKS
+            while d < 0 and depth <= DEEP_SINKS:
+                d = self._first_host(p, s, self._candidate_sinks(heaps, s, depth))
+                depth *= 8
+            if d < 0 and where not in full:
+                if self.topic_on and self._topic_full(*where):
+                    full.add(where)
+                else:
+                    d = self._first_host(p, s, self._all_sinks(count_goal))
             if d < 0 and self.topic_on:
                 # These moves are mandatory; the topic cap ranks below them.
                 self.topic_check = False
@@ -474,6 +485,8 @@ class Layout:
                 stamps[s] += 1
                 if self.recv[s]:
                     heaps[self.rack[s]].push(self._key_for_place(s, count_goal), s)
+                    full.discard((t, self.rack[s]))  # a receiver lost one of the topic's replicas
+                    full.discard((t, -1))
             else:
                 self.add_replica(p, d)
             stamps[d] += 1
@@ -483,6 +496,14 @@ class Layout:
     def _key_for_place(self, b: int, count_goal: bool) -> tuple[float, ...]:
         key = self._sink_key(b)
         return key if count_goal else (key[1], key[0], key[2])
+
+    def _topic_full(self, t: int, rack: int) -> bool:
+        """Does every receiver (in `rack`, or anywhere if -1) hold as many of topic t's replicas
+        as its cap allows?"""
+        caps = self.topic_cap_list[t]
+        get = self.tcounts.get
+        return all(get(t, b) >= caps[self.rack[b]] for b in range(self.nb)
+                   if self.recv[b] and (rack < 0 or self.rack[b] == rack))
 
     def _by_rack_gain(self, p: int, s: int, count_goal: bool) -> list[int]:
         """Every sink, those that bring p closest to the rack rule first (then by load)."""

@@ -244,3 +244,20 @@ def test_a_one_broker_rack_is_named_as_a_hotspot() -> None:
     assert ("1 topic(s) cannot be balanced within their racks, as rack diversity puts more of their "
             "replicas on a small rack's brokers: big (rack a: up to 20 per broker, even share 7)") in plan.warnings
     assert "1 broker(s) hold more than their disk capacity after the plan: 1 (1.20x)" in plan.warnings
+
+
+@SETTINGS
+@given(edge_clusters(), st.integers(1, 5))
+def test_set_rf_never_narrows_rack_spread(state: ClusterState, rf: int) -> None:
+    if rf > len(state.brokers):
+        return
+    try:
+        plan = set_replication_factor(state, "t0", rf)
+    except InfeasiblePlanError:
+        return
+    racks = rack_of(state)
+    before = {(tp.topic, tp.partition): r for tp, r in state.assignment().items()}
+    for key, replicas in final_assignment(state, plan).items():
+        spanned = len({racks[b] for b in replicas})
+        assert spanned >= min(len({racks[b] for b in before[key]}), len(replicas)), (key, before[key], replicas)
+        assert len(replicas) == (rf if key[0] == "t0" else len(before[key]))

@@ -283,7 +283,9 @@ def _plan(
     if move_data:
         # With a count goal to run, replicas on removed brokers leave through it (their brokers
         # are sources with a target of 0), which fits each one to its sink's byte gap.
-        defer = balance_data and options.has("replicas")
+        # Under a move budget they are placed first, so the budget goes to them.
+        defer = balance_data and options.has("replicas") and options.max_moves is None \
+            and options.max_bytes is None
         bytes_first = bool(is_removed.any()) and options.has("disk")
         failed = _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options,
                          warnings, everywhere=balance_data, defer_removed=defer, bytes_first=bytes_first)

@@ -6,7 +6,11 @@ How a plan is made:
    to disk capacity when every broker reports one; counts rounded to floor/ceil, with the ceilings
    going to brokers that already hold more (so a balanced cluster keeps its counts).
 2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
-   on removed or unknown brokers, extra replicas in an over-crowded rack, new replicas for set-rf.
+   on removed or unknown brokers (by bytes first, so removing brokers keeps bytes balanced; when
+   the whole cluster is balanced too they leave through the count phase instead, which fits each
+   one to its sink's byte gap), replicas of partitions off the rack rule (`racks`), new replicas
+   for set-rf. A replica that must move but finds no broker makes the plan infeasible
+   (`InfeasiblePlanError`) unless `allow_partial`; a rack fix that finds none is only counted.
 3. The data goals in the configured order: replica counts (moves from over-target to
    under-target brokers, choosing replicas whose sizes best fit both brokers' byte gaps; most of
    them in vectorised rounds (`bulk`) on big plans, the rest one by one),
@@ -76,12 +80,14 @@ def decommission(
     *,
     rebalance_rest: bool = False,
 ) -> BalancePlan:
-    """Empty brokers: their replicas go to the most under-loaded brokers allowed.
+    """Empty brokers: their replicas go, largest first, to the brokers furthest below their
+    byte share that may take them.
 
     With `rebalance_rest` the rest of the cluster is rebalanced in the same plan.
 
     Raises:
         InputError: an unknown broker, or removing every broker.
+        InfeasiblePlanError: a replica has no broker that may take it (and not `allow_partial`).
     """
     _require_known(state, brokers, "decommission")
     if set(brokers) >= set(state.broker_ids):
@@ -103,6 +109,7 @@ def replace_broker(
 
     Raises:
         InputError: unknown brokers, or `old` equal to `new`.
+        InfeasiblePlanError: a replica has no broker that may take it (and not `allow_partial`).
     """
     new_id = new.id if isinstance(new, Broker) else new
     _require_known(state, [old], "replace")
@@ -127,6 +134,7 @@ def set_replication_factor(
 
     Raises:
         InputError: unknown topic, RF < 1 or larger than the brokers that may hold it.
+        InfeasiblePlanError: a new replica has no broker that may take it (and not `allow_partial`).
     """
     if not state.has_topic(topic):
         raise InputError(f"topic '{topic}' does not exist in the cluster")

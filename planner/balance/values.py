@@ -119,8 +119,9 @@ class BalanceMetrics:
 
     `bytes_over_target` is the largest broker's bytes divided by its target (the rack-allowed,
     capacity-weighted fair share); `replica_spread_allowed` the smallest replica-count spread
-    the racks allow; `rack_violations` the partitions with more replicas in one rack than the
-    racks force; `topic_excess` the replicas above each topic's even share per broker.
+    the racks allow; `rack_violations` the partitions whose replicas do not span min(RF, racks)
+    racks with per-rack counts within one of each other (see `racks`); `topic_excess` the
+    replicas above each topic's even share per broker.
     """
 
     brokers: tuple[BrokerLoad, ...]

@@ -261,3 +261,21 @@ def test_set_rf_never_narrows_rack_spread(state: ClusterState, rf: int) -> None:
         spanned = len({racks[b] for b in replicas})
         assert spanned >= min(len({racks[b] for b in before[key]}), len(replicas)), (key, before[key], replicas)
         assert len(replicas) == (rf if key[0] == "t0" else len(before[key]))
+
+
+def test_hotspot_warning_starts_past_five_percent() -> None:
+    import numpy as np
+
+    from kreassign.planner.balance.hints import rack_hotspots
+
+    def warn(sizes: list[int]) -> list[str]:
+        rack = np.repeat(np.arange(len(sizes)), sizes)
+        names = tuple(f"r{r}" for r in rack.tolist())
+        return rack_hotspots(np.full(100, 10**9), np.full(100, 3), len(sizes), rack,
+                             np.ones(len(rack), dtype=bool), names, np.arange(len(rack)), 0.03)
+
+    assert warn([10, 10, 10]) == []
+    assert warn([10, 10, 11]) == []  # 31/30 = 1.03x
+    assert warn([9, 10, 11]) == [
+        "rack r0 has 9 broker(s) but rack diversity puts at least 33% of the data on it: its brokers hold "
+        "1.11x the mean bytes per broker; add brokers to that rack (or drop the rack goal)"]

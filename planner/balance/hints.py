@@ -12,7 +12,8 @@ import numpy as np
 from kreassign.planner.balance.targets import rack_bounds
 
 SHOWN = 5  # names listed per warning
-MARGIN = 0.10  # a forced load this much above the even share is worth a warning
+HOTSPOT = 0.05  # a rack forcing its brokers this far above the mean bytes is worth a warning
+MARGIN = 0.10  # a topic forced this far above its even share per broker (and by 2+) likewise
 
 
 def _names(items: list[str]) -> str:
@@ -30,7 +31,7 @@ def rack_label(names: tuple[str | None, ...], ids: np.ndarray, members: np.ndarr
 def rack_hotspots(size: np.ndarray, rf: np.ndarray, live_racks: int, rack: np.ndarray,
                   balanced: np.ndarray, names: tuple[str | None, ...], ids: np.ndarray,
                   tolerance: float) -> list[str]:
-    """Racks whose brokers must hold more than 1 + max(tolerance, MARGIN) times the mean bytes
+    """Racks whose brokers must hold more than 1 + max(tolerance, HOTSPOT) times the mean bytes
     per broker because rack diversity fixes the rack's share of every partition."""
     n_bal = int(balanced.sum())
     total = float((rf * size.astype(np.float64)).sum())
@@ -42,7 +43,7 @@ def rack_hotspots(size: np.ndarray, rf: np.ndarray, live_racks: int, rack: np.nd
     for g in np.unique(rack[balanced]).tolist():
         members = np.flatnonzero(balanced & (rack == g))
         ratio = least / len(members) / mean
-        if ratio > 1 + max(tolerance, MARGIN):
+        if ratio > 1 + max(tolerance, HOTSPOT):
             out.append(f"{rack_label(names, ids, members)} has {len(members)} broker(s) but rack "
                        f"diversity puts at least {least / total:.0%} of the data on it: its brokers "
                        f"hold {ratio:.2f}x the mean bytes per broker; add brokers to that rack "

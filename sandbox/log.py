@@ -102,13 +102,11 @@ class PartitionLog:
             self.seg_bases.append(seg.base)
         if self.segments:
             last = self.segments[-1]
-            end = self.cols["pos"][-1] + self.cols["size"][-1] if self._in(last) else 0
-            os.ftruncate(last.log_fd, end)
+            has_entries = bool(self.cols["base"]) and self.cols["base"][-1] >= last.base
+            end = int(self.cols["pos"][-1] + self.cols["size"][-1]) if has_entries else 0
+            os.ftruncate(last.log_fd, end)  # bytes written after the last indexed batch
             last.size = end
         self.hw = self.leo
-
-    def _in(self, seg: _Segment) -> bool:
-        return bool(self.cols["base"]) and self.cols["base"][-1] >= seg.base
 
     def _remember(self, entry: tuple[int | float, ...]) -> None:
         for name, value in zip(_COLUMNS, entry):

@@ -183,10 +183,9 @@ def fetch(ctx: Context, v: int, req: Any) -> Any:
     max_bytes = getattr(req, "max_bytes", 0x7FFFFFFF) if v >= 3 else 0x7FFFFFFF
     consumer = replica_id(req, v) < 0
     now = ctx.now
-    first = _fetch_response(ctx, v, wants, max_bytes, now, consumer)
     readable, failed = _readable(ctx, wants, now)
     if req.max_wait_ms <= 0 or not wants or failed or readable >= req.min_bytes:
-        return first
+        return _fetch_response(ctx, v, wants, max_bytes, now, consumer)
 
     def ready(now: float) -> bool:
         readable, failed = _readable(ctx, wants, now)

@@ -26,6 +26,7 @@ from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
 
@@ -155,6 +156,11 @@ class SandboxCluster:
     @property
     def ports(self) -> dict[int, int]:
         return self.server.ports
+
+    @property
+    def timings(self) -> RequestTimings:
+        """Per-request queue/local/remote/throttle times the brokers recorded (`timings.py`)."""
+        return self.server.timings
 
     @property
     def bootstrap(self) -> str:

@@ -94,12 +94,19 @@ def produce(ctx: Context, v: int, req: Any) -> Any:
     produced = sum(r.nbytes for r in results)
 
     def waiting(now: float) -> list[_Produced]:
+        """Appended partitions still led here whose high watermark has not passed the batch."""
         return [r for r in results if r.appended is not None and r.code == codes.NONE
                 and r.partition is not None and r.partition.leader == ctx.broker_id
                 and data.high_watermark(r.partition, now) <= r.appended.last_offset]
 
+    def unacknowledged(now: float) -> set[int]:
+        """Still waiting, or no longer led here (Kafka answers NOT_LEADER_OR_FOLLOWER for those)."""
+        moved = {id(r) for r in results if r.appended is not None and r.code == codes.NONE
+                 and r.partition is not None and r.partition.leader != ctx.broker_id}
+        return moved | {id(r) for r in waiting(now)}
+
     def build(now: float, expired: bool) -> Any:
-        late = {id(r) for r in waiting(now)} if req.acks == -1 else set()
+        late = unacknowledged(now) if req.acks == -1 else set()
         throttle = ctx.quotas.produce_throttle_ms(ctx.client_id, ANONYMOUS, produced, now)
         return _produce_response(v, results, late, ctx, throttle)
 

@@ -273,3 +273,14 @@ def test_unclean_election_truncates_the_log(world: tuple[Engine, DataPlane]) -> 
     assert eng.elect_leaders(1, {"t": [0]}) == [("t", 0, codes.NONE, None)]
     assert p0.leader == 4
     assert data.log(p0).leo == 0
+
+
+def test_acks_all_answers_not_leader_when_leadership_moves_while_waiting(world: tuple[Engine, DataPlane]) -> None:
+    eng, data = world
+    op = produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"a"])))
+    assert isinstance(op, Delayed)
+    eng.stop_broker(1)
+    assert op.ready(0.0)  # the wait ends at once, as DelayedProduce's leadership check does
+    p = part_result(op.complete(0.0, False))
+    assert (p.error_code, p.base_offset) == (codes.NOT_LEADER_OR_FOLLOWER, -1)
+    assert data.log(eng.partition("t", 0)).leo == 1

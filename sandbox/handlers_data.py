@@ -282,7 +282,8 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
             if w.offset > log.leo or w.offset < start:
                 code = codes.OFFSET_OUT_OF_RANGE
             elif budget > 0 and w.offset < hw:
-                records = log.read(w.offset, min(w.max_bytes, budget), hw)
+                # KIP-74: only the first partition with data may exceed the limits with one batch
+                records = log.read(w.offset, min(w.max_bytes, budget), hw, at_least_one=moved == 0)
                 budget -= len(records)
                 moved += len(records)
         extra = {}

@@ -50,6 +50,7 @@ def test_max_bytes_returns_at_least_one_batch(tmp_path: Path) -> None:
     append(log, first)
     append(log, batch([b"y" * 500]))
     assert len(log.read(0, 10, 2)) == len(first)  # KIP-74: the first batch even if larger
+    assert log.read(0, 10, 2, at_least_one=False) == b""  # not for later partitions of a response
     assert log.readable_bytes(0, 2) == len(first) * 2
     assert log.readable_bytes(1, 2) == len(first)
     assert log.readable_bytes(2, 2) == 0

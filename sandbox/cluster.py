@@ -27,6 +27,7 @@ from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
 
@@ -168,6 +169,11 @@ class SandboxCluster:
         return self.server.ports
 
     @property
+    def timings(self) -> RequestTimings:
+        """Per-request queue/local/remote/throttle times the brokers recorded (`timings.py`)."""
+        return self.server.timings
+
+    @property
     def bootstrap(self) -> str:
         """`127.0.0.1:p1,127.0.0.1:p2,...` for the live brokers."""
         with self.lock:
@@ -215,6 +221,7 @@ class SandboxCluster:
             self.engine.stop_broker(broker_id)
         if self._running:
             self.server.call(self.server.close_listener(broker_id))
+            self.server.notify()  # a smaller ISR may complete parked produces and fetches
 
     def start_broker(self, broker_id: int) -> None:
         """Restart a stopped broker on its old port; its replicas catch up and rejoin the ISR."""

@@ -42,16 +42,20 @@ class Purgatory:
         self.ops.append(op)
 
     def poke(self, now: float) -> list[tuple[Delayed, Any]]:
-        """Complete every ready or expired operation; returns them with their responses."""
+        """Complete every ready or expired operation; returns them with their responses (or the
+        exception an operation raised, for the server to close its connection)."""
         done: list[tuple[Delayed, Any]] = []
         waiting: list[Delayed] = []
         for op in self.ops:
-            if op.ready(now):
-                done.append((op, op.complete(now, False)))
-            elif now >= op.deadline:
-                done.append((op, op.complete(now, True)))
-            else:
-                waiting.append(op)
+            try:
+                if op.ready(now):
+                    done.append((op, op.complete(now, False)))
+                elif now >= op.deadline:
+                    done.append((op, op.complete(now, True)))
+                else:
+                    waiting.append(op)
+            except Exception as exc:  # noqa: BLE001 - one broken operation must not strand the others
+                done.append((op, exc))
         self.ops = waiting
         return done
 

@@ -22,25 +22,34 @@ from typing import Any
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
 from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.clock import Clock, ScaledClock
+from kreassign.sandbox.context import Context
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
 from kreassign.sandbox.groups import GroupCoordinator
-from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
-from kreassign.sandbox.wire import API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
+from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
 
 log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
+
+
+@dataclass
+class Listener:
+    broker_id: int
+    port: int
+    server: asyncio.Server | None = None
+    writers: set[asyncio.StreamWriter] = field(default_factory=set)
+
+
 CLOSE = object()
 POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
 TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
-REQUEST_NAMES = {0: "Produce", 2: "ListOffsets", 22: "InitProducerId", 23: "OffsetForLeaderEpoch"}
 
 
 @dataclass
@@ -50,14 +59,6 @@ class Parked:
     op: Delayed
     future: asyncio.Future[Any]
     broker_id: int
-
-
-@dataclass
-class Listener:
-    broker_id: int
-    port: int
-    server: asyncio.Server | None = None
-    writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
 
 class SandboxServer:
@@ -156,6 +157,7 @@ class SandboxServer:
                 await self.open_listener(b)
         if self.clock.ticking:
             self._tasks.append(asyncio.create_task(self._ticker()))
+            self._tasks.append(asyncio.create_task(self._data_ticker()))
         if self.on_save is not None:
             self._tasks.append(asyncio.create_task(self._saver()))
 
@@ -221,7 +223,14 @@ class SandboxServer:
             with self.lock:
                 limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
                 self.engine.run_until(min(target, limit))
-                if self.data is not None:
+
+    async def _data_ticker(self) -> None:
+        """Beside the engine's ticker: log-dir copies follow sandbox time, and parked requests are
+        looked at again (ISR changes and replica progress happen in engine ticks)."""
+        while True:
+            await asyncio.sleep(TICK_WALL_SECONDS)
+            if self.data is not None:
+                with self.lock:
                     self.data.tick(self.engine.now)
             self.poke()
 
@@ -242,9 +251,13 @@ class SandboxServer:
             wake = self.purgatory.next_wake(now)
         for op, response in done:
             parked = self.parked.pop(id(op), None)
-            if parked is not None and not parked.future.done():
-                remote_ms = (now - op.parked_at) * 1000.0
-                parked.future.set_result((response, remote_ms))
+            if parked is None or parked.future.done():
+                continue
+            if isinstance(response, Exception):
+                log.error("closing connection: a parked request failed", exc_info=response)
+                parked.future.set_exception(ConnectionAbortedError("the request failed"))
+            else:
+                parked.future.set_result((response, (now - op.parked_at) * 1000.0))
         self._arm(wake, now)
 
     def _arm(self, wake: float | None, now: float) -> None:
@@ -358,7 +371,7 @@ class SandboxServer:
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:
             if head.api_key == API_VERSIONS:
-                return _Encoded(unsupported_api_versions(head.correlation_id, self.ranges)), "", "18"
+                return _Encoded(unsupported_api_versions(head.correlation_id, self.ranges)), "", "ApiVersions"
             log.info("closing connection: unsupported API %s v%s", head.api_key, head.api_version)
             return CLOSE, "", ""
         try:
@@ -367,9 +380,7 @@ class SandboxServer:
             log.info("closing connection: cannot decode API %s v%s", head.api_key, head.api_version)
             return CLOSE, "", ""
         client_id = request.header.client_id or ""
-        name = REQUEST_NAMES.get(head.api_key, str(head.api_key))
-        if head.api_key == 1:
-            name = "FetchConsumer" if replica_id(request, head.api_version) < 0 else "FetchFollower"
+        name = request_name(head.api_key, request)
         with self.lock:
             quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
@@ -383,6 +394,13 @@ class SandboxServer:
             except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker
                 log.exception("closing connection: failed to handle API %s v%s", head.api_key, head.api_version)
                 return CLOSE, client_id, name
+
+
+def request_name(api_key: int, request: Any) -> str:
+    """Kafka's request metric name: the API name, with Fetch split into FetchConsumer/FetchFollower."""
+    if api_key == 1:
+        return "FetchConsumer" if replica_id(request, request.API_VERSION) < 0 else "FetchFollower"
+    return str(APIS[api_key][0].__name__.removesuffix("Request"))
 
 
 class _Encoded(bytes):

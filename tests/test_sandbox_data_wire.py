@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
@@ -67,7 +69,7 @@ def test_parked_fetch_records_its_wait_as_remote_time(quiet: SandboxCluster, con
     quiet.advance(0.001)
     resp = receive(conn, FetchResponse, 12)
     assert resp.responses[0].partitions[0].records in (b"", None)
-    (timing,) = quiet.server.timings.of("FetchConsumer")
+    (timing,) = quiet.timings.of("FetchConsumer")
     assert timing.remote_ms == pytest.approx(500.0)
     assert (timing.throttle_ms, timing.client_id) == (0.0, "raw-test")
 
@@ -79,7 +81,7 @@ def test_acks_all_completes_after_the_followers_round(quiet: SandboxCluster, con
     resp = receive(conn, ProduceResponse, 9)
     part = resp.responses[0].partition_responses[0]
     assert (part.error_code, part.base_offset) == (codes.NONE, 0)
-    (timing,) = quiet.server.timings.of("Produce")
+    (timing,) = quiet.timings.of("Produce")
     assert timing.remote_ms == pytest.approx(10.0)
     # a parked fetch on another connection is woken by the high watermark, not by the append
     with socket.create_connection(("127.0.0.1", leader_port(quiet)), timeout=5) as other:
@@ -91,7 +93,7 @@ def test_acks_all_completes_after_the_followers_round(quiet: SandboxCluster, con
         assert receive(conn, ProduceResponse, 9).responses[0].partition_responses[0].base_offset == 2
         fetched = receive(other, FetchResponse, 12).responses[0].partitions[0]
     assert [v for _, _, v in record_values(fetched.records)] == [b"c"]
-    assert quiet.server.timings.of("FetchConsumer")[-1].remote_ms == pytest.approx(10.0)
+    assert quiet.timings.of("FetchConsumer")[-1].remote_ms == pytest.approx(10.0)
 
 
 def test_produce_and_fetch_with_topic_ids(quiet: SandboxCluster) -> None:
@@ -212,5 +214,20 @@ def test_throttled_response_mutes_the_connection(sandbox_factory: Callable[..., 
         send(sock, MetadataRequest(topics=None, allow_auto_topic_creation=False), 12, corr=2)
         sb.advance(0.1)
         assert read_frame(sock)[:4] == struct.pack(">i", 2)
-    (timing,) = sb.server.timings.of("Produce")
+    (timing,) = sb.timings.of("Produce")
     assert timing.throttle_ms == 100.0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(api=st.sampled_from([0, 1, 2, 22, 23]), version=st.integers(0, 20), body=st.binary(max_size=300))
+def test_random_data_requests_never_stop_the_broker(quiet: SandboxCluster, api: int, version: int,
+                                                    body: bytes) -> None:
+    header = struct.pack(">hhih", api, version, 9, 4) + b"fuzz"
+    frame = header + body
+    port = leader_port(quiet)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        sock.shutdown(socket.SHUT_WR)
+        while sock.recv(65536):  # an answer or a close, then the close
+            pass
+    metadata_still_answers(quiet, port)

@@ -11,6 +11,11 @@ client ids, a client-id-level quota is per client id. Rates are Kafka's `Rate` o
 is recorded first, then compared with the bound, and the throttle is
 `round((rate - bound) / bound * window)` with the same window the rate used (no cap).
 All times are sandbox milliseconds, so throttles run on the sandbox clock.
+
+Enforced: producer_byte_rate and consumer_byte_rate. Accepted, validated and described like
+Kafka's but not enforced: request_percentage (KIP-124), controller_mutation_rate (KIP-599) and
+the ip entity's connection_creation_rate (KIP-612). The consumer fetch is not capped at
+`(quota.window.num - 1) x window x consumer_byte_rate` bytes as Kafka caps it.
 """
 from __future__ import annotations
 

@@ -227,6 +227,49 @@ def test_admin_client_lists_and_describes_groups(sandbox_factory: Callable[..., 
     consumer.close()
 
 
+def test_a_silent_member_is_dropped_after_its_session_timeout_in_sandbox_time(
+        sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """A raw-protocol member joins, syncs and then never heartbeats; a librdkafka consumer that joins
+    next waits in the rebalance until the silent member's 6 s session (sandbox time) runs out."""
+    import struct
+
+    from confluent_kafka import Consumer
+
+    sb = _start(sandbox_factory, ["t:2:1:1MB:0"], brokers=2, speed=4.0)
+    group = "g-silent"
+    coordinator = coordinator_for(group, [1, 2])
+    assert coordinator is not None
+    port = sb.ports[coordinator]
+    JoinReq, SyncReq, HbReq = APIS[11][0], APIS[14][0], APIS[12][0]
+    subscription = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", -1)  # ConsumerProtocolSubscription v0
+
+    def join(member_id: str) -> Any:
+        protocol = JoinReq.JoinGroupRequestProtocol(version=5, name="range", metadata=subscription)
+        return roundtrip(port, JoinReq(group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=20_000,
+                                       member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                                       protocols=[protocol]), 5)
+
+    first = join("")
+    assert first.error_code == codes.MEMBER_ID_REQUIRED
+    joined = join(first.member_id)  # waits out group.initial.rebalance.delay.ms (3 sandbox seconds)
+    assert (joined.error_code, joined.generation_id, joined.leader) == (codes.NONE, 1, first.member_id)
+    synced = roundtrip(port, SyncReq(group_id=group, generation_id=1, member_id=first.member_id,
+                                     group_instance_id=None, assignments=[]), 3)
+    assert synced.error_code == codes.NONE
+    silent_since = sb.now
+    consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "session.timeout.ms": 6000})
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + WALL_LIMIT
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.05)
+    assigned_at = sb.now
+    assert {tp.partition for tp in consumer.assignment()} == {0, 1}
+    consumer.close()
+    assert silent_since + 6.0 <= assigned_at < silent_since + 20.0  # its session, not the 20 s rebalance timeout
+    gone = roundtrip(port, HbReq(group_id=group, generation_id=1, member_id=first.member_id), 3)
+    assert gone.error_code == codes.UNKNOWN_MEMBER_ID
+
+
 def test_group_apis_on_a_broker_that_is_not_the_coordinator(sandbox_factory: Callable[..., SandboxCluster]) -> None:
     sb = _start(sandbox_factory, ["t:1:1:1MB:0"], brokers=3)
     coordinator = coordinator_for("some-group", [1, 2, 3])

@@ -253,10 +253,10 @@ def test_a_silent_member_is_dropped_after_its_session_timeout_in_sandbox_time(
     assert first.error_code == codes.MEMBER_ID_REQUIRED
     joined = join(first.member_id)  # waits out group.initial.rebalance.delay.ms (3 sandbox seconds)
     assert (joined.error_code, joined.generation_id, joined.leader) == (codes.NONE, 1, first.member_id)
+    silent_since = sb.now  # its last sign of life is the SyncGroup below, a little later
     synced = roundtrip(port, SyncReq(group_id=group, generation_id=1, member_id=first.member_id,
                                      group_instance_id=None, assignments=[]), 3)
     assert synced.error_code == codes.NONE
-    silent_since = sb.now
     consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "session.timeout.ms": 6000})
     consumer.subscribe(["t"])
     deadline = time.monotonic() + WALL_LIMIT

@@ -26,7 +26,8 @@ def batch(values: list[bytes], *, pid: int = -1, epoch: int = -1, seq: int = -1,
 
 def append(log: PartitionLog, data: bytes, *, now: float = 0.0, start: float | None = None, epoch: int = 0) -> tuple[int, int]:
     headers = parse_batches(data)
-    a = log.append(data, headers, leader_epoch=epoch, now=now, byte_start=log.byte_end if start is None else start)
+    a = log.append(data, headers, leader_epoch=epoch, in_sync_at=now,
+                   byte_start=log.byte_end if start is None else start)
     return a.base_offset, a.last_offset
 
 

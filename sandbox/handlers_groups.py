@@ -22,7 +22,7 @@ from kreassign.sandbox.wire import APIS
 if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY = 0  # FindCoordinator key type (1, transactions, has no coordinator here)
 CLASSIC = "classic"  # ListGroups v5 group type
 CLIENT_HOST = "/127.0.0.1"  # every client of the sandbox connects over loopback
 ZERO_UUID = uuid.UUID(int=0)

@@ -102,8 +102,8 @@ def main() -> None:
             result = fn(quota)
             runs.append({"side": side, "quota": quota, **result, "wall_s": round(time.perf_counter() - wall, 1),
                          "error_pct": round(100 * (result["rate"] / quota - 1), 1)})
-    record("bench_client_quotas", speed=SPEED, sandbox_seconds=SANDBOX_SECONDS, fetch_bytes=FETCH_BYTES, load_before=load,
-           load_after=os.getloadavg(), runs=runs)
+    record("bench_client_quotas", speed=SPEED, sandbox_seconds=SANDBOX_SECONDS, fetch_bytes=FETCH_BYTES,
+           load_before=load, load_after=os.getloadavg(), runs=runs)
 
 
 if __name__ == "__main__":

@@ -116,7 +116,8 @@ def test_the_most_specific_entity_wins(chosen: set[int]) -> None:
 
 @pytest.mark.parametrize(("entity", "ops", "message"), [
     ([], [(PRODUCER_BYTE_RATE, 1.0)], "Invalid empty client quota entity"),
-    ([(USER, "a"), (USER, "b")], [(PRODUCER_BYTE_RATE, 1.0)], "Invalid client quota entity, duplicate entity entry user"),
+    ([(USER, "a"), (USER, "b")], [(PRODUCER_BYTE_RATE, 1.0)],
+     "Invalid client quota entity, duplicate entity entry user"),
     ([("group", "g")], [(PRODUCER_BYTE_RATE, 1.0)], "Unhandled client quota entity type: group"),
     ([(USER, "")], [(PRODUCER_BYTE_RATE, 1.0)], "Empty user not supported"),
     ([("ip", "127.0.0.1"), (USER, "a")], [(PRODUCER_BYTE_RATE, 1.0)],

@@ -47,7 +47,9 @@ def test_a_second_member_triggers_a_rebalance_and_the_follower_gets_its_assignme
     gc = GroupCoordinator()
     leader = _new_member(gc, 0.0)
     gc.poll_join("g", leader, 3.0)
-    gc.poll_sync("g", gc.sync("g", leader.member_id, 1, None, None, {leader.member_id: b"all"}, 3.0), 3.0)  # type: ignore[arg-type]
+    synced = gc.sync("g", leader.member_id, 1, None, None, {leader.member_id: b"all"}, 3.0)
+    assert isinstance(synced, Member)
+    assert gc.poll_sync("g", synced, 3.0) == SyncResult(codes.NONE, "consumer", "range", b"all")
     follower = _new_member(gc, 4.0, protos=[("roundrobin", b"f-rr"), ("range", b"f-r")])
     assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
     # the leader learns of the rebalance by its heartbeat and rejoins

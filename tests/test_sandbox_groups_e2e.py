@@ -33,6 +33,9 @@ from kreassign.sandbox.wire import APIS
 pytestmark = pytest.mark.e2e
 SPEED = 10.0
 WALL_LIMIT = 30.0  # seconds a client loop may take before the test fails (never reached when green)
+# Clients time their heartbeats in wall time, the sandbox their sessions in sandbox time: at 10x a
+# 30 s session lasts 3 s of wall time, so heartbeat well inside it.
+KP_GROUP = {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 300}
 
 Record = tuple[int, int, bytes]  # partition, offset, value
 
@@ -74,7 +77,7 @@ def _consume_confluent(bootstrap: str, topic: str, group: str, count: int, **con
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, **conf})
+                         "enable.auto.commit": False, "heartbeat.interval.ms": 500, **conf})
     consumer.subscribe([topic])
     got: list[Record] = []
     deadline = time.monotonic() + WALL_LIMIT
@@ -91,7 +94,7 @@ def _consume_kafka_python(bootstrap: str, topic: str, group: str, count: int) ->
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=int(WALL_LIMIT * 1000))
+                             enable_auto_commit=False, consumer_timeout_ms=int(WALL_LIMIT * 1000), **KP_GROUP)
     got: list[Record] = []
     for msg in consumer:
         got.append((msg.partition, msg.offset, msg.value))
@@ -154,7 +157,7 @@ def test_two_members_share_the_partitions(sandbox_factory: Callable[..., Sandbox
 
     sb = _start(sandbox_factory, ["shared:6:3:1MB:0"])
     conf = {"bootstrap.servers": sb.bootstrap, "group.id": "g-two", "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": "range"}
+            "partition.assignment.strategy": "range", "heartbeat.interval.ms": 500}
     members = [Consumer(conf), Consumer(conf)]
     for c in members:
         c.subscribe(["shared"])
@@ -178,7 +181,7 @@ def test_the_group_moves_on_when_its_coordinator_broker_stops(sandbox_factory: C
     group = "g-failover"
     first = _produce_confluent(sb.bootstrap, "events", [f"f{i}".encode() for i in range(120)])
     consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "heartbeat.interval.ms": 500})
     consumer.subscribe(["events"])
     got: list[Record] = []
     deadline = time.monotonic() + WALL_LIMIT
@@ -257,7 +260,8 @@ def test_a_silent_member_is_dropped_after_its_session_timeout_in_sandbox_time(
     synced = roundtrip(port, SyncReq(group_id=group, generation_id=1, member_id=first.member_id,
                                      group_instance_id=None, assignments=[]), 3)
     assert synced.error_code == codes.NONE
-    consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "session.timeout.ms": 6000})
+    consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": group, "session.timeout.ms": 6000,
+                         "heartbeat.interval.ms": 300})
     consumer.subscribe(["t"])
     deadline = time.monotonic() + WALL_LIMIT
     while not consumer.assignment() and time.monotonic() < deadline:
@@ -419,8 +423,8 @@ def test_a_group_consumer_over_its_quota_gets_empty_throttled_fetches_and_stays_
     stats: list[dict[str, Any]] = []
     received: list[tuple[float, int]] = []
     consumer = Consumer({"bootstrap.servers": sb.bootstrap, "group.id": "g-quota", "client.id": "over-quota-c",
-                         "auto.offset.reset": "earliest", "fetch.max.bytes": fetch, "message.max.bytes": fetch,
-                         "max.partition.fetch.bytes": fetch, "statistics.interval.ms": 100,
+                         "auto.offset.reset": "earliest", "heartbeat.interval.ms": 200, "fetch.max.bytes": fetch,
+                         "message.max.bytes": fetch, "max.partition.fetch.bytes": fetch, "statistics.interval.ms": 100,
                          "stats_cb": lambda s: stats.append(json.loads(s))})
     consumer.subscribe(["c"])
     first: float | None = None

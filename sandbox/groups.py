@@ -312,9 +312,10 @@ class GroupCoordinator:
         group.members[member_id] = m
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group, now)
-        elif group.initial_delay and existing is None:
-            cap = group.rebalance_started + max(x.rebalance_timeout for x in group.members.values())
-            group.join_deadline = min(now + INITIAL_REBALANCE_DELAY_MS / 1000.0, max(cap, now))
+        elif group.initial_delay:
+            if existing is None:  # a new member restarts the delay, within the rebalance timeout
+                cap = group.rebalance_started + max(x.rebalance_timeout for x in group.members.values())
+                group.join_deadline = min(now + INITIAL_REBALANCE_DELAY_MS / 1000.0, max(cap, now))
         else:
             group.join_deadline = max(group.join_deadline or now, group.rebalance_started + rebalance_s)
         self.tick(group, now)

@@ -43,6 +43,18 @@ def test_first_member_waits_the_initial_delay_then_leads() -> None:
     assert gc.heartbeat("g", m.member_id, 1, 5.0) == codes.NONE
 
 
+def test_each_new_member_restarts_the_initial_delay() -> None:
+    gc = GroupCoordinator()
+    a = _new_member(gc, 0.0)
+    b = _new_member(gc, 2.0)
+    assert gc.next_deadline("g", 2.0) == 5.0
+    again = _join(gc, a.member_id, 2.5)  # a rejoin does not move it
+    assert isinstance(again, Member) and gc.next_deadline("g", 2.5) == 5.0
+    assert gc.poll_join("g", b, 4.999) is None
+    result = gc.poll_join("g", b, 5.0)
+    assert result is not None and (result.generation, result.leader) == (1, a.member_id)
+
+
 def test_a_second_member_triggers_a_rebalance_and_the_follower_gets_its_assignment_from_the_leader() -> None:
     gc = GroupCoordinator()
     leader = _new_member(gc, 0.0)

@@ -3,7 +3,8 @@
 States Empty -> PreparingRebalance -> CompletingRebalance -> Stable, as in Kafka's
 `ClassicGroup`: a JoinGroup starts a rebalance; the join phase ends when every known member has
 rejoined (or at the rebalance timeout, dropping those that did not; a group that was Empty waits
-`group.initial.rebalance.delay.ms` first, restarted by each new member); the leader gets every
+`group.initial.rebalance.delay.ms` first, and one more delay after each that saw a new member,
+within the rebalance timeout); the leader gets every
 member's metadata, computes the assignment with the client's own assignor and sends it in its
 SyncGroup, which the coordinator hands to every member. Members stay alive by heartbeats within
 their session timeout, measured on the sandbox clock. Committed offsets and the group itself
@@ -112,6 +113,8 @@ class Group:
     rebalance_started: float = 0.0
     join_deadline: float | None = None
     initial_delay: bool = False
+    new_member_added: bool = False
+    delay_remaining: float = 0.0
     sync_deadline: float | None = None
 
     def candidate_protocols(self) -> set[str]:
@@ -174,7 +177,14 @@ class GroupCoordinator:
         if group.state is GroupState.PREPARING_REBALANCE:
             all_in = not group.pending and all(m.awaiting_join for m in group.members.values())
             due = group.join_deadline is not None and now >= group.join_deadline
-            if due or (all_in and not group.initial_delay):
+            if due and group.initial_delay and group.new_member_added and group.delay_remaining > 0:
+                # Kafka's InitialDelayedJoin: a member arrived during the delay, so wait one more
+                step = min(INITIAL_REBALANCE_DELAY_MS / 1000.0, group.delay_remaining)
+                group.delay_remaining -= step
+                group.new_member_added = False
+                assert group.join_deadline is not None
+                group.join_deadline += step
+            elif due or (all_in and not group.initial_delay):
                 self._complete_join(group, now)
         if (group.state is GroupState.COMPLETING_REBALANCE and group.sync_deadline is not None
                 and now >= group.sync_deadline):
@@ -210,8 +220,11 @@ class GroupCoordinator:
         timeout = max((m.rebalance_timeout for m in group.members.values()), default=0.0)
         group.rebalance_started = now
         if group.state is GroupState.EMPTY:
+            delay = INITIAL_REBALANCE_DELAY_MS / 1000.0
             group.initial_delay = True
-            group.join_deadline = now + min(INITIAL_REBALANCE_DELAY_MS / 1000.0, timeout)
+            group.new_member_added = False
+            group.delay_remaining = max(timeout - delay, 0.0)
+            group.join_deadline = now + delay
         else:
             group.initial_delay = False
             group.join_deadline = now + timeout
@@ -313,9 +326,7 @@ class GroupCoordinator:
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group, now)
         elif group.initial_delay:
-            if existing is None:  # a new member restarts the delay, within the rebalance timeout
-                cap = group.rebalance_started + max(x.rebalance_timeout for x in group.members.values())
-                group.join_deadline = min(now + INITIAL_REBALANCE_DELAY_MS / 1000.0, max(cap, now))
+            group.new_member_added = group.new_member_added or (existing is None and group.generation == 0)
         else:
             group.join_deadline = max(group.join_deadline or now, group.rebalance_started + rebalance_s)
         self.tick(group, now)

@@ -43,15 +43,18 @@ def test_first_member_waits_the_initial_delay_then_leads() -> None:
     assert gc.heartbeat("g", m.member_id, 1, 5.0) == codes.NONE
 
 
-def test_each_new_member_restarts_the_initial_delay() -> None:
+def test_a_new_member_during_the_initial_delay_adds_one_more_delay() -> None:
     gc = GroupCoordinator()
-    a = _new_member(gc, 0.0)
-    b = _new_member(gc, 2.0)
-    assert gc.next_deadline("g", 2.0) == 5.0
-    again = _join(gc, a.member_id, 2.5)  # a rejoin does not move it
-    assert isinstance(again, Member) and gc.next_deadline("g", 2.5) == 5.0
-    assert gc.poll_join("g", b, 4.999) is None
-    result = gc.poll_join("g", b, 5.0)
+    a = _new_member(gc, 0.0, rebalance_ms=7_000)
+    b = _new_member(gc, 2.0, rebalance_ms=7_000)
+    again = _join(gc, a.member_id, 2.5, rebalance_ms=7_000)  # a rejoin is not a new member
+    assert isinstance(again, Member) and gc.next_deadline("g", 2.5) == 3.0
+    assert gc.poll_join("g", b, 3.0) is None  # b came during the first delay: a second one, to 6
+    assert gc.next_deadline("g", 3.0) == 6.0
+    c = _new_member(gc, 4.0, rebalance_ms=7_000)
+    assert gc.poll_join("g", c, 6.0) is None  # c came during the second: only 1 s of the 7 s is left
+    assert gc.next_deadline("g", 6.0) == 7.0
+    result = gc.poll_join("g", b, 7.0)
     assert result is not None and (result.generation, result.leader) == (1, a.member_id)
 
 
@@ -85,31 +88,31 @@ def test_a_second_member_triggers_a_rebalance_and_the_follower_gets_its_assignme
 def test_a_silent_member_expires_after_its_session_timeout_in_sandbox_time() -> None:
     gc = GroupCoordinator()
     a = _new_member(gc, 0.0)
-    b = _new_member(gc, 0.0)
-    gc.poll_join("g", a, 3.0)
-    gc.poll_join("g", b, 3.0)
-    gc.sync("g", a.member_id, 1, None, None, {a.member_id: b"x", b.member_id: b"y"}, 3.0)
+    b = _new_member(gc, 0.0)  # joins during the initial delay: the join phase ends at 6
+    gc.poll_join("g", a, 6.0)
+    gc.poll_join("g", b, 6.0)
+    gc.sync("g", a.member_id, 1, None, None, {a.member_id: b"x", b.member_id: b"y"}, 6.0)
     assert gc.groups["g"].state is GroupState.STABLE
-    assert gc.heartbeat("g", a.member_id, 1, 12.0) == codes.NONE
-    assert gc.heartbeat("g", a.member_id, 1, 12.999) == codes.NONE  # b last seen at 3.0: 10 s session
-    assert gc.heartbeat("g", a.member_id, 1, 13.0) == codes.REBALANCE_IN_PROGRESS
+    assert gc.heartbeat("g", a.member_id, 1, 15.0) == codes.NONE
+    assert gc.heartbeat("g", a.member_id, 1, 15.999) == codes.NONE  # b last seen at 6.0: 10 s session
+    assert gc.heartbeat("g", a.member_id, 1, 16.0) == codes.REBALANCE_IN_PROGRESS
     assert b.member_id not in gc.groups["g"].members
-    assert gc.heartbeat("g", b.member_id, 1, 13.0) == codes.UNKNOWN_MEMBER_ID
+    assert gc.heartbeat("g", b.member_id, 1, 16.0) == codes.UNKNOWN_MEMBER_ID
 
 
 def test_members_that_do_not_rejoin_are_dropped_at_the_rebalance_timeout() -> None:
     gc = GroupCoordinator()
     a = _new_member(gc, 0.0, rebalance_ms=20_000)
     b = _new_member(gc, 0.0, rebalance_ms=20_000)
-    gc.poll_join("g", a, 3.0)
-    gc.poll_join("g", b, 3.0)
-    gc.sync("g", a.member_id, 1, None, None, {}, 3.0)
-    again = _join(gc, a.member_id, 4.0, protos=[("range", b"changed")], rebalance_ms=20_000)
+    gc.poll_join("g", a, 6.0)
+    gc.poll_join("g", b, 6.0)
+    gc.sync("g", a.member_id, 1, None, None, {}, 6.0)
+    again = _join(gc, a.member_id, 7.0, protos=[("range", b"changed")], rebalance_ms=20_000)
     assert isinstance(again, Member)
-    for t in (10.0, 19.0, 23.0):  # b keeps heartbeating but does not rejoin
+    for t in (13.0, 22.0, 26.0):  # b keeps heartbeating but does not rejoin
         assert gc.heartbeat("g", b.member_id, 1, t) == codes.REBALANCE_IN_PROGRESS
-    assert gc.poll_join("g", again, 23.999) is None
-    result = gc.poll_join("g", again, 24.0)
+    assert gc.poll_join("g", again, 26.999) is None
+    result = gc.poll_join("g", again, 27.0)
     assert result is not None and result.generation == 2
     assert result.members == ((a.member_id, None, b"changed"),)
 

@@ -12,7 +12,6 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.producer import ProduceRequest
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.context import Context
@@ -20,7 +19,7 @@ from kreassign.sandbox.handlers_admin import describe_log_dirs
 from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.wire import encode_response
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 ROUND = 0.01  # FetchConfig.round_s: in-sync followers fetch once per round
 

@@ -18,13 +18,12 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.rawclient import encode, read_frame, roundtrip
 from kreassign.sandbox.topics import TopicSpec
 from tests.test_sandbox_data import fetch_req, produce_req
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 pytestmark = pytest.mark.e2e
 

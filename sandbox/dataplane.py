@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,7 @@ class DataPlane:
             if d.is_dir() and index.isdigit() and engine.partition(topic, int(index)) is not None:
                 log = self._open(topic, int(index))
                 log.hw = min(int(saved.get("hw", {}).get(d.name, log.leo)), log.leo)
-                pids = [pid for pid in log.producers]
-                self.next_producer_id = max([self.next_producer_id, *(p + 1 for p in pids)])
+                self.next_producer_id = max([self.next_producer_id, *(pid + 1 for pid in log.producers)])
         self.next_producer_id = max(self.next_producer_id, int(saved.get("next_producer_id", 0)))
 
     # ---- logs ------------------------------------------------------------------------------------
@@ -94,9 +92,6 @@ class DataPlane:
     def tick(self, now: float) -> None:
         """Sandbox time moved: log-dir moves copy their share."""
         self.log_dir_moves.advance(now)
-
-    def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
-        return iter(self.logs.items())
 
     # ---- offsets of replicas ---------------------------------------------------------------------
     def replica_leo(self, p: PartitionState, broker_id: int, now: float) -> int:

@@ -28,7 +28,7 @@ from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
 from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
-from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
+from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
 from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
@@ -54,7 +54,7 @@ TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing 
 
 @dataclass
 class Parked:
-    """A request waiting in the purgatory; `future` gets its encoded response (or NO_RESPONSE)."""
+    """A request waiting in the purgatory; `future` gets its response and its remote time."""
 
     op: Delayed
     future: asyncio.Future[Any]
@@ -321,7 +321,9 @@ class SandboxServer:
                 data, throttle_ms = await self._respond(broker_id, head, payload, received)
                 if data is CLOSE:
                     break
-                if data is NO_RESPONSE:
+                if data is None:  # acks=0: nothing to send, but a throttle still mutes
+                    if throttle_ms > 0:
+                        await self._mute(broker_id, throttle_ms)
                     continue
                 delay = self.faults.take("delay", head.api_key, broker_id)
                 if delay is not None:
@@ -337,7 +339,7 @@ class SandboxServer:
             writer.transport.abort()
 
     async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float) -> tuple[Any, int]:
-        """(encoded response | CLOSE | NO_RESPONSE, throttle ms), parking the request if it must wait."""
+        """(encoded response, CLOSE, or None for no answer; throttle ms), parking the request if it must wait."""
         started = time.perf_counter()
         outcome, client_id, name = self._answer(broker_id, head, payload)
         local_ms = (time.perf_counter() - started) * 1000.0
@@ -348,16 +350,18 @@ class SandboxServer:
             response, remote_ms = await self._park(outcome, broker_id)
         else:
             response = outcome
-        if response is CLOSE or response is NO_RESPONSE:
-            return response, 0
+        if response is CLOSE:
+            return CLOSE, 0
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
         self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
                                        (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
+        if head.api_key in POKING_APIS:
+            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
+        if isinstance(response, NoResponse):
+            return None, throttle
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
             overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
-        if head.api_key in POKING_APIS and response is not None:
-            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         return encode_response(response, head.correlation_id), throttle
 
     async def _hold(self, seconds: float | None) -> None:
@@ -366,7 +370,7 @@ class SandboxServer:
             await asyncio.wait_for(self._release.wait(), timeout=seconds)
 
     def _answer(self, broker_id: int, head: Any, payload: bytes) -> tuple[Any, str, str]:
-        """(response, Delayed, NO_RESPONSE or CLOSE; client id; request name); CLOSE closes the connection as
+        """(response, Delayed, NoResponse or CLOSE; client id; request name); CLOSE closes the connection as
         Kafka does on a request it cannot parse or an API version it does not serve."""
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:

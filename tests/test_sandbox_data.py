@@ -12,15 +12,14 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.producer import ProduceRequest
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers_admin import describe_log_dirs
-from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
+from kreassign.sandbox.handlers_data import NoResponse, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.wire import encode_response
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 ROUND = 0.01  # FetchConfig.round_s: in-sync followers fetch once per round
 
@@ -132,7 +131,7 @@ def test_acks_one_and_zero_answer_at_once_and_leader_alone_advances_the_hw(world
     eng, data = world
     resp = produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"a"]), acks=1))
     assert part_result(resp).base_offset == 0
-    assert produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"b"]), acks=0)) is NO_RESPONSE
+    assert produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"b"]), acks=0)) == NoResponse(0)
     assert data.log(eng.partition("t", 0)).leo == 2
     eng.stop_broker(2)
     eng.stop_broker(3)

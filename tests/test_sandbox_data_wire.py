@@ -18,13 +18,12 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.rawclient import encode, read_frame, roundtrip
 from kreassign.sandbox.topics import TopicSpec
 from tests.test_sandbox_data import fetch_req, produce_req
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 pytestmark = pytest.mark.e2e
 
@@ -226,6 +225,15 @@ def test_throttled_response_mutes_the_connection(sandbox_factory: Callable[..., 
         assert read_frame(sock)[:4] == struct.pack(">i", 2)
     (timing,) = sb.timings.of("Produce")
     assert timing.throttle_ms == 100.0
+    # acks=0 gets no answer, yet its throttle mutes the connection just the same
+    with socket.create_connection(("127.0.0.1", sb.ports[1]), timeout=5) as sock:
+        send(sock, produce_req(0, batch([b"b"]), acks=0), 9, corr=3)
+        parked(sb, 1)
+        send(sock, MetadataRequest(topics=None, allow_auto_topic_creation=False), 12, corr=4)
+        assert still_parked(sb) == 1
+        sb.advance(0.1)
+        assert read_frame(sock)[:4] == struct.pack(">i", 4)
+    assert [t.throttle_ms for t in sb.timings.of("Produce")] == [100.0, 100.0]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

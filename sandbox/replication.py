@@ -83,7 +83,8 @@ class FlowTable:
     row: np.ndarray           # partition row per flow
     src: np.ndarray           # leader position per flow
     dst: np.ndarray           # follower position per flow
-    session: np.ndarray       # fetcher session index per flow
+    session: np.ndarray       # fetcher session index per flow (flows are sorted by it)
+    bounds_of: np.ndarray     # session i's flows are flows[bounds_of[i]:bounds_of[i + 1]]
     size: np.ndarray          # bytes the follower holds
     live: np.ndarray          # False once the replica caught up (retired in place)
     caught: np.ndarray        # reached the log end at a fetch during this tick
@@ -196,7 +197,12 @@ class Replication:
                     fkeys.append(key)
                 else:
                     isr.append((self.pos[lead], self.pos[b], key, float(produce_bps[p.row]), lt, ft))
-        keys, session = np.unique(np.array(fkeys, dtype=np.int64), return_inverse=True)
+        # flows ordered by session, so a session's flows are one slice of the columns
+        order = np.argsort(np.array(fkeys, dtype=np.int64), kind="stable")
+        parts, fb, rows = [parts[i] for i in order], [fb[i] for i in order], [rows[i] for i in order]
+        lthr, fthr = [lthr[i] for i in order], [fthr[i] for i in order]
+        keys, session = np.unique(np.array(fkeys, dtype=np.int64)[order], return_inverse=True)
+        session = session.astype(np.int64).reshape(-1)
         n_sessions = len(keys)
         src = np.array([self.pos[p.leader] for p in parts], dtype=np.int64)
         dst = np.array([self.pos[b] for b in fb], dtype=np.int64)
@@ -210,10 +216,10 @@ class Replication:
         isr_keys = np.array([x[2] for x in isr], dtype=np.int64)
         self.table = t = FlowTable(
             part=parts, broker=np.array(fb, dtype=np.int64), row=np.array(rows, dtype=np.int64), src=src, dst=dst,
-            session=session.astype(np.int64).reshape(-1), size=np.array([p.lagging[b] for p, b in zip(parts, fb)],
+            session=session, bounds_of=np.searchsorted(session, np.arange(n_sessions + 1)), size=np.array([p.lagging[b] for p, b in zip(parts, fb)],
                                                                         dtype=np.float64),
             live=np.ones(len(parts), dtype=bool), caught=np.zeros(len(parts), dtype=bool), leader_throttled=lt_arr, follower_throttled=ft_arr,
-            keys=keys, paced=np.bincount(session.reshape(-1), weights=bound_flow, minlength=n_sessions) > 0,
+            keys=keys, paced=np.bincount(session, weights=bound_flow, minlength=n_sessions) > 0,
             due=np.array([self.due.get(int(k), -np.inf) for k in keys], dtype=np.float64),
             isr_count=np.zeros(n_sessions, dtype=np.int64), isr_busy=np.zeros(n_sessions, dtype=np.int64),
             growing=growing, out_isr_bps=_per_broker(li, rate, nb), in_isr_bps=_per_broker(fi, rate, nb),
@@ -325,10 +331,9 @@ class Replication:
         """Every fetch of the paced sessions due in [t0, t1), in time order, each checking the
         quotas before it and recording after it. `log_end` is already at t1."""
         nb = len(self.broker_ids)
-        flows = np.flatnonzero(t.live & t.paced[t.session])
-        if not len(flows):
+        sessions = np.flatnonzero(t.paced & (np.add.reduceat(t.live, t.bounds_of[:-1]) > 0)) if len(t.live) else []
+        if not len(sessions):
             return
-        sessions = np.unique(t.session[flows])
         fetch = self.fetch
         cycle = fetch.cycle_s
         part_max, resp_max = fetch.fetch_bytes
@@ -345,7 +350,8 @@ class Replication:
                 return
             due = np.zeros(len(t.keys), dtype=bool)
             due[sessions] = t.due[sessions] <= when + _EPS
-            f = flows[due[t.session[flows]]]
+            f = np.concatenate([np.arange(t.bounds_of[i], t.bounds_of[i + 1]) for i in np.flatnonzero(due)])
+            f = f[t.live[f]]
             src, dst, sess = t.src[f], t.dst[f], t.session[f]
             lt, ft = t.leader_throttled[f], t.follower_throttled[f]
             check = np.zeros(2 * nb, dtype=bool)

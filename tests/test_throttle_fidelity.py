@@ -5,16 +5,22 @@ Engine tests step a deterministic clock; one end-to-end test runs the real CLI o
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from kreassign.sandbox.clock import ScaledClock
+from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.codes import AlterOp
 from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.quota import SampledRates
+from kreassign.sandbox.topics import TopicSpec
 from kreassign.throttle.replication_model import ModelInput, simulate
+from test_sandbox_time_scale import WallClock, cli, connect
 
 MB = 1_000_000
 MiB = 1024 * 1024
@@ -168,3 +174,29 @@ def fan_in(rate: float, moves: int) -> tuple[np.ndarray, np.ndarray]:
 def test_estimate_and_sandbox_agree_within_5_percent(rate: float, moves: int) -> None:
     measured, predicted = fan_in(rate, moves)
     assert predicted.max() == pytest.approx(measured.max(), rel=0.05)
+
+
+# ---- end to end: the real CLI over TCP -------------------------------------------------------------------
+@pytest.mark.e2e
+def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[..., SandboxCluster],
+                                                   tmp_path: Path) -> None:
+    """`throttle set` then `watch` to completion, at --speed 60 over a fake wall clock: the copy
+    time watch reports (sandbox seconds) is size / (0.8-1.2 x the throttle)."""
+    rate, size = 1 * MB, 300 * MB
+    wall = WallClock()
+    sb = sandbox_factory(brokers=2, racks=0, topics=[TopicSpec("idle", 1, 1, size, 0.0, 0.0)],
+                         clock=ScaledClock(60.0, monotonic=wall))
+    wall.cluster = sb
+    with connect(sb) as admin:
+        (p,) = admin.describe_topics(["idle"])
+        spare = next(b for b in (1, 2) if b not in p.replicas)
+        assert admin.alter_reassignments({p.tp: [spare]}) == {p.tp: None}
+    journals = tmp_path / "j"
+    assert cli(sb, wall, journals, "throttle", "set", "--rate", str(rate)).exit_code == 0
+    start = sb.now
+    ran = cli(sb, wall, journals, "watch", "--interval", "5s", "--timeout", "2000s", "--output", "json")
+    assert ran.exit_code == 0, ran.output[-2000:]
+    events = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert events[-1]["event"] == "complete"
+    took = sb.now - start
+    assert 0.8 <= size / took / rate <= 1.2

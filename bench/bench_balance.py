@@ -59,7 +59,7 @@ def moved(state: Any, before: np.ndarray, after: np.ndarray) -> tuple[int, int, 
 def run_scenario(name: str, spec: dict[str, Any], queue: Any) -> None:
     from kreassign.cluster.model import TopicPartition
     from kreassign.planner.balance import rebalance
-    from kreassign.planner.balance_synthetic import synthetic_cluster
+    from kreassign.simulate.synthetic_state import synthetic_cluster
     from kreassign.planner.generate import generate_assignment
 
     params = {k: v for k, v in spec.items() if k != "budget_s"}

@@ -35,8 +35,8 @@ def main() -> None:
     from kreassign.sandbox.clock import ManualClock
     from kreassign.sandbox.cluster import SandboxCluster
     from kreassign.sandbox.topics import TopicSpec
-    from kreassign.throttle.journal import JournalStore
-    from kreassign.throttle.operations import (
+    from kreassign.execute.journal import JournalStore
+    from kreassign.execute.operations import (
         ExecuteRequest,
         VerifyRequest,
         apply_execute,
@@ -95,7 +95,7 @@ def _fake_baseline(targets: tuple[object, ...]) -> tuple[float, float]:
 
     from kreassign.cli.kafka_live import render_list, render_verify
     from kreassign.cluster.model import PartitionTarget
-    from kreassign.throttle.operations import VerifyRequest, list_reassignments, verify
+    from kreassign.execute.operations import VerifyRequest, list_reassignments, verify
 
     plan = [t for t in targets if isinstance(t, PartitionTarget)]
     fake = FakeCluster(range(1, 7))

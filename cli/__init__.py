@@ -1,1 +1,5 @@
 """The command-line front doors: Kafka-compatible flags and kreassign subcommands."""
+
+if not __name__.startswith("kreassign."):  # the folder was put on sys.path: a second, divergent copy
+    raise ImportError(f"import kreassign.{__name__}, not {__name__}: the top-level folders are "
+                      "sub-packages of kreassign (pip install -e . or make test sets this up)")

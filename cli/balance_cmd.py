@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kreassign.cluster.model import ClusterState
-    from kreassign.planner.balance_types import BalanceOptions, BalancePlan
+    from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +59,7 @@ def _ids(text: str) -> frozenset[int]:
 def build_options(kw: dict[str, Any]) -> BalanceOptions:
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.model import TopicPartitionReplica
-    from kreassign.planner.balance_types import BalanceOptions, parse_goals
+    from kreassign.planner.balance.values import BalanceOptions, parse_goals
 
     pins = []
     for pin in kw["pins"]:
@@ -88,7 +88,7 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
 
     options = build_options(kw)
     state = load_cluster_state(bootstrap_server=kw["bootstrap_server"], snapshot=kw["snapshot"],
-                               command_config=kw["command_config"])
+                               command_config=kw["command_config"], timeout_s=kw["request_timeout"])
     plan = planner(state, options)
     proposed, rollback = format_reassignment(plan.targets), format_reassignment(plan.rollback)
     if kw["write_plan"]:

@@ -50,7 +50,7 @@ class BrokerRateType(click.ParamType):
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,
               help="Which moves start first when a limit holds the others back.")
 @output_option
-def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
              throttle: int | None, leader_rate: int | None, follower_rate: int | None,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
              max_inflight_bytes: int | None, order: str, output: str) -> None:
@@ -58,14 +58,15 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     bound no schedule can beat, the brokers that decide it, and the moves that can never catch
     up with their partition's writes (with the rate that would let them). Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
-    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.runtime import read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.cluster.source import load_cluster_state
     from kreassign.throttle.estimate import RateRequest, estimate_plan
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config)
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
+                               timeout_s=request_timeout)
     rates = RateRequest(throttle=throttle, leader_rate=leader_rate, follower_rate=follower_rate,
                         broker_rates=dict(broker_rates))
     result = estimate_plan(state, parsed.entries, rates=rates, max_moves_per_broker=max_moves_per_broker,

@@ -3,23 +3,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from kreassign.cli.kafka_compat import KafkaArgs
+from kreassign.cli.kafka_args import KafkaArgs
+from kreassign.cli.runtime import read_text
 from kreassign.cluster.errors import AdminCommandFailed
-
-
-def read_text(path: str) -> str:
-    """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise AdminCommandFailed(f"{path} (No such file or directory)") from None
-    except IsADirectoryError:
-        raise AdminCommandFailed(f"{path} (Is a directory)") from None
-    except PermissionError:
-        raise AdminCommandFailed(f"{path} (Permission denied)") from None
-    except UnicodeDecodeError:
-        raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
 
 
 def dispatch(args: KafkaArgs, *, out: TextIO, err: TextIO) -> int:

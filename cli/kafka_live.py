@@ -13,18 +13,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from kreassign.cli.kafka_actions import read_text
-from kreassign.cli.kafka_compat import KafkaArgs
+from kreassign.cli.runtime import read_text
+from kreassign.cli.kafka_args import KafkaArgs
 from kreassign.cluster.errors import TerseError
 
 if TYPE_CHECKING:
     from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
     from kreassign.cluster.port import ApiError, ClusterPort
-    from kreassign.throttle.journal import JournalStore
-    from kreassign.throttle.ops_cancel import CancelResult
-    from kreassign.throttle.ops_clear import ClearResult
-    from kreassign.throttle.ops_execute import ExecuteEvent, ExecutePlan, ExecuteResult
-    from kreassign.throttle.ops_verify import ListResult, VerifyResult
+    from kreassign.execute.journal import JournalStore
+    from kreassign.execute.cancel import CancelResult
+    from kreassign.execute.clear import ClearResult
+    from kreassign.execute.executor import ExecuteEvent, ExecutePlan, ExecuteResult
+    from kreassign.execute.verify import ListResult, VerifyResult
 
 Connect = Callable[[], AbstractContextManager["ClusterPort"]]
 
@@ -73,7 +73,7 @@ def render_clear(clear: ClearResult) -> str:
 
 
 def _log_dir_line(status: object) -> str:
-    from kreassign.throttle.ops_logdirs import LogDirStatus
+    from kreassign.execute.logdir_moves import LogDirStatus
 
     assert isinstance(status, LogDirStatus)
     r, tp = status.replica, f"{status.replica.topic}-{status.replica.partition}"
@@ -166,7 +166,7 @@ def _connector(args: KafkaArgs, err: TextIO, connect: Connect | None) -> Connect
 
 
 def _store(store: JournalStore | None, args: KafkaArgs) -> JournalStore:
-    from kreassign.throttle.journal import JournalStore
+    from kreassign.execute.journal import JournalStore
 
     return store if store is not None else JournalStore(args.value("journal-dir"))
 
@@ -201,7 +201,7 @@ def print_execute_event(event: ExecuteEvent, plan: ExecutePlan, out: TextIO, err
 
 def finish_execute(result: ExecuteResult, err: TextIO) -> int:
     """Turn a failed submission or log-dir timeout into Kafka's terse error."""
-    from kreassign.throttle.ops_logdirs import timed_out_message
+    from kreassign.execute.logdir_moves import timed_out_message
 
     if result.submit_errors:
         if result.rolled_back:
@@ -213,7 +213,7 @@ def finish_execute(result: ExecuteResult, err: TextIO) -> int:
 
 
 def interrupted_hint(store: JournalStore, plan: ExecutePlan) -> str:
-    from kreassign.throttle.journal import plan_hash
+    from kreassign.execute.journal import plan_hash
 
     path = store.path_for(plan.cluster_id, plan_hash(plan.request.targets))
     return (f"Interrupted. The journal {path} records every step taken: run `kreassign resume --journal "
@@ -226,7 +226,7 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
             sleep: Callable[[float], None] = time.sleep) -> int:
     """`--execute`: Kafka's checks, rollback JSON, throttles, submission, log-dir moves."""
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.ops_execute import ExecuteRequest, apply_execute, prepare_execute
+    from kreassign.execute.executor import ExecuteRequest, apply_execute, prepare_execute
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     validate_execute_entries(parsed)
@@ -256,8 +256,8 @@ def verify(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
            store: JournalStore | None = None) -> int:
     """`--verify`: status lines, log-dir lines, and the clear once nothing moves."""
     from kreassign.cluster.kafka_json import parse_reassignment
-    from kreassign.throttle.ops_verify import VerifyRequest
-    from kreassign.throttle.ops_verify import verify as run_verify
+    from kreassign.execute.verify import VerifyRequest
+    from kreassign.execute.verify import verify as run_verify
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = VerifyRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"))
@@ -275,9 +275,9 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
            sleep: Callable[[float], None] = time.sleep) -> int:
     """`--cancel`: cancel (fixed predicate), move log dirs back, clear throttles."""
     from kreassign.cluster.kafka_json import parse_reassignment
-    from kreassign.throttle.ops_cancel import CancelRequest
-    from kreassign.throttle.ops_cancel import cancel as run_cancel
-    from kreassign.throttle.ops_logdirs import timed_out_message
+    from kreassign.execute.cancel import CancelRequest
+    from kreassign.execute.cancel import cancel as run_cancel
+    from kreassign.execute.logdir_moves import timed_out_message
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = CancelRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"),
@@ -303,7 +303,7 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
 
 def list_action(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None = None) -> int:
     """`--list`: every reassignment in flight in the cluster."""
-    from kreassign.throttle.ops_verify import list_reassignments
+    from kreassign.execute.verify import list_reassignments
 
     with _connector(args, err, connect)() as port:
         out.write(render_list(list_reassignments(port)))

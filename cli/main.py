@@ -77,9 +77,13 @@ def cli(debug: bool) -> None:
 
 
 def is_kafka_style(argv: Sequence[str]) -> bool:
-    """True when the first word is a Kafka tool flag rather than a subcommand or global flag."""
+    """True when the first word is a Kafka tool flag rather than a subcommand or global flag, or is
+    blank (`kreassign " "`), which Kafka's tool answers with its missing-action usage message."""
     words = [a for a in argv if a != "--debug"]
-    return bool(words) and words[0].startswith("--") and words[0].split("=")[0] not in GLOBAL_FLAGS
+    if not words:
+        return False
+    first = words[0]
+    return not first.strip() or (first.startswith("--") and first.split("=")[0] not in GLOBAL_FLAGS)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

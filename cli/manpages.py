@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from kreassign.cli.kafka_compat import OPTIONS, _option_label
+from kreassign.cli.kafka_args import OPTIONS, _option_label
 from kreassign.cli.main import COMMANDS, cli
 from kreassign.cluster.errors import ExitStatus
 

@@ -2,8 +2,8 @@
 
 Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
 extras on stderr; `--output json` prints one JSON document with a stable schema instead.
-Every command that writes has `--dry-run`. The work is done by `kreassign.throttle.operations`;
-a paced `execute` and `verify --watch` run the watch loop of `kreassign.throttle.watch` and print
+Every command that writes has `--dry-run`. The work is done by `kreassign.execute.operations`;
+a paced `execute` and `verify --watch` run the watch loop of `kreassign.execute.watch` and print
 its events as `kreassign watch` does. Tests inject the connection, the clock and the sleeper
 through `watch_cmd.Runtime` (click's obj).
 """
@@ -16,57 +16,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, output_option
-from kreassign.cli.watch_cmd import connect, journal_store, timing
+from kreassign.cli.options import DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.runtime import connect, journal_store, read_plan, timing
 
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
-    from kreassign.throttle.journal import Journal, JournalStore
-    from kreassign.throttle.operations import ExecuteRequest, VerifyRequest
-    from kreassign.throttle.pacing import PaceLimits
+    from kreassign.execute.journal import Journal, JournalStore
+    from kreassign.execute.operations import ExecuteRequest, VerifyRequest
+    from kreassign.execute.pacing import PaceLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def cluster_options(f: F) -> F:
-    """--bootstrap-server, --command-config, --timeout, --journal-dir."""
-    f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
-                     help="Where execution journals live (env: KREASSIGN_JOURNAL_DIR; "
-                          "default ~/.kreassign/journal).")(f)
-    f = click.option("--timeout", type=DURATION, default=None,
-                     help="Deadline of each cluster request, and how long to wait for log-dir moves "
-                          "to start (default: the client's, and 10s).")(f)
-    f = click.option("--command-config", type=click.Path(dir_okay=False),
-                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
-    f = click.option("--bootstrap-server", envvar="KREASSIGN_BOOTSTRAP_SERVER", metavar="HOST:PORT[,...]",
-                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
-    return f
 
 
 def plan_option(required: bool = True) -> Callable[[F], F]:
     return click.option("--reassignment-json-file", "-f", "plan_file", required=required,
                         type=click.Path(dir_okay=False),
                         help="The reassignment JSON (Kafka's format).")
-
-
-def open_port(bootstrap: str | None, command_config: str | None,
-              timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
-    """Connect to the cluster (tests replace this with a fake)."""
-    from kreassign.cluster.admin import open_admin
-    from kreassign.cluster.errors import InputError
-
-    if not bootstrap:
-        raise InputError("no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER)")
-    return open_admin(bootstrap, command_config=command_config, timeout_s=timeout_s,
-                      warn=lambda line: click.echo(f"Warning: {line}", err=True))
-
-
-def _read_plan(path: str) -> ParsedReassignment:
-    from kreassign.cli.kafka_actions import read_text
-    from kreassign.cluster.kafka_json import parse_reassignment
-
-    return parse_reassignment(read_text(path))
 
 
 def _echo_err(lines: list[str]) -> None:
@@ -82,6 +48,7 @@ def _emit(data: dict[str, Any]) -> None:
 
 @click.command()
 @cluster_options
+@log_dir_timeout_option
 @plan_option()
 @click.option("--throttle", type=RATE, help="Leader and follower replication rate, e.g. 50MB/s.")
 @click.option("--leader-rate", type=RATE, help="Leader-side rate (overrides --throttle for leaders).")
@@ -99,11 +66,11 @@ def _emit(data: dict[str, Any]) -> None:
               help="With pacing: time between polls for finished moves (default 10s).")
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
 @output_option
-def execute(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+def execute(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
             journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
             follower_rate: int | None, log_dir_throttle: int | None, additional: bool,
             max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
-            interval: float | None, dry_run: bool, output: str) -> int:
+            interval: float | None, dry_run: bool, output: str, timeout: float) -> int:
     """Start a reassignment under throttles, recording every step in the execution journal.
 
     With --max-moves-per-broker, --max-inflight-bytes or --order the plan is paced: it is
@@ -113,30 +80,30 @@ def execute(bootstrap_server: str | None, command_config: str | None, timeout: f
     again goes on from the journal. Exit status of a paced run: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import validate_execute_entries
-    from kreassign.throttle.operations import ExecuteRequest, apply_execute, prepare_execute
+    from kreassign.execute.operations import ExecuteRequest, apply_execute, prepare_execute
 
     paced = max_moves_per_broker is not None or max_inflight_bytes is not None or order is not None
     if interval is not None and not paced:
         raise click.UsageError("--interval sets the polls of a paced execute: add --max-moves-per-broker, "
                                "--max-inflight-bytes or --order")
-    parsed = _read_plan(plan_file)
+    parsed = read_plan(plan_file)
     validate_execute_entries(parsed)
     request = ExecuteRequest.from_parsed(
         parsed, additional=additional,
         leader_rate=leader_rate if leader_rate is not None else throttle,
         follower_rate=follower_rate if follower_rate is not None else throttle,
-        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout if timeout is not None else 10.0)
+        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout)
     store = journal_store(journal_dir)
     if paced:
-        from kreassign.throttle.pacing import PaceLimits
+        from kreassign.execute.pacing import PaceLimits
 
         limits = PaceLimits(max_moves_per_broker, max_inflight_bytes, order or "plan")  # type: ignore[arg-type]
         return _execute_paced(request, limits, store, plan_file=plan_file, connection=(
-            bootstrap_server, command_config, timeout), interval_s=interval, dry_run=dry_run, output=output)
+            bootstrap_server, command_config, request_timeout), interval_s=interval, dry_run=dry_run, output=output)
     text = output == "text"
     out, err = sys.stdout, sys.stderr
     clock, sleep = timing()
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         plan = prepare_execute(port, request)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
         if dry_run:
@@ -169,7 +136,7 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
     """Submit the plan wave by wave and watch it to the end (the `watch --pace` loop)."""
     from kreassign.cli.watch_cmd import echo_first_wave, event_printer
     from kreassign.cluster.errors import InputError
-    from kreassign.throttle.watch import WatchRequest, watch
+    from kreassign.execute.watch import WatchRequest, watch
 
     if request.log_dir_rate is not None:
         raise click.UsageError("a paced execute moves replicas between brokers only: drop --log-dir-throttle, "
@@ -226,7 +193,7 @@ def render_would_execute(plan: Any) -> str:
                    "`kreassign watch` shows them), then clear the throttles.")
 @click.option("--interval", type=DURATION, default=None, help="With --watch: time between polls (default 10s).")
 @output_option
-def verify(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+def verify(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
            journal_dir: str | None, plan_file: str, preserve_throttles: bool, exit_status: bool,
            dry_run: bool, follow: bool, interval: float | None, output: str) -> int:
     """Report a reassignment's progress; once nothing moves, clear throttles (restoring earlier values).
@@ -235,17 +202,17 @@ def verify(bootstrap_server: str | None, command_config: str | None, timeout: fl
     --output json). Exit status with --watch: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
-    from kreassign.throttle.operations import VerifyRequest
-    from kreassign.throttle.operations import verify as run_verify
+    from kreassign.execute.operations import VerifyRequest
+    from kreassign.execute.operations import verify as run_verify
 
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
-    request = VerifyRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
+    request = VerifyRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             dry_run=dry_run)
     if follow:
-        return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, timeout),
+        return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         result = run_verify(port, request, store=journal_store(journal_dir))
     if output == "json":
         _emit(result.as_dict())
@@ -264,7 +231,7 @@ def _verify_watching(request: VerifyRequest, store: JournalStore, *,
                      connection: tuple[str | None, str | None, float | None], interval_s: float, output: str) -> int:
     """`verify --watch`: the watch loop over the plan's partitions, then the clear."""
     from kreassign.cli.watch_cmd import event_printer
-    from kreassign.throttle.watch import watch_plan
+    from kreassign.execute.watch import watch_plan
 
     clock, sleep = timing()
     with connect(*connection) as port:
@@ -280,22 +247,23 @@ def _verify_watching(request: VerifyRequest, store: JournalStore, *,
 
 @click.command()
 @cluster_options
+@log_dir_timeout_option
 @plan_option()
 @click.option("--preserve-throttles", is_flag=True, help="Leave throttles alone.")
 @click.option("--dry-run", is_flag=True, help="Say what would be cancelled and cleared; change nothing.")
 @output_option
-def cancel(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
-           journal_dir: str | None, plan_file: str, preserve_throttles: bool, dry_run: bool, output: str) -> int:
+def cancel(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
+           journal_dir: str | None, plan_file: str, preserve_throttles: bool, dry_run: bool, output: str, timeout: float) -> int:
     """Cancel the plan's running reassignments (including pure additions) and clear throttles."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import TerseError
-    from kreassign.throttle.operations import CancelRequest
-    from kreassign.throttle.operations import cancel as run_cancel
+    from kreassign.execute.operations import CancelRequest
+    from kreassign.execute.operations import cancel as run_cancel
 
-    request = CancelRequest(targets=_read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
-                            timeout_s=timeout if timeout is not None else 10.0, dry_run=dry_run)
+    request = CancelRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
+                            timeout_s=timeout, dry_run=dry_run)
     clock, sleep = timing()
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         result = run_cancel(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
@@ -313,7 +281,7 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
     click.echo(kafka_live.NO_ACTIVE_MOVES if not result.moves_back
                else kafka_live.render_log_dir_started(result.log_dir_moves.started), nl=not result.moves_back)
     if result.log_dir_moves.timed_out:
-        from kreassign.throttle.ops_logdirs import timed_out_message
+        from kreassign.execute.logdir_moves import timed_out_message
 
         raise TerseError(timed_out_message(result.log_dir_moves.timed_out))
     if result.clear is not None:
@@ -325,13 +293,13 @@ def cancel(bootstrap_server: str | None, command_config: str | None, timeout: fl
 @click.command(name="list")
 @cluster_options
 @output_option
-def list_command(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+def list_command(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
                  journal_dir: str | None, output: str) -> None:
     """List every reassignment in flight in the cluster, and open execution journals."""
     from kreassign.cli import kafka_live
-    from kreassign.throttle.operations import list_reassignments
+    from kreassign.execute.operations import list_reassignments
 
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
@@ -352,7 +320,7 @@ def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, pl
         return store.load(journal_path)
     cluster_id = port.describe_brokers().cluster_id
     if plan_file:
-        found = store.find(cluster_id, _read_plan(plan_file).entries)
+        found = store.find(cluster_id, read_plan(plan_file).entries)
         if found is None:
             raise JournalError(f"no journal for this plan on cluster {cluster_id} under {store.root}")
         return found
@@ -376,17 +344,17 @@ def journal_options(f: F) -> F:
 @journal_options
 @click.option("--dry-run", is_flag=True, help="Say which steps are missing; change nothing.")
 @output_option
-def resume(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+def resume(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
            journal_dir: str | None, journal_path: str | None, plan_file: str | None, dry_run: bool,
            output: str) -> int:
     """Finish an interrupted execute (or clear) from its journal: re-run the steps not done."""
     from kreassign.cli import kafka_live
-    from kreassign.throttle.operations import resume as run_resume
-    from kreassign.throttle.operations import resume_preview
+    from kreassign.execute.operations import resume as run_resume
+    from kreassign.execute.operations import resume_preview
 
     store = journal_store(journal_dir)
     clock, sleep = timing()
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         if dry_run:
             steps = resume_preview(journal)
@@ -422,24 +390,25 @@ def resume(bootstrap_server: str | None, command_config: str | None, timeout: fl
 
 @click.command()
 @cluster_options
+@log_dir_timeout_option
 @journal_options
 @click.option("--preserve-throttles", is_flag=True, help="Cancel, but leave the throttles as they are.")
 @click.option("--dry-run", is_flag=True, help="Say what would be cancelled and restored; change nothing.")
 @output_option
-def abort(bootstrap_server: str | None, command_config: str | None, timeout: float | None,
+def abort(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
           journal_dir: str | None, journal_path: str | None, plan_file: str | None,
-          preserve_throttles: bool, dry_run: bool, output: str) -> int:
+          preserve_throttles: bool, dry_run: bool, output: str, timeout: float) -> int:
     """Undo a run from its journal: cancel its running moves and restore the earlier throttles."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import format_reassignment
-    from kreassign.throttle.operations import abort as run_abort
+    from kreassign.execute.operations import abort as run_abort
 
     store = journal_store(journal_dir)
     clock, sleep = timing()
-    with connect(bootstrap_server, command_config, timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         result = run_abort(port, journal, preserve_throttles=preserve_throttles, dry_run=dry_run,
-                           timeout_s=timeout if timeout is not None else 10.0, clock=clock, sleep=sleep)
+                           timeout_s=timeout, clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
         return 0 if result.ok else 1

@@ -1,10 +1,12 @@
 """Options shared by several commands, defined once as decorators."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,15 +107,58 @@ BROKER_LIST = BrokerListType()
 PERCENT = PercentType()
 
 
+def bootstrap_option(f: F) -> F:
+    """--bootstrap-server: the one declaration every command shares."""
+    return click.option("--bootstrap-server", "bootstrap_server", envvar="KREASSIGN_BOOTSTRAP_SERVER",
+                        metavar="HOST:PORT[,...]",
+                        help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
+
+
+def command_config_option(f: F) -> F:
+    return click.option("--command-config", type=click.Path(dir_okay=False),
+                        help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
+
+
+def request_timeout_option(f: F) -> F:
+    """--request-timeout: the deadline of each cluster request, the same in every command."""
+    return click.option("--request-timeout", type=DURATION, default=None,
+                        help="Deadline of each cluster request (default: the client's, 30s).")(f)
+
+
 def source_options(f: F) -> F:
-    """--bootstrap-server / --snapshot / --command-config: where cluster state comes from."""
-    f = click.option("--command-config", type=click.Path(dir_okay=False),
-                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
-    f = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
-                     help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(f)
-    f = click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT[,...]",
-                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
-    return f
+    """--bootstrap-server / --snapshot / --command-config / --request-timeout: where cluster state
+    comes from. A --snapshot on the command line wins over KREASSIGN_BOOTSTRAP_SERVER from the
+    environment (the variable is a default, not a second source)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        if kwargs.get("snapshot") and ctx.get_parameter_source("bootstrap_server") is ParameterSource.ENVIRONMENT:
+            kwargs["bootstrap_server"] = None
+        return f(*args, **kwargs)
+
+    g = request_timeout_option(command)
+    g = command_config_option(g)
+    g = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
+                     help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(g)
+    return bootstrap_option(g)  # type: ignore[return-value]
+
+
+def cluster_options(f: F) -> F:
+    """--bootstrap-server, --command-config, --request-timeout, --journal-dir: a live cluster."""
+    f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
+                     help="Where execution journals live (env: KREASSIGN_JOURNAL_DIR; "
+                          "default ~/.kreassign/journal).")(f)
+    f = request_timeout_option(f)
+    f = command_config_option(f)
+    return bootstrap_option(f)
+
+
+def log_dir_timeout_option(f: F) -> F:
+    """--timeout, as in Kafka's tool: how long log-dir moves may take to start."""
+    return click.option("--timeout", "timeout", type=DURATION, default=10.0,
+                        help="How long to wait for log-dir moves to start, as Kafka's --timeout "
+                             "(default 10s).")(f)
 
 
 def output_option(f: F) -> F:

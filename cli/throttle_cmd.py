@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, PERCENT, RATE, output_option, source_options
-from kreassign.cli.watch_cmd import connect, connection_options, deadline_seconds, journal_store, runtime
+from kreassign.cli.options import BROKER_LIST, PERCENT, RATE, cluster_options, output_option, source_options
+from kreassign.cli.runtime import connect, journal_store, runtime
 
 
 @click.group()
@@ -17,7 +17,7 @@ def _topics(value: str | None) -> list[str] | None:
 
 
 @throttle.command()
-@connection_options
+@cluster_options
 @click.option("--brokers", type=BROKER_LIST, default=None, help="Only these brokers (default: every live broker).")
 @click.option("--topics", default=None, help="Only these topics, comma-separated (default: every topic with lists).")
 @output_option
@@ -27,7 +27,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
     topic's throttled-replica lists, with the reassignments in flight."""
     from kreassign.cli.console import emit_json, stdout_console
     from kreassign.cli.watch_render import render_throttle_view
-    from kreassign.throttle.throttle_ops import read_throttle_view
+    from kreassign.execute.live_throttle import read_throttle_view
 
     names = _topics(topics)
     with connect(bootstrap_server, command_config, request_timeout) as port:
@@ -39,7 +39,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
 
 
 @throttle.command(name="set")
-@connection_options
+@cluster_options
 @click.option("--rate", type=RATE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
 @click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --rate).")
 @click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --rate).")
@@ -57,7 +57,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
     journaled with the values it replaces, so `throttle clear` restores them."""
     from kreassign.cli.console import emit_json
     from kreassign.cli.watch_render import set_lines
-    from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+    from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 
     request = ThrottleSetRequest(leader_rate=leader_rate if leader_rate is not None else rate,
                                  follower_rate=follower_rate if follower_rate is not None else rate,
@@ -73,7 +73,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
 
 
 @throttle.command()
-@connection_options
+@cluster_options
 @click.option("--brokers", type=BROKER_LIST, default=None, help="Only these brokers (journals stay open).")
 @click.option("--topics", default=None, help="Only these topics, comma-separated (journals stay open).")
 @click.option("--force", is_flag=True, help="Clear although reassignments are still running.")
@@ -87,7 +87,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
     Safe to run at any time; refuses while moves run unless --force."""
     from kreassign.cli.console import emit_json
     from kreassign.cli.watch_render import clear_lines
-    from kreassign.throttle.throttle_ops import clear_all_throttles
+    from kreassign.execute.live_throttle import clear_all_throttles
 
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = clear_all_throttles(port, store=journal_store(journal_dir), brokers=brokers, topics=_topics(topics),
@@ -112,7 +112,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
               help="Plan for paced execution with this many moves per broker.")
 @output_option
-def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
             max_impact: float, deadline: str | None, network_capacity: int | None,
             max_moves_per_broker: int | None, output: str) -> None:
     """Suggest the highest leader and follower rates that keep replication plus client traffic
@@ -122,17 +122,19 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from datetime import datetime
 
     from kreassign.cli.console import emit_json, stdout_console
-    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.runtime import read_text
+    from kreassign.cluster.units import parse_deadline
     from kreassign.cli.watch_render import render_suggestion
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.cluster.source import load_cluster_state
     from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
 
     parsed = parse_reassignment(read_text(plan_file))
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config)
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
+                               timeout_s=request_timeout)
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
-        max_impact=max_impact, deadline_s=deadline_seconds(deadline, now()) if deadline else None,
+        max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,
         max_moves_per_broker=max_moves_per_broker,
         network_capacity=(float(network_capacity), float(network_capacity)) if network_capacity else None)
     result = suggest_throttle(state, parsed.entries, request)

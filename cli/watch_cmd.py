@@ -1,119 +1,26 @@
 """`kreassign watch`: live progress, ETAs, stall detection, pacing and auto-throttle.
 
-The loop is `kreassign.throttle.watch.watch`; this module parses options, connects, and renders
+The loop is `kreassign.execute.watch.watch`; this module parses options, connects, and renders
 events (rich bars on a terminal, one line per poll otherwise, JSON lines with --output json).
-Tests inject the clock, the sleeper and the connection through `Runtime` as click's `obj`.
+Tests inject the clock, the sleeper and the connection through `cli.runtime.Runtime`.
 """
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, output_option
+from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.runtime import connect, journal_store, runtime, timing
 
 if TYPE_CHECKING:
-    from kreassign.cluster.port import ClusterPort
-    from kreassign.throttle.journal import JournalStore
-    from kreassign.throttle.watch import WatchResult
+    from kreassign.execute.watch import WatchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
-Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
-
-
-@dataclass
-class Runtime:
-    """What tests inject (as click's `obj`): the connection, the clock, the sleeper, the time of day."""
-
-    connect: Connect | None = None
-    clock: Callable[[], float] | None = None
-    sleep: Callable[[float], None] | None = None
-    now: Callable[[], datetime] | None = None
-
-
-def runtime() -> Runtime:
-    ctx = click.get_current_context(silent=True)
-    obj = ctx.find_object(Runtime) if ctx is not None else None
-    return obj if obj is not None else Runtime()
-
-
-def timing() -> tuple[Callable[[], float], Callable[[float], None]]:
-    """The clock and the sleeper of a loop: the injected ones, else the real ones."""
-    import time
-
-    rt = runtime()
-    return rt.clock or time.monotonic, rt.sleep or time.sleep
-
-
-def connect(bootstrap: str | None, command_config: str | None, timeout_s: float | None
-            ) -> AbstractContextManager[ClusterPort]:
-    rt = runtime()
-    if rt.connect is not None:
-        return rt.connect(bootstrap, command_config, timeout_s)
-    from kreassign.cli.ops_cmd import open_port
-
-    return open_port(bootstrap, command_config, timeout_s)
-
-
-def journal_store(journal_dir: str | None) -> JournalStore:
-    from kreassign.throttle.journal import JournalStore
-
-    return JournalStore(journal_dir)
-
-
-_CLOCK = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
-
-
-def deadline_seconds(text: str, now: datetime) -> float:
-    """Seconds from `now` to a deadline given as a duration (`2h`), a time of day (`06:00`, the
-    next one) or an ISO date-time.
-
-    Raises:
-        InputError: the text is none of these, or names a moment in the past.
-    """
-    from kreassign.cluster.errors import InputError
-    from kreassign.cluster.units import parse_duration
-
-    match = _CLOCK.match(text.strip())
-    if match:
-        at = now.replace(hour=int(match.group(1)), minute=int(match.group(2)), second=0, microsecond=0)
-        if at <= now:
-            at += timedelta(days=1)
-        return (at - now).total_seconds()
-    try:
-        return parse_duration(text)
-    except InputError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InputError(f"'{text}' is not a deadline: use a duration (2h), a time of day (06:00) "
-                         "or a date-time (2025-06-01T06:00)") from None
-    if moment.tzinfo is None and now.tzinfo is not None:
-        moment = moment.replace(tzinfo=now.tzinfo)
-    seconds = (moment - now).total_seconds()
-    if seconds <= 0:
-        raise InputError(f"the deadline {text} has already passed")
-    return seconds
-
-
-def connection_options(f: F) -> F:
-    f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
-                     help="Where execution journals live (env: KREASSIGN_JOURNAL_DIR).")(f)
-    f = click.option("--request-timeout", type=DURATION, default=None,
-                     help="Deadline of each cluster request (default: the client's).")(f)
-    f = click.option("--command-config", type=click.Path(dir_okay=False),
-                     help="Kafka client properties file (security.protocol, sasl.*, ssl.* with PEM files).")(f)
-    f = click.option("--bootstrap-server", envvar="KREASSIGN_BOOTSTRAP_SERVER", metavar="HOST:PORT[,...]",
-                     help="Kafka brokers to connect to (env: KREASSIGN_BOOTSTRAP_SERVER).")(f)
-    return f
 
 
 def rate_options(f: F) -> F:
@@ -125,7 +32,7 @@ def rate_options(f: F) -> F:
 
 
 @click.command()
-@connection_options
+@cluster_options
 @click.option("--reassignment-json-file", "-f", "plan_file", type=click.Path(dir_okay=False),
               help="Watch only this plan's partitions (default: every reassignment in flight).")
 @click.option("--pace", "pace_file", type=click.Path(dir_okay=False),
@@ -139,7 +46,8 @@ def rate_options(f: F) -> F:
 @rate_options
 @click.option("--additional", is_flag=True, help="With --pace: start although other reassignments run.")
 @click.option("--interval", type=DURATION, default=10.0, show_default=True, help="Time between polls.")
-@click.option("--timeout", type=DURATION, default=None, help="Give up after this long (exit status 3).")
+@click.option("--stop-after", "stop_after", type=DURATION, default=None,
+              help="Stop watching after this long (exit status 3); the moves go on.")
 @click.option("--stall-after", type=DURATION, default=None,
               help="A move whose lag has not shrunk for this long is stalled (default: 3 intervals, >= 30s).")
 @click.option("--fail-on-stall", is_flag=True, help="Stop with exit status 4 when a move cannot finish.")
@@ -159,14 +67,14 @@ def rate_options(f: F) -> F:
 @click.option("--consumer-fanout", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="Bytes consumers read per byte written (client traffic for --target-headroom).")
 @click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --timeout "
+              help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --stop-after "
                    "(default: what the cluster reports: a kreassign sandbox its --speed, Kafka 1).")
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
           journal_dir: str | None, plan_file: str | None, pace_file: str | None, max_moves_per_broker: int | None,
           max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
-          follower_rate: int | None, additional: bool, interval: float, timeout: float | None,
+          follower_rate: int | None, additional: bool, interval: float, stop_after: float | None,
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
@@ -179,13 +87,14 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     accelerated sandbox every time is sandbox time (the header says so).
 
     Exit status: 0 done, 1 error, 3 timed out, 4 a move cannot finish (--fail-on-stall)."""
-    from kreassign.cli.kafka_actions import read_text
+    from kreassign.cli.runtime import read_text
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.auto_throttle import AutoThrottlePolicy
-    from kreassign.throttle.pacing import PaceLimits
-    from kreassign.throttle.watch import WatchRequest
-    from kreassign.throttle.watch import watch as run_watch
+    from kreassign.execute.auto_throttle import AutoThrottlePolicy
+    from kreassign.execute.pacing import PaceLimits
+    from kreassign.execute.watch import WatchRequest
+    from kreassign.execute.watch import watch as run_watch
+    from kreassign.cluster.units import parse_deadline
 
     if plan_file and pace_file:
         raise click.UsageError("give the plan once: --pace FILE both submits and watches it")
@@ -206,13 +115,13 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     if auto_throttle:
         if target_headroom is None and deadline is None:
             raise InputError("--auto-throttle needs --target-headroom 30% or --deadline 06:00 (or both)")
-        deadline_s = deadline_seconds(deadline, (rt.now or datetime.now().astimezone)()) if deadline else None
+        deadline_s = parse_deadline(deadline, (rt.now or datetime.now().astimezone)()) if deadline else None
         policy = AutoThrottlePolicy(target_headroom=target_headroom, deadline_s=deadline_s, min_rate=min_rate,
                                     max_rate=max_rate, change_threshold=change_threshold,
                                     min_interval_s=adjust_every, consumer_fanout=consumer_fanout)
     capacity = (float(network_capacity), float(network_capacity)) if network_capacity else None
     request = WatchRequest(
-        targets=targets, interval_s=interval, timeout_s=timeout, keep_throttles=keep_throttles,
+        targets=targets, interval_s=interval, timeout_s=stop_after, keep_throttles=keep_throttles,
         fail_on_stall=fail_on_stall, stall_after_s=stall_after,
         pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
         leader_rate=leader_rate if leader_rate is not None else rate,
@@ -249,7 +158,7 @@ def time_header(scale: float) -> str | None:
 def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
     """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
     from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
-    from kreassign.throttle.watch import ProgressEvent
+    from kreassign.execute.watch import ProgressEvent
 
     if output == "json":
         return (lambda event: write_json_event(sys.stdout, event)), (lambda: None)

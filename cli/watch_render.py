@@ -13,8 +13,8 @@ from rich.text import Text
 
 from kreassign.cluster.units import format_bytes, format_duration, format_rate
 from kreassign.throttle.suggest import Suggestion
-from kreassign.throttle.throttle_ops import ThrottleClearResult, ThrottleSetResult, ThrottleView
-from kreassign.throttle.watch import (
+from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
+from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timedelta
 
 from kreassign.cluster.errors import InputError
 
@@ -101,3 +102,36 @@ def format_duration(seconds: float) -> str:
         return f"{hours}h{minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d{hours:02d}h"
+
+
+_TIME_OF_DAY = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+
+
+def parse_deadline(text: str, now: datetime) -> float:
+    """Seconds from `now` to a deadline given as a duration (`2h`), a time of day (`06:00`, the
+    next one) or an ISO date-time.
+
+    Raises:
+        InputError: the text is none of these, or names a moment in the past.
+    """
+    match = _TIME_OF_DAY.match(text.strip())
+    if match:
+        at = now.replace(hour=int(match.group(1)), minute=int(match.group(2)), second=0, microsecond=0)
+        if at <= now:
+            at += timedelta(days=1)
+        return (at - now).total_seconds()
+    try:
+        return parse_duration(text)
+    except InputError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"'{text}' is not a deadline: use a duration (2h), a time of day (06:00) "
+                         "or a date-time (2025-06-01T06:00)") from None
+    if moment.tzinfo is None and now.tzinfo is not None:
+        moment = moment.replace(tzinfo=now.tzinfo)
+    seconds = (moment - now).total_seconds()
+    if seconds <= 0:
+        raise InputError(f"the deadline {text} has already passed")
+    return seconds

@@ -12,7 +12,7 @@ import numpy as np
 
 from kreassign.cluster.model import ClusterState
 from kreassign.cluster.snapshot import write_snapshot
-from kreassign.planner.balance_synthetic import synthetic_cluster
+from kreassign.simulate.synthetic_state import synthetic_cluster
 
 NAMES = ("orders", "payments", "clickstream", "inventory", "audit-log", "sessions")
 NIC_BPS = 125_000_000.0

@@ -8,31 +8,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers_admin import ADMIN_HANDLERS, NOT_CONTROLLER_MESSAGE
 from kreassign.sandbox.state import NO_LEADER
 from kreassign.sandbox.wire import APIS
 
 ZERO_UUID = uuid.UUID(int=0)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a handler knows besides the request: the engine, who it is, and where everyone listens."""
-
-    engine: Engine
-    broker_id: int
-    ports: dict[int, int]
-    ranges: dict[int, tuple[int, int]]
-    host: str = "127.0.0.1"
-
-    @property
-    def is_controller(self) -> bool:
-        return self.engine.controller_id == self.broker_id
 
 
 def dispatch(ctx: Context, api_key: int, version: int, request: Any) -> Any:

@@ -11,7 +11,7 @@ from kreassign.sandbox.configs import ConfigEntry, Result
 from kreassign.sandbox.wire import APIS
 
 if TYPE_CHECKING:
-    from kreassign.sandbox.handlers import Context
+    from kreassign.sandbox.context import Context
 
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 

@@ -19,7 +19,8 @@ from typing import Any
 from kreassign.sandbox.clock import Clock
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
-from kreassign.sandbox.handlers import Context, dispatch, overwrite_errors
+from kreassign.sandbox.context import Context
+from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.wire import API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
 
 log = logging.getLogger(__name__)

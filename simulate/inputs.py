@@ -85,7 +85,7 @@ def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
 def run_planner(state: ClusterState, plan: PlannerRun) -> tuple[PartitionTarget, ...]:
     """Targets of the balanced planner (`kreassign rebalance`) on `state`."""
     from kreassign.planner.balance import rebalance
-    from kreassign.planner.balance_types import BalanceOptions
+    from kreassign.planner.balance.values import BalanceOptions
 
     return rebalance(state, BalanceOptions(seed=plan.seed)).targets
 

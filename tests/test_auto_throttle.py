@@ -5,7 +5,7 @@ import pytest
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, PartitionInfo, TopicPartition
-from kreassign.throttle.auto_throttle import (
+from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
     WriteRateMeter,
     client_traffic_of,
@@ -13,9 +13,9 @@ from kreassign.throttle.auto_throttle import (
     decide,
     headroom_rates,
 )
-from kreassign.throttle.live_model import build_live_model
-from kreassign.throttle.progress import MoveKey, MoveSample, ProgressTracker, Sample
-from kreassign.throttle.throttle_ops import BrokerThrottle, ThrottleView, TopicThrottle
+from kreassign.execute.live_eta import build_live_model
+from kreassign.execute.progress import MoveKey, MoveSample, ProgressTracker, Sample
+from kreassign.execute.live_throttle import BrokerThrottle, ThrottleView, TopicThrottle
 
 MB = 1_000_000
 

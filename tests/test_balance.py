@@ -14,9 +14,9 @@ from kreassign.planner.balance import (
     replace_broker,
     set_replication_factor,
 )
-from kreassign.planner.balance_synthetic import synthetic_cluster
-from kreassign.planner.balance_targets import integer_shares, integer_shares_by_group, waterfill
-from kreassign.planner.balance_types import BalanceOptions, BalancePlan, parse_goals
+from kreassign.simulate.synthetic_state import synthetic_cluster
+from kreassign.planner.balance.targets import integer_shares, integer_shares_by_group, waterfill
+from kreassign.planner.balance.values import BalanceOptions, BalancePlan, parse_goals
 
 
 def applied(state: ClusterState, plan: BalancePlan) -> ClusterState:

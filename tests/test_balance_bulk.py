@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
-from kreassign.planner import balance, balance_bulk
+from kreassign.planner.balance import bulk as balance_bulk
+from kreassign.planner.balance import plans as balance
 from kreassign.planner.balance import add_brokers, rebalance
-from kreassign.planner.balance_engine import Layout, Targets
-from kreassign.planner.balance_synthetic import synthetic_cluster
-from kreassign.planner.balance_types import BalanceOptions, BalancePlan
+from kreassign.planner.balance.engine import Layout, Targets
+from kreassign.simulate.synthetic_state import synthetic_cluster
+from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 
 
 @pytest.fixture()

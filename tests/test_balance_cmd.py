@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from kreassign.cli.boundary import run_guarded
 from kreassign.cli.main import cli
 from kreassign.cluster.snapshot import write_snapshot
-from kreassign.planner.balance_synthetic import synthetic_cluster
+from kreassign.simulate.synthetic_state import synthetic_cluster
 
 
 @pytest.fixture()

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kreassign.planner.balance import balance_leaders, rebalance
-from kreassign.planner.balance_synthetic import synthetic_cluster
-from kreassign.planner.balance_types import BalanceOptions
-from kreassign.planner.leader_balance import LeaderBalancer
+from kreassign.simulate.synthetic_state import synthetic_cluster
+from kreassign.planner.balance.values import BalanceOptions
+from kreassign.planner.balance.leaders import LeaderBalancer
 
 
 def balancer(matrix: list[list[int]], bps: list[float], brokers: int) -> LeaderBalancer:

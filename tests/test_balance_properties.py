@@ -14,7 +14,7 @@ from kreassign.planner.balance import (
     rebalance,
     set_replication_factor,
 )
-from kreassign.planner.balance_types import BalanceOptions, BalancePlan
+from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

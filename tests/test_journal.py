@@ -9,8 +9,8 @@ import pytest
 
 from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
-from kreassign.throttle import journal as journal_mod
-from kreassign.throttle.journal import JournalStore, journal_root, plan_hash, write_atomically
+from kreassign.execute import journal as journal_mod
+from kreassign.execute.journal import JournalStore, journal_root, plan_hash, write_atomically
 
 A = PartitionTarget("foo", 0, (1, 2))
 B = PartitionTarget("bar", 3, (2, 3), ("any", "/data/b"))

@@ -5,7 +5,8 @@ import io
 
 import pytest
 
-from kreassign.cli.kafka_compat import HELP_TEXT, run_kafka_style
+from kreassign.cli.kafka_args import HELP_TEXT
+from kreassign.cli.kafka_compat import run_kafka_style
 from kreassign.cli.main import is_kafka_style
 
 
@@ -114,3 +115,30 @@ def test_routing_between_front_doors() -> None:
     assert not is_kafka_style(["--help"])
     assert not is_kafka_style(["--version"])
     assert not is_kafka_style([])
+
+
+def test_blank_word_is_routed_to_the_front_door_and_gets_kafkas_message(capsys: pytest.CaptureFixture[str]) -> None:
+    from kreassign.cli.main import main
+
+    assert is_kafka_style([" "]) and is_kafka_style([""]) and not is_kafka_style(["plan"])
+    with pytest.raises(SystemExit) as exit_info:
+        main([" "])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 1 and captured.out == ""
+    assert first_line(captured.err) == ("Command must include exactly one action: --generate, --execute, "
+                                        "--verify, --cancel, --list")
+
+
+def test_non_option_words_are_ignored_as_jopt_simple_does_with_a_warning() -> None:
+    code, out, err = run("extra", "--generate", "--", "--execute")
+    # `--execute` after `--` is a word, not a second action; the missing options are then reported
+    assert code == 1 and out == ""
+    assert first_line(err) == 'Please specify either --bootstrap-server or --bootstrap-controller'
+
+
+def test_a_stray_word_in_a_valid_command_is_ignored_with_a_warning(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    missing = tmp_path / "nope.json"
+    code, out, err = run("--generate", f"--topics-to-move-json-file={missing}", "typo.json", "--broker-list=1,2",
+                         "--snapshot", str(tmp_path / "s.json"))
+    assert (code, out) == (1, f"Error: {missing} (No such file or directory)\n")
+    assert err == "Warning: ignoring 'typo.json': it is not an option (Kafka's tool ignores it too)\n"

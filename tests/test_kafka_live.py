@@ -329,8 +329,8 @@ def test_verify_log_dir_states(run: KafkaRunner, fake: FakeCluster, tmp_path: Pa
 ])
 def test_every_log_dir_line(state: str, line: str) -> None:
     from kreassign.cli.kafka_live import render_verify
-    from kreassign.throttle.ops_logdirs import LogDirStatus
-    from kreassign.throttle.ops_verify import VerifyResult
+    from kreassign.execute.logdir_moves import LogDirStatus
+    from kreassign.execute.verify import VerifyResult
 
     status = LogDirStatus(_tpr("foo", 0, 2), state, "/b", "/a", "/c")  # type: ignore[arg-type]
     assert render_verify(VerifyResult((), (status,))) == f"Status of partition reassignment:\n{line}\n"

@@ -146,6 +146,6 @@ def test_e2e_unknown_broker_and_unreachable_bootstrap(cli: Callable[..., Any], a
     assert (done.returncode, done.stdout) == (1, "Error: Unknown broker id 9\n")
     assert all(not v for v in rates(admin).values())
     nowhere = subprocess.run([sys.executable, "-m", "kreassign.cli.main", "list", "--bootstrap-server",
-                              "127.0.0.1:1", "--timeout", "2s"], capture_output=True, text=True, timeout=60,
+                              "127.0.0.1:1", "--request-timeout", "2s"], capture_output=True, text=True, timeout=60,
                              check=False)
     assert nowhere.returncode == 5 and "Could not reach any broker at 127.0.0.1:1" in nowhere.stderr

@@ -10,8 +10,8 @@ from fake_cluster import FakeCluster
 
 from kreassign.cluster.errors import ClusterError, JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
-from kreassign.throttle.journal import Journal, JournalStore, journaled
-from kreassign.throttle.operations import (
+from kreassign.execute.journal import Journal, JournalStore, journaled
+from kreassign.execute.operations import (
     CancelRequest,
     ExecuteRequest,
     VerifyRequest,
@@ -22,7 +22,7 @@ from kreassign.throttle.operations import (
     resume,
     verify,
 )
-from kreassign.throttle.ops_execute import journal_for_plan
+from kreassign.execute.executor import journal_for_plan
 
 FOO0, FOO1, BAR0 = TopicPartition("foo", 0), TopicPartition("foo", 1), TopicPartition("bar", 0)
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"

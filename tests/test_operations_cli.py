@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from fake_cluster import FakeCluster, plan_file
 
-from kreassign.cli import ops_cmd
+from kreassign.cli import runtime
 from kreassign.cli.main import main
-from kreassign.cli.watch_cmd import Runtime
+from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
-from kreassign.throttle.journal import JournalStore
+from kreassign.execute.journal import JournalStore
 from test_throttle_cmd import Ran, invoke
 
 FOO0, BAR0 = TopicPartition("foo", 0), TopicPartition("bar", 0)
@@ -29,7 +29,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
         seen.append(bootstrap)
         yield cluster
 
-    monkeypatch.setattr(ops_cmd, "open_port", fake_port)
+    monkeypatch.setattr(runtime, "open_port", fake_port)
     monkeypatch.setenv("KREASSIGN_BOOTSTRAP_SERVER", "127.0.0.1:9092")
     monkeypatch.setenv("KREASSIGN_JOURNAL_DIR", str(tmp_path / "journal"))
     cluster.bootstraps = seen  # type: ignore[attr-defined]

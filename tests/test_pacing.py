@@ -9,8 +9,8 @@ from fake_cluster import FakeCluster
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.pacing import (
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.pacing import (
     PaceLimits,
     Pacer,
     PendingPartition,

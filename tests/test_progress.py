@@ -7,7 +7,7 @@ import pytest
 
 from kreassign.cluster.model import PartitionInfo, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import LogDirReport, ReplicaLogDir
-from kreassign.throttle.progress import MoveKey, MoveSample, ProgressTracker, Sample, sample_moves
+from kreassign.execute.progress import MoveKey, MoveSample, ProgressTracker, Sample, sample_moves
 
 KEY = MoveKey("t", 0, 3)
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from kreassign.cli.watch_cmd import Runtime, time_header
+from kreassign.cli.runtime import Runtime
+from kreassign.cli.watch_cmd import time_header
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
 from kreassign.cluster.errors import ClusterError
@@ -21,8 +22,8 @@ from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.configs import TIME_SCALE_KEY
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.throttle.watch import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
-from kreassign.throttle.watch import read_time_scale
+from kreassign.execute.watch import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
+from kreassign.execute.watch import read_time_scale
 from fake_cluster import FakeCluster
 from test_throttle_cmd import Ran, invoke
 
@@ -99,10 +100,10 @@ def test_watch_measures_rates_and_etas_in_sandbox_seconds(fast: SandboxCluster, 
     journals = tmp_path / "j"
     assert cli(fast, wall, journals, "throttle", "set", "--rate", str(THROTTLE)).exit_code == 0
     # the quota window starts empty, so let the first burst age out of the fitted window
-    warm = cli(fast, wall, journals, "watch", "--interval", "10s", "--timeout", "60s", "--output", "json")
+    warm = cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "60s", "--output", "json")
     assert warm.exit_code == 3, warm.output[-2000:]
     wall_before = wall.now
-    ran = cli(fast, wall, journals, "watch", "--interval", "10s", "--timeout", "120s", "--output", "json")
+    ran = cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "120s", "--output", "json")
     assert ran.exit_code == 3, ran.output[-2000:]
     assert wall.now - wall_before == pytest.approx(120 / SPEED)  # sleeps are wall seconds
     last = progress(ran)[-1]
@@ -118,15 +119,15 @@ def test_time_scale_option_overrides_what_the_cluster_reports(fast: SandboxClust
                                                               tmp_path: Path) -> None:
     journals = tmp_path / "j"
     assert cli(fast, wall, journals, "throttle", "set", "--rate", str(THROTTLE)).exit_code == 0
-    cli(fast, wall, journals, "watch", "--interval", "10s", "--timeout", "60s", "--output", "json")
+    cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "60s", "--output", "json")
     # measured against the wall clock (scale 1), the sandbox seems 60 times faster than its throttle,
     # and the model, which knows the throttle, says the move never finishes
-    naive = cli(fast, wall, journals, "watch", "--time-scale", "1", "--interval", "1s", "--timeout", "2s",
+    naive = cli(fast, wall, journals, "watch", "--time-scale", "1", "--interval", "1s", "--stop-after", "2s",
                 "--output", "json")
     last = progress(naive)[-1]
     assert last["time_scale"] == 1.0 and last["throughput_bps"] == pytest.approx(SPEED * THROTTLE, rel=0.15)
     assert last["eta_model_s"] is None
-    plain = cli(fast, wall, journals, "watch", "--interval", "10s", "--timeout", "30s")
+    plain = cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "30s")
     lines = plain.stdout.splitlines()
     assert lines[0] == "kreassign watch (sandbox time, x60)" and lines.count(lines[0]) == 1
     assert lines[-1].startswith("Timed out after 30s ")

@@ -86,7 +86,7 @@ def test_limits_are_never_exceeded(limit: int, moves: list[tuple[int, int, int]]
 
 def test_the_live_pacer_orders_partitions_like_the_model() -> None:
     from kreassign.cluster.model import PartitionTarget
-    from kreassign.throttle.pacing import PendingPartition, order_pending
+    from kreassign.execute.pacing import PendingPartition, order_pending
     from kreassign.throttle.schedule import start_order
 
     sizes = np.array([30, 10, 20, 10, 50])

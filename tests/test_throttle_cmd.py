@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from fake_cluster import FakeCluster
 from kreassign.cli.boundary import run_guarded
 from kreassign.cli.main import cli
-from kreassign.cli.watch_cmd import Runtime
+from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.throttle_ops import (
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.live_throttle import (
     StillMoving,
     ThrottleSetRequest,
     apply_throttle_change,

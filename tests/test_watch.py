@@ -13,7 +13,7 @@ from rich.console import Console
 
 from fake_cluster import FakeCluster
 from kreassign.cli.watch_render import event_lines, render_progress, summary_line
-from kreassign.cli.watch_cmd import Runtime
+from kreassign.cli.runtime import Runtime
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import LogDirReport, ReplicaLogDir
@@ -24,10 +24,10 @@ from kreassign.throttle.configs import (
     LEADER_REPLICAS,
     parse_throttled_replicas,
 )
-from kreassign.throttle.auto_throttle import AutoThrottlePolicy
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.throttle_ops import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
-from kreassign.throttle.watch import (
+from kreassign.execute.auto_throttle import AutoThrottlePolicy
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kreassign.cli.watch_cmd import Runtime
+from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
 from kreassign.cluster.model import TopicPartition
@@ -84,7 +84,7 @@ def test_paced_watch_to_completion_restores_throttles(small: SandboxCluster, adm
     plan = tmp_path / "plan.json"
     targets = plan_moving_second_replica(admin, "t", plan)
     ran = cli(small, tmp_path / "j", "watch", "--pace", str(plan), "--max-moves-per-broker", "1",
-              "--throttle", "2MB/s", "--interval", "5s", "--timeout", "10m", "--output", "json")
+              "--throttle", "2MB/s", "--interval", "5s", "--stop-after", "10m", "--output", "json")
     paced_to_the_end(ran, targets)
     assert {tp: tuple(p.replicas) for tp, p in ((p.tp, p) for p in admin.describe_topics(["t"]))} == targets
     assert rates(admin) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}}
@@ -109,7 +109,7 @@ def test_stalled_move_is_named_and_the_named_rates_work(sandbox_factory: Callabl
     for fix in stall["fixes"]:
         assert cli(sb, journals, "throttle", "set", fix["option"], str(fix["rate"]),
                    "--brokers", str(fix["broker"])).exit_code == 0
-    done = cli(sb, journals, "watch", "--interval", "5s", "--timeout", "30m", "--output", "json")
+    done = cli(sb, journals, "watch", "--interval", "5s", "--stop-after", "30m", "--output", "json")
     assert done.exit_code == 0, done.output[-2000:]
     assert events(done)[-1]["event"] == "complete"
 
@@ -125,7 +125,7 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         assert cli(sb, journals, "throttle", "set", "--rate", "2MB/s").exit_code == 0
 
         def throughput(window: str) -> float:
-            ran = cli(sb, journals, "watch", "--interval", "5s", "--timeout", window, "--output", "json")
+            ran = cli(sb, journals, "watch", "--interval", "5s", "--stop-after", window, "--output", "json")
             assert ran.exit_code == 3, ran.output[-2000:]
             return [e for e in events(ran) if e["event"] == "progress"][-1]["throughput_bps"]
 
@@ -139,7 +139,7 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         # The sandbox, like a broker, overshoots a little: a fetch is granted whole once the
         # measured rate is under the bound.
         assert 1.5 * MB < slow < 3.5 * MB and 12 * MB < fast < 25 * MB
-        finished = cli(sb, journals, "watch", "--interval", "5s", "--timeout", "10m", "--output", "json")
+        finished = cli(sb, journals, "watch", "--interval", "5s", "--stop-after", "10m", "--output", "json")
         assert finished.exit_code == 0, finished.output[-2000:]
         assert rates(admin) == {1: {}, 2: {}, 3: {}}
 

@@ -1,1 +1,5 @@
-"""Throttle configs, the replication model, schedules and the pacing loop."""
+"""Throttle configs, the replication model behind every ETA, estimate, schedules and suggest."""
+
+if not __name__.startswith("kreassign."):  # the folder was put on sys.path: a second, divergent copy
+    raise ImportError(f"import kreassign.{__name__}, not {__name__}: the top-level folders are "
+                      "sub-packages of kreassign (pip install -e . or make test sets this up)")

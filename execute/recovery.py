@@ -18,12 +18,12 @@ from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE, only_keys
-from kreassign.throttle.journal import UNKNOWN_CLUSTER, Journal
-from kreassign.throttle.ops_cancel import cancel_partitions
-from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_execute import journaled_step, probe_submitted
-from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
-from kreassign.throttle.ops_throttles import apply_configs
+from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
+from kreassign.execute.cancel import cancel_partitions
+from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.executor import journaled_step, probe_submitted
+from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
+from kreassign.execute.throttle_io import apply_configs
 
 CLOSED_HINT = {
     "finished": "the run finished and its throttles were cleared",

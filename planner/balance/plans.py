@@ -1,7 +1,7 @@
 """Balanced, minimal-movement plans: rebalance, add brokers, decommission, replace, set RF, leaders.
 
 How a plan is made:
-1. Fair shares per broker (`balance_targets`): replica counts and bytes water-filled over the
+1. Fair shares per broker (`targets`): replica counts and bytes water-filled over the
    brokers that may hold data, per rack within the bounds rack awareness imposes, bytes relative
    to disk capacity when every broker reports one; counts rounded to floor/ceil, with the ceilings
    going to brokers that already hold more (so a balanced cluster keeps its counts).
@@ -9,10 +9,10 @@ How a plan is made:
    on removed or unknown brokers, extra replicas in an over-crowded rack, new replicas for set-rf.
 3. The data goals in the configured order: replica counts (moves from over-target to
    under-target brokers, choosing replicas whose sizes best fit both brokers' byte gaps; most of
-   them in vectorised rounds (`balance_bulk`) on big plans, the rest one by one),
+   them in vectorised rounds (`bulk`) on big plans, the rest one by one),
    then bytes (moves where the count band has room, else big-for-small swaps). A phase accepts no
    move that worsens a goal ranked above it; "topic" caps each topic's replicas per broker.
-4. Preferred leaders (`leader_balance`): reorder replica lists only.
+4. Preferred leaders (`leaders`): reorder replica lists only.
 Everything is deterministic; `seed` only breaks ties between otherwise equal brokers.
 """
 from __future__ import annotations
@@ -24,12 +24,12 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
-from kreassign.planner.balance_bulk import bulk_balance_counts, bulk_eligible
-from kreassign.planner.balance_engine import Layout, Targets
-from kreassign.planner.balance_metrics import MetricContext, lower_bounds, metrics
-from kreassign.planner.balance_targets import integer_shares_by_group, rack_bounds, waterfill
-from kreassign.planner.balance_types import BalanceOptions, BalancePlan
-from kreassign.planner.leader_balance import LeaderBalancer
+from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
+from kreassign.planner.balance.engine import Layout, Targets
+from kreassign.planner.balance.metrics import MetricContext, lower_bounds, metrics
+from kreassign.planner.balance.targets import integer_shares_by_group, rack_bounds, waterfill
+from kreassign.planner.balance.values import BalanceOptions, BalancePlan
+from kreassign.planner.balance.leaders import LeaderBalancer
 
 
 def rebalance(state: ClusterState, options: BalanceOptions | None = None) -> BalancePlan:

@@ -1,15 +1,15 @@
 """Live reassignment operations over a `ClusterPort`: the public library API in one place.
 
 Every function takes a port and a typed request and returns a typed result; nothing here prints.
-The implementations live in `ops_execute`, `ops_verify`, `ops_cancel`, `ops_recovery`,
-`ops_clear`, `ops_logdirs` and `ops_throttles`; the journal in `journal`.
+The implementations live in `executor`, `verify`, `cancel`, `recovery`, `clear`,
+`logdir_moves` and `throttle_io`; the journal in `journal`.
 """
 from __future__ import annotations
 
-from kreassign.throttle.journal import Journal, JournalStore, journal_root, plan_hash
-from kreassign.throttle.ops_cancel import CancelRequest, CancelResult, cancel, cancellable
-from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_execute import (
+from kreassign.execute.journal import Journal, JournalStore, journal_root, plan_hash
+from kreassign.execute.cancel import CancelRequest, CancelResult, cancel, cancellable
+from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.executor import (
     CANNOT_EXECUTE_MESSAGE,
     ExecuteEvent,
     ExecuteFailed,
@@ -20,10 +20,10 @@ from kreassign.throttle.ops_execute import (
     apply_execute,
     prepare_execute,
 )
-from kreassign.throttle.ops_logdirs import LogDirStatus, MoveStart
-from kreassign.throttle.ops_recovery import AbortResult, ResumeResult, abort, resume, resume_preview
-from kreassign.throttle.ops_throttles import ThrottleSnapshot, read_throttles
-from kreassign.throttle.ops_verify import (
+from kreassign.execute.logdir_moves import LogDirStatus, MoveStart
+from kreassign.execute.recovery import AbortResult, ResumeResult, abort, resume, resume_preview
+from kreassign.execute.throttle_io import ThrottleSnapshot, read_throttles
+from kreassign.execute.verify import (
     ListResult,
     PartitionStatus,
     VerifyRequest,

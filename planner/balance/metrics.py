@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.planner.balance_arrays import by_broker_then_size
-from kreassign.planner.balance_types import BalanceMetrics, BrokerLoad, LowerBounds, Spread
+from kreassign.planner.balance.arrays import by_broker_then_size
+from kreassign.planner.balance.values import BalanceMetrics, BrokerLoad, LowerBounds, Spread
 
 
 @dataclass(frozen=True)

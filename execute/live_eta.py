@@ -20,8 +20,8 @@ import numpy as np
 
 from kreassign.cluster.model import PartitionInfo, TopicPartition
 from kreassign.cluster.units import format_duration, format_rate
-from kreassign.throttle.pacing import PaceLimits, PendingPartition
-from kreassign.throttle.progress import MoveKey, ProgressView
+from kreassign.execute.pacing import PaceLimits, PendingPartition
+from kreassign.execute.progress import MoveKey, ProgressView
 from kreassign.throttle.replication_model import (
     INF,
     Admission,
@@ -32,7 +32,7 @@ from kreassign.throttle.replication_model import (
     ModelResult,
     simulate,
 )
-from kreassign.throttle.throttle_ops import ThrottleView
+from kreassign.execute.live_throttle import ThrottleView
 
 SUGGESTION_MARGIN = 1.25
 """a suggested rate is the needed one plus 25%, so the move finishes in reasonable time"""

@@ -6,7 +6,7 @@
   (or chosen ones) and the topic lists recomputed from the in-flight reassignments by Kafka's
   rules (`throttle.configs`). `apply_throttle_change` applies it and records it in the open
   execution journal (or a new one), values found before included, so a clear restores them.
-* `clear_all_throttles` restores what each open journal recorded (through `ops_clear`, the one
+* `clear_all_throttles` restores what each open journal recorded (through `clear`, the one
   clear implementation) and deletes the rest, as Kafka's tool does.
 """
 from __future__ import annotations
@@ -34,10 +34,10 @@ from kreassign.throttle.configs import (
     reassigning_brokers,
     throttle_plan,
 )
-from kreassign.throttle.journal import Journal, JournalStore
-from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_execute import journaled_step
-from kreassign.throttle.ops_throttles import (
+from kreassign.execute.journal import Journal, JournalStore
+from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.executor import journaled_step
+from kreassign.execute.throttle_io import (
     ThrottleSnapshot,
     apply_configs,
     inherit_previous,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.planner.balance_arrays import by_broker_then_size
+from kreassign.planner.balance.arrays import by_broker_then_size
 
 SCAN = 24  # candidates looked at around the wanted size before trying another sink
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper

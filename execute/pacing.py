@@ -24,15 +24,15 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import compute_move_map, rate_configs, throttle_plan
-from kreassign.throttle.journal import Journal, JournalStore, journaled
-from kreassign.throttle.ops_execute import (
+from kreassign.execute.journal import Journal, JournalStore, journaled
+from kreassign.execute.executor import (
     ExecutePlan,
     ExecuteRequest,
     journal_for_plan,
     journaled_step,
     prepare_execute,
 )
-from kreassign.throttle.ops_throttles import apply_configs, inherit_previous, read_throttles
+from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
 from kreassign.throttle.schedule import start_order
 
 Order = Literal["small-first", "large-first", "plan", "broker-balanced"]

@@ -16,9 +16,9 @@ from kreassign.cluster.errors import UnknownTopicError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort
 from kreassign.throttle.configs import clear_targets
-from kreassign.throttle.journal import Journal, JournalStore
-from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_logdirs import LogDirStatus, explicit_log_dirs, log_dir_states
+from kreassign.execute.journal import Journal, JournalStore
+from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.logdir_moves import LogDirStatus, explicit_log_dirs, log_dir_states
 
 PartitionState = Literal["in-progress", "completed", "mismatch"]
 

@@ -34,9 +34,9 @@ from kreassign.throttle.configs import (
     only_keys,
     throttle_plan,
 )
-from kreassign.throttle.journal import BrokerConfigs, Journal, JournalStore, State, TopicConfigs, journaled
-from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, start_log_dir_moves
-from kreassign.throttle.ops_throttles import (
+from kreassign.execute.journal import BrokerConfigs, Journal, JournalStore, State, TopicConfigs, journaled
+from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, start_log_dir_moves
+from kreassign.execute.throttle_io import (
     ApplyOutcome,
     ConfigsRefused,
     ThrottleSnapshot,

@@ -14,10 +14,10 @@ from typing import Any
 
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.journal import Journal, JournalStore, journaled
-from kreassign.throttle.ops_clear import ClearResult, clear_throttles
-from kreassign.throttle.ops_logdirs import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
-from kreassign.throttle.ops_verify import clear_scope
+from kreassign.execute.journal import Journal, JournalStore, journaled
+from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
+from kreassign.execute.verify import clear_scope
 
 
 def cancellable(running: Mapping[TopicPartition, Reassignment]) -> list[TopicPartition]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.planner.balance_arrays import stable_order
-from kreassign.planner.balance_targets import integer_shares, waterfill
+from kreassign.planner.balance.arrays import stable_order
+from kreassign.planner.balance.targets import integer_shares, waterfill
 
 
 class LeaderBalancer:

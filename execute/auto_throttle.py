@@ -11,7 +11,7 @@ Two goals, one loop (in `watch`):
 
 Changes are bounded (`min_rate`, `max_rate`) and damped: a side of a broker changes only when
 the proposal differs from its current rate by more than `change_threshold`, and at most once
-per `min_interval_s`. Pure: the watch loop applies decisions through `throttle_ops`.
+per `min_interval_s`. Pure: the watch loop applies decisions through `live_throttle`.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
-from kreassign.throttle.live_model import LiveModel
-from kreassign.throttle.progress import _slope
+from kreassign.execute.live_eta import LiveModel
+from kreassign.execute.progress import _slope
 from kreassign.throttle.replication_model import client_traffic
 from kreassign.throttle.suggest import rate_for_deadline
 

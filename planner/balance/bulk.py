@@ -17,7 +17,7 @@ from itertools import chain
 
 import numpy as np
 
-from kreassign.planner.balance_engine import Layout
+from kreassign.planner.balance.engine import Layout
 
 MIN_MOVES = 2_000  # below this the move loop is fast enough and plans stay as they were
 ROUNDS = 12  # rounds a source's excess is spread over

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.cluster.port import ApiError, ClusterPort
-from kreassign.throttle.journal import Journal, journaled
-from kreassign.throttle.ops_throttles import apply_configs, restore_ops, restored_values
+from kreassign.execute.journal import Journal, journaled
+from kreassign.execute.throttle_io import apply_configs, restore_ops, restored_values
 
 
 @dataclass(frozen=True)

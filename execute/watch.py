@@ -27,7 +27,7 @@ from typing import Any
 from kreassign.cluster.errors import ClusterError, ExitStatus
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort, LogDirReport
-from kreassign.throttle.auto_throttle import (
+from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
     RateDecision,
     WriteRateMeter,
@@ -37,12 +37,12 @@ from kreassign.throttle.auto_throttle import (
     headroom_rates,
     leader_bases,
 )
-from kreassign.throttle.journal import JournalStore
-from kreassign.throttle.live_model import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
-from kreassign.throttle.ops_verify import PartitionStatus, describe_known, partition_states
-from kreassign.throttle.pacing import PaceLimits, Pacer, Wave
-from kreassign.throttle.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
-from kreassign.throttle.throttle_ops import (
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.live_eta import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
+from kreassign.execute.verify import PartitionStatus, describe_known, partition_states
+from kreassign.execute.pacing import PaceLimits, Pacer, Wave
+from kreassign.execute.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
+from kreassign.execute.live_throttle import (
     ThrottleClearResult,
     ThrottleSetRequest,
     ThrottleSetResult,

@@ -19,7 +19,7 @@ from kreassign.cluster.port import (
     ClusterPort,
     ConfigEntry,
 )
-from kreassign.throttle.journal import BrokerConfigs, Journal, TopicConfigs
+from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs
 
 _PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
 R = TypeVar("R", int, str)

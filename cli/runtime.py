@@ -1,0 +1,97 @@
+"""What every live command needs at run time: the cluster connection, the journal store, the
+clock, and the files named on the command line.
+
+Tests inject the connection, the clock, the sleeper and the time of day through `Runtime`,
+passed as click's `obj`; without it the real ones are used.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from kreassign.cluster.kafka_json import ParsedReassignment
+    from kreassign.cluster.port import ClusterPort
+    from kreassign.execute.journal import JournalStore
+
+Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
+
+
+@dataclass
+class Runtime:
+    """What tests inject (as click's `obj`): the connection, the clock, the sleeper, the time of day."""
+
+    connect: Connect | None = None
+    clock: Callable[[], float] | None = None
+    sleep: Callable[[float], None] | None = None
+    now: Callable[[], datetime] | None = None
+
+
+def runtime() -> Runtime:
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_object(Runtime) if ctx is not None else None
+    return obj if obj is not None else Runtime()
+
+
+def timing() -> tuple[Callable[[], float], Callable[[float], None]]:
+    """The clock and the sleeper of a loop: the injected ones, else the real ones."""
+    import time
+
+    rt = runtime()
+    return rt.clock or time.monotonic, rt.sleep or time.sleep
+
+
+def open_port(bootstrap: str | None, command_config: str | None,
+              request_timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
+    """Connect to the cluster through the admin adapter."""
+    from kreassign.cluster.admin import open_admin
+    from kreassign.cluster.errors import InputError
+
+    if not bootstrap:
+        raise InputError("no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER)")
+    return open_admin(bootstrap, command_config=command_config, timeout_s=request_timeout_s,
+                      warn=lambda line: click.echo(f"Warning: {line}", err=True))
+
+
+def connect(bootstrap: str | None, command_config: str | None,
+            request_timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
+    """The injected connection if a test gave one, else a real one (`open_port`)."""
+    rt = runtime()
+    if rt.connect is not None:
+        return rt.connect(bootstrap, command_config, request_timeout_s)
+    return open_port(bootstrap, command_config, request_timeout_s)
+
+
+def journal_store(journal_dir: str | None) -> JournalStore:
+    from kreassign.execute.journal import JournalStore
+
+    return JournalStore(journal_dir)
+
+
+def read_text(path: str) -> str:
+    """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
+    from kreassign.cluster.errors import AdminCommandFailed
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise AdminCommandFailed(f"{path} (No such file or directory)") from None
+    except IsADirectoryError:
+        raise AdminCommandFailed(f"{path} (Is a directory)") from None
+    except PermissionError:
+        raise AdminCommandFailed(f"{path} (Permission denied)") from None
+    except UnicodeDecodeError:
+        raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
+
+
+def read_plan(path: str) -> ParsedReassignment:
+    """A reassignment JSON file named on the command line, parsed and validated as Kafka does."""
+    from kreassign.cluster.kafka_json import parse_reassignment
+
+    return parse_reassignment(read_text(path))

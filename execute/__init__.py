@@ -1,0 +1,5 @@
+"""Live reassignment operations: execute, verify, cancel, resume, abort, the journal, pacing and watch."""
+
+if not __name__.startswith("kreassign."):  # the folder was put on sys.path: a second, divergent copy
+    raise ImportError(f"import kreassign.{__name__}, not {__name__}: the top-level folders are "
+                      "sub-packages of kreassign (pip install -e . or make test sets this up)")

@@ -194,7 +194,7 @@ def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[...
     journals = tmp_path / "j"
     assert cli(sb, wall, journals, "throttle", "set", "--rate", str(rate)).exit_code == 0
     start = sb.now
-    ran = cli(sb, wall, journals, "watch", "--interval", "5s", "--timeout", "2000s", "--output", "json")
+    ran = cli(sb, wall, journals, "watch", "--interval", "5s", "--stop-after", "2000s", "--output", "json")
     assert ran.exit_code == 0, ran.output[-2000:]
     events = [json.loads(line) for line in ran.stdout.splitlines()]
     assert events[-1]["event"] == "complete"

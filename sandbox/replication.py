@@ -39,6 +39,7 @@ against the quotas and the network as a steady rate.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -102,8 +103,32 @@ class FlowTable:
     follower_quota_isr_bps: np.ndarray
     leads_isr: np.ndarray     # per broker: in-sync followers fetching from it
     bounds: np.ndarray        # leader bounds of every broker, then follower bounds
-    index: dict[tuple[int, int], int]   # (row, follower broker) -> flow
-    by_row: dict[int, list[int]]        # row -> its flows
+    cursor: np.ndarray        # per session: where its next fetch starts serving (round robin)
+    lookup: np.ndarray        # sorted `row * brokers + follower position` of the flows ...
+    lookup_flow: np.ndarray   # ... and the flow each one is
+
+    def flows_of(self, row: int, n_brokers: int) -> np.ndarray:
+        """The flows (live or retired) of one partition row."""
+        lo, hi = np.searchsorted(self.lookup, [row * n_brokers, (row + 1) * n_brokers])
+        return self.lookup_flow[lo:hi]
+
+    def flow(self, row: int, follower: int, n_brokers: int) -> int | None:
+        """The live flow of one replica (follower position), if any."""
+        key = row * n_brokers + follower
+        i = int(np.searchsorted(self.lookup, key))
+        if i < len(self.lookup) and self.lookup[i] == key and self.live[self.lookup_flow[i]]:
+            return int(self.lookup_flow[i])
+        return None
+
+    def compact(self, n_brokers: int) -> None:
+        """Drop retired flows (numpy only: sessions keep their numbers, flows their order)."""
+        keep = np.flatnonzero(self.live)
+        self.part = [self.part[i] for i in keep]
+        for name in ("broker", "row", "src", "dst", "session", "size", "live", "caught", "leader_throttled",
+                     "follower_throttled"):
+            setattr(self, name, getattr(self, name)[keep])
+        self.bounds_of = np.searchsorted(self.session, np.arange(len(self.keys) + 1))
+        self.lookup, self.lookup_flow = _lookup(self.row, self.dst, n_brokers)
 
 
 class Replication:
@@ -123,8 +148,8 @@ class Replication:
     def lagging_size(self, p: PartitionState, broker_id: int) -> float:
         """The current size of an out-of-sync replica, from the live table if it is a flow."""
         t = self.table
-        i = t.index.get((p.row, broker_id)) if t is not None else None
-        return float(t.size[i]) if t is not None and i is not None and t.live[i] else p.lagging[broker_id]
+        i = t.flow(p.row, self.pos[broker_id], len(self.broker_ids)) if t is not None else None
+        return float(t.size[i]) if t is not None and i is not None else p.lagging[broker_id]
 
     def flush(self) -> None:
         """Write flow sizes back to the partitions' `lagging` maps and drop the table."""
@@ -225,11 +250,10 @@ class Replication:
             growing=growing, out_isr_bps=_per_broker(li, rate, nb), in_isr_bps=_per_broker(fi, rate, nb),
             leader_quota_isr_bps=_per_broker(li, rate * ilt, nb),
             follower_quota_isr_bps=_per_broker(fi, rate * ift, nb),
-            leads_isr=np.bincount(li, minlength=nb), bounds=bounds,
-            index={(r, b): i for i, (r, b) in enumerate(zip(rows, fb))}, by_row={},
+            leads_isr=np.bincount(li, minlength=nb), bounds=bounds, cursor=np.zeros(n_sessions, dtype=np.int64),
+            lookup=np.zeros(0, dtype=np.int64), lookup_flow=np.zeros(0, dtype=np.int64),
         )
-        for i, r in enumerate(rows):
-            t.by_row.setdefault(r, []).append(i)
+        t.lookup, t.lookup_flow = _lookup(t.row, t.dst, nb)
         self._count_sessions(isr_keys, rate, +1)
         return t
 
@@ -262,7 +286,7 @@ class Replication:
             t.follower_quota_isr_bps += sign * _per_broker(fi, rate * [x.follower_throttled for x in items], nb)
             t.leads_isr += int(sign) * np.bincount(li, minlength=nb)
             self._count_sessions(np.array([x.session for x in items], dtype=np.int64), rate, int(sign))
-        flows = [i for i in t.by_row.get(p.row, ()) if t.live[i]]
+        flows = [int(i) for i in t.flows_of(p.row, nb) if t.live[i]]
         for i in flows:
             if int(t.broker[i]) not in p.lagging:
                 t.live[i] = False
@@ -297,7 +321,10 @@ class Replication:
         done = live[t.caught[live] | (log_end[t.row[live]] - t.size[live] <= CAUGHT_UP_BYTES)]
         t.live[done] = False
         t.size[done] = log_end[t.row[done]]
-        return [(t.part[i], int(t.broker[i])) for i in done]
+        caught = [(t.part[i], int(t.broker[i])) for i in done]
+        if len(t.live) >= 1024 and 2 * (len(live) - len(done)) < len(t.live):
+            t.compact(nb)
+        return caught
 
     def _record_in_sync(self, t: FlowTable, lrec: np.ndarray, frec: np.ndarray, when: float) -> None:
         """In-sync followers fetch all the time: their leaders record every response (the
@@ -329,62 +356,106 @@ class Replication:
     def _paced(self, t: FlowTable, log_end: np.ndarray, produce_bps: np.ndarray, t0: float, t1: float,
                avail_out: np.ndarray, avail_in: np.ndarray) -> None:
         """Every fetch of the paced sessions due in [t0, t1), in time order, each checking the
-        quotas before it and recording after it. `log_end` is already at t1."""
+        quotas before it and recording after it. `log_end` is already at t1.
+
+        A fetch serves the session's partitions in rotating order, each up to
+        `replica.fetch.max.bytes`, until `replica.fetch.response.max.bytes` is used up (Kafka's
+        leader fills the response in request order; the follower moves the partitions that got
+        data to the back), so a fetch touches the few partitions it serves, not all of them.
+        """
         nb = len(self.broker_ids)
-        sessions = np.flatnonzero(t.paced & (np.add.reduceat(t.live, t.bounds_of[:-1]) > 0)) if len(t.live) else []
+        n_keys = len(t.keys)
+        # live flows per session and class: 0 unthrottled, 1 follower-, 2 leader-, 3 both throttled
+        cls = t.leader_throttled * 2 + t.follower_throttled
+        counts = np.bincount(t.session * 4 + cls, weights=t.live, minlength=4 * n_keys).reshape(n_keys, 4)
+        sessions = np.flatnonzero(t.paced & (counts.sum(axis=1) > 0))
         if not len(sessions):
             return
         fetch = self.fetch
         cycle = fetch.cycle_s
         part_max, resp_max = fetch.fetch_bytes
+        window = 2 * int(math.ceil(resp_max / part_max)) + 8 if math.isfinite(resp_max) else None
         # a fetch takes the network for as long as its bytes need (at least one cycle), so a
         # broker can always carry one partition's full fetch in one go
         cap_out = np.maximum(avail_out * cycle, min(part_max, resp_max))
         cap_in = np.maximum(avail_in * cycle, min(part_max, resp_max))
-        cap_session = np.full(len(t.keys), resp_max)
         pair = t.keys >> _THREAD_BITS
         s_src, s_dst = pair // nb, pair % nb
+        sizes = np.diff(t.bounds_of)
+        has_ft = counts[:, 1] + counts[:, 3] > 0
         while True:
             when = max(float(t.due[sessions].min()), t0)
             if when >= t1 - _EPS:
                 return
-            due = np.zeros(len(t.keys), dtype=bool)
-            due[sessions] = t.due[sessions] <= when + _EPS
-            f = np.concatenate([np.arange(t.bounds_of[i], t.bounds_of[i + 1]) for i in np.flatnonzero(due)])
-            f = f[t.live[f]]
-            src, dst, sess = t.src[f], t.dst[f], t.session[f]
-            lt, ft = t.leader_throttled[f], t.follower_throttled[f]
-            check = np.zeros(2 * nb, dtype=bool)
-            check[src[lt]] = True
-            check[nb + dst[ft]] = True
-            over = self.rates.exceeded(t.bounds, when, check)
-            asked = ~(ft & over[nb:][dst])
-            served = asked & ~(lt & over[:nb][src])
-            rows = t.row[f]
-            lag = log_end[rows] - produce_bps[rows] * (t1 - when) - t.size[f]
-            want = np.where(served, np.clip(lag, 0.0, part_max), 0.0)
-            grant = _water_fill(want, (src, dst, sess), (cap_out, cap_in, cap_session))
+            ds = sessions[t.due[sessions] <= when + _EPS]
+            # follower side first: it leaves its throttled partitions out of the request
+            fo = self.rates.exceeded(t.bounds, when, _mask(2 * nb, nb + s_dst[ds[has_ft[ds]]]))[nb + s_dst[ds]]
+            c = counts[ds]
+            lt_asked = (c[:, 2] > 0) | ((c[:, 3] > 0) & ~fo)
+            lo = self.rates.exceeded(t.bounds, when, _mask(2 * nb, s_src[ds[lt_asked]]))[s_src[ds]]
+            asked = np.stack([np.ones_like(fo), ~fo, np.ones_like(fo), ~fo], axis=1)
+            served = asked & np.stack([np.ones_like(lo), np.ones_like(lo), ~lo, ~lo], axis=1)
+            sent = (c[:, 0] + c[:, 2] > 0) | (has_ft[ds] & ~fo) | (t.isr_count[ds] > 0)
+            servable = (c * served).sum(axis=1)
+            lengths = np.where(servable > 0, sizes[ds] if window is None else np.minimum(sizes[ds], window), 0)
+            f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, t1 - when, part_max)
+            short = ((np.bincount(seg, weights=want, minlength=len(ds)) < resp_max) & (lengths < sizes[ds])
+                     & (np.bincount(seg, weights=ok, minlength=len(ds)) < servable))
+            if short.any():  # the window did not fill a response: offer every partition
+                lengths = np.where(short, sizes[ds], lengths)
+                f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, t1 - when,
+                                                         part_max)
+            cum = np.concatenate([[0.0], np.cumsum(want)])
+            before = cum[:-1] - np.repeat(cum[np.cumsum(lengths) - lengths], lengths)
+            grant = np.clip(resp_max - before, 0.0, want)
+            src, dst = t.src[f], t.dst[f]
+            grant = _water_fill(grant, (src, dst), (cap_out, cap_in))  # the brokers' network, fairly
             t.size[f] += grant
             # joined the leader's log end at this fetch: in sync from here on (ISR at the tick's end)
-            t.caught[f[served & (lag - grant <= CAUGHT_UP_BYTES)]] = True
-            n_keys = len(t.keys)
-            sent = due & ((np.bincount(sess, weights=asked, minlength=n_keys) > 0) | (t.isr_count > 0))
-            data = (np.bincount(sess, weights=grant, minlength=n_keys) > 0) | (t.isr_busy > 0)
+            t.caught[f[ok & (lag - grant <= CAUGHT_UP_BYTES)]] = True
+            got = grant > 0
+            last = np.full(len(ds), -1)
+            np.maximum.at(last, seg[got], off[got])
+            t.cursor[ds] = np.where(last >= 0, (t.cursor[ds] + last + 1) % np.maximum(sizes[ds], 1), t.cursor[ds])
+            data = (np.bincount(seg, weights=grant, minlength=len(ds)) > 0) | (t.isr_busy[ds] > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
-                busy_out = np.bincount(src, weights=grant, minlength=nb) / avail_out
-                busy_in = np.bincount(dst, weights=grant, minlength=nb) / avail_in
+                busy = np.maximum(np.bincount(src, weights=grant, minlength=nb)[s_src[ds]] / avail_out[s_src[ds]],
+                                  np.bincount(dst, weights=grant, minlength=nb)[s_dst[ds]] / avail_in[s_dst[ds]])
             # (a network saturated by free sessions this tick holds a fetch at most one backoff)
-            took = np.clip(np.nan_to_num(np.maximum(busy_out[s_src], busy_in[s_dst]), nan=cycle), cycle,
-                           max(cycle, fetch.backoff_s))
-            later = np.where(~sent, when + fetch.backoff_s, np.where(data, when + took, when + fetch.wait_max_s))
-            t.due[due] = later[due]
-            answered = np.zeros(nb, dtype=bool)
-            answered[src[asked]] = True
-            appended = np.zeros(nb, dtype=bool)
-            appended[dst[asked & ft]] = True
+            took = np.clip(np.nan_to_num(busy, nan=cycle), cycle, max(cycle, fetch.backoff_s))
+            t.due[ds] = np.where(~sent, when + fetch.backoff_s, np.where(data, when + took, when + fetch.wait_max_s))
+            lt, ft = t.leader_throttled[f], t.follower_throttled[f]
+            recorded = np.concatenate([_mask(nb, s_src[ds[sent]]), _mask(nb, s_dst[ds[sent & has_ft[ds] & ~fo]])])
             self.rates.record(np.concatenate([np.bincount(src, weights=grant * lt, minlength=nb),
-                                              np.bincount(dst, weights=grant * ft, minlength=nb)]),
-                              when, np.concatenate([answered, appended]))
+                                              np.bincount(dst, weights=grant * ft, minlength=nb)]), when, recorded)
+
+    @staticmethod
+    def _offer(t: FlowTable, ds: np.ndarray, lengths: np.ndarray, served: np.ndarray, log_end: np.ndarray,
+               produce_bps: np.ndarray, before_end: float, part_max: float
+               ) -> tuple[np.ndarray, ...]:
+        """The first `lengths[k]` flows of due session ds[k] from its cursor on, in rotating
+        order: (flows, session row, offset, lag at the fetch, bytes wanted, served)."""
+        seg = np.repeat(np.arange(len(ds)), lengths)
+        off = np.arange(len(seg)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        start, size = t.bounds_of[ds], np.maximum(np.diff(t.bounds_of)[ds], 1)
+        f = start[seg] + (t.cursor[ds][seg] + off) % size[seg]
+        ok = t.live[f] & served[seg, t.leader_throttled[f] * 2 + t.follower_throttled[f]]
+        rows = t.row[f]
+        lag = log_end[rows] - produce_bps[rows] * before_end - t.size[f]
+        want = np.where(ok, np.clip(lag, 0.0, part_max), 0.0)
+        return f, seg, off, lag, want, ok
+
+
+def _mask(n: int, on: np.ndarray) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[on] = True
+    return out
+
+
+def _lookup(row: np.ndarray, dst: np.ndarray, n_brokers: int) -> tuple[np.ndarray, np.ndarray]:
+    key = row * n_brokers + dst
+    order = np.argsort(key, kind="stable")
+    return key[order], order
 
 
 def _per_broker(idx: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:

@@ -1,6 +1,14 @@
 """The sandbox cluster's core: brokers, topics, partitions, configs and in-flight moves, with the
-controller's reassignment and election rules (KRaft, broker-semantics §6) and a fixed-tick
-replication step. No sockets and no wall clock: callers advance simulated time explicitly.
+controller's reassignment and election rules (KRaft, broker-semantics §6) and the replication
+step. No sockets and no wall clock: callers advance simulated time explicitly, in ticks.
+
+Replication (`kreassign.sandbox.replication`) follows Kafka's brokers fetch by fetch: KIP-73
+quotas measured by `SimpleRate` (`quota.py`), checked before each follower fetch on both sides
+and recorded after it, with Kafka's fetch sizes and cadence (`fetch.py`); the tick length only
+says how often the engine catches up, never how fast a replica copies.
+
+Per replica, `replica_size` is the bytes it holds (its log end; in-sync replicas hold exactly
+`log_end[row]`); `tick_listeners` are called after every tick, when positions may have moved.
 """
 from __future__ import annotations
 

@@ -306,18 +306,17 @@ class ModelInput:
         """The follower throttles as fetches meet them (paced by the follower's backoff)."""
         return self.follower_rate * self.fetch.quota_share(self.follower_rate, self.fetch.backoff_s)
 
-    def out_capacity(self, in_sync_out: np.ndarray, *, nominal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def out_capacity(self, in_sync_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Capacity each broker has left for sending catch-up, and whether the leader throttle
-        (rather than the NIC) is what limits it. `nominal`: the configured throttle instead of
-        what fetches get of it (never more, so bounds computed with it stay bounds)."""
-        leader = (self.leader_rate if nominal else self.leader_quota) - self.leader_base - in_sync_out
+        (what fetches get of it, `leader_quota`) rather than the NIC is what limits it."""
+        leader = self.leader_quota - self.leader_base - in_sync_out
         nic = self.network_out - self.client_out - in_sync_out
         return np.maximum(np.minimum(leader, nic), 0.0), leader <= nic
 
-    def in_capacity(self, in_sync_in: np.ndarray, *, nominal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def in_capacity(self, in_sync_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Capacity each broker has left for receiving catch-up, and whether the follower
-        throttle (rather than the NIC) is what limits it (`nominal` as in `out_capacity`)."""
-        follower = (self.follower_rate if nominal else self.follower_quota) - self.follower_base - in_sync_in
+        throttle (what fetches get of it, `follower_quota`) rather than the NIC limits it."""
+        follower = self.follower_quota - self.follower_base - in_sync_in
         nic = self.network_in - self.client_in - in_sync_in
         return np.maximum(np.minimum(follower, nic), 0.0), follower <= nic
 
@@ -366,10 +365,8 @@ def lower_bound(inp: ModelInput) -> LowerBound:
     zeros = np.zeros(b)
     src, dst, w, s = inp.source, inp.dest, inp.write_bps, inp.start_s
     led = src >= 0
-    # the configured throttles: what fetches get of them is never more, and Spark's aggregates
-    # compute the same bound from the configured rates
-    out_cap, out_leader = inp.out_capacity(zeros, nominal=True)
-    in_cap, in_follower = inp.in_capacity(zeros, nominal=True)
+    out_cap, out_leader = inp.out_capacity(zeros)
+    in_cap, in_follower = inp.in_capacity(zeros)
     work = inp.bytes - w * s
     out_work = np.bincount(src[led], weights=work[led], minlength=b)
     out_w = np.bincount(src[led], weights=w[led], minlength=b)

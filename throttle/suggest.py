@@ -269,8 +269,9 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
             cap = np.minimum(inp.network_in, inp.network_out)
             worst = float(np.max(np.where(cap > 0, rate / cap, 0.0), initial=0.0))
             out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
-                                      f"finish in time, using up to {worst:.0%} of a broker's capacity "
-                                      f"(above the allowed {request.max_impact:.0%})", float(math.ceil(rate))))
+                                      f"finish in time, using up to {_percent(worst, request.max_impact)} of a "
+                                      f"broker's capacity (above the allowed {request.max_impact:.0%})",
+                                      float(math.ceil(rate))))
         if admission is not None:
             out.append(_concurrency(inp, request, deadline))
     if bottlenecks:
@@ -293,3 +294,9 @@ def _concurrency(inp: ModelInput, request: SuggestRequest, deadline: float) -> R
 
 __all__ = ["INF", "BrokerSuggestion", "Remedy", "SuggestRequest", "Suggestion", "finish_at_rate",
            "impact_budgets", "rate_for_deadline", "suggest_throttle"]
+
+
+def _percent(share: float, limit: float) -> str:
+    """A share as a whole percentage, with a decimal when rounding would hide that it is over `limit`."""
+    text = f"{share:.0%}"
+    return f"{share:.1%}" if share > limit and text == f"{limit:.0%}" else text

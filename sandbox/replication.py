@@ -345,8 +345,10 @@ class Replication:
 
     def _free(self, t: FlowTable, log_end: np.ndarray, dt: float, lrec: np.ndarray,
               frec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All fetches of the free sessions in one go; adds their throttled bytes to the
-        in-sync records (they are recorded with them) and returns the bytes sent/received."""
+        """All fetches of the free sessions in one go (the rounds that fit in `dt`), shared
+        max-min fairly per partition as the replication model shares them; adds their throttled
+        bytes to the in-sync records (they are recorded with them) and returns the bytes
+        sent/received per broker."""
         nb = len(self.broker_ids)
         f = np.flatnonzero(t.live & ~t.paced[t.session])
         if not len(f):
@@ -364,35 +366,60 @@ class Replication:
         frec += np.bincount(dst, weights=grant * t.follower_throttled[f], minlength=nb)
         return np.bincount(src, weights=grant, minlength=nb), np.bincount(dst, weights=grant, minlength=nb)
 
+    @staticmethod
+    def _class_counts(t: FlowTable) -> np.ndarray:
+        """Live flows per session and class: 0 unthrottled, 1 follower-, 2 leader-, 3 both throttled."""
+        n_keys = len(t.keys)
+        cls = t.leader_throttled * 2 + t.follower_throttled
+        return np.bincount(t.session * 4 + cls, weights=t.live, minlength=4 * n_keys).reshape(n_keys, 4)
+
+    def _fill(self, t: FlowTable, ds: np.ndarray, counts: np.ndarray, served: np.ndarray, log_end: np.ndarray,
+              produce_bps: np.ndarray, before_end: float, per_flow: float, budget: float,
+              caps: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """Fill one response of each (paced) session in `ds`: its partitions in rotating order
+        from its cursor, each up to `per_flow`, until `budget` is used up (Kafka's leader reads in
+        request order until the response is full; the follower moves partitions that got data to
+        the back); then share the brokers' network (`caps`: send, receive) fairly among them and
+        advance the cursors. Only a window of partitions is looked at unless it cannot fill the response,
+        so a fetch costs what it serves. Returns (flows, session row, lag, served, grant)."""
+        window = 2 * int(math.ceil(budget / per_flow)) + 8 if math.isfinite(budget) and math.isfinite(per_flow) else None
+        sizes = np.diff(t.bounds_of)[ds]
+        servable = (counts * served).sum(axis=1)
+        lengths = np.where(servable > 0, sizes if window is None else np.minimum(sizes, window), 0)
+        f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, before_end, per_flow)
+        short = ((np.bincount(seg, weights=want, minlength=len(ds)) < budget) & (lengths < sizes)
+                 & (np.bincount(seg, weights=ok, minlength=len(ds)) < servable))
+        if short.any():  # the window did not fill a response: offer every partition
+            lengths = np.where(short, sizes, lengths)
+            f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, before_end,
+                                                     per_flow)
+        cum = np.concatenate([[0.0], np.cumsum(want)])
+        before = cum[:-1] - np.repeat(cum[np.cumsum(lengths) - lengths], lengths)
+        grant = _water_fill(np.clip(budget - before, 0.0, want), (t.src[f], t.dst[f]), caps)
+        got = grant > 0
+        last = np.full(len(ds), -1)
+        np.maximum.at(last, seg[got], off[got])
+        t.cursor[ds] = np.where(last >= 0, (t.cursor[ds] + last + 1) % np.maximum(sizes, 1), t.cursor[ds])
+        return f, seg, lag, ok, grant
+
     def _paced(self, t: FlowTable, log_end: np.ndarray, produce_bps: np.ndarray, t0: float, t1: float,
                avail_out: np.ndarray, avail_in: np.ndarray) -> None:
         """Every fetch of the paced sessions due in [t0, t1), in time order, each checking the
-        quotas before it and recording after it. `log_end` is already at t1.
-
-        A fetch serves the session's partitions in rotating order, each up to
-        `replica.fetch.max.bytes`, until `replica.fetch.response.max.bytes` is used up (Kafka's
-        leader fills the response in request order; the follower moves the partitions that got
-        data to the back), so a fetch touches the few partitions it serves, not all of them.
-        """
+        quotas before it and recording after it. `log_end` is already at t1."""
         nb = len(self.broker_ids)
-        n_keys = len(t.keys)
-        # live flows per session and class: 0 unthrottled, 1 follower-, 2 leader-, 3 both throttled
-        cls = t.leader_throttled * 2 + t.follower_throttled
-        counts = np.bincount(t.session * 4 + cls, weights=t.live, minlength=4 * n_keys).reshape(n_keys, 4)
+        counts = self._class_counts(t)
         sessions = np.flatnonzero(t.paced & (counts.sum(axis=1) > 0))
         if not len(sessions):
             return
         fetch = self.fetch
         cycle = fetch.cycle_s
         part_max, resp_max = fetch.fetch_bytes
-        window = 2 * int(math.ceil(resp_max / part_max)) + 8 if math.isfinite(resp_max) else None
         # a fetch takes the network for as long as its bytes need (at least one cycle), so a
         # broker can always carry one partition's full fetch in one go
-        cap_out = np.maximum(avail_out * cycle, min(part_max, resp_max))
-        cap_in = np.maximum(avail_in * cycle, min(part_max, resp_max))
+        caps = (np.maximum(avail_out * cycle, min(part_max, resp_max)),
+                np.maximum(avail_in * cycle, min(part_max, resp_max)))
         pair = t.keys >> _THREAD_BITS
         s_src, s_dst = pair // nb, pair % nb
-        sizes = np.diff(t.bounds_of)
         has_ft = counts[:, 1] + counts[:, 3] > 0
         while True:
             when = max(float(t.due[sessions].min()), t0)
@@ -407,27 +434,12 @@ class Replication:
             asked = np.stack([np.ones_like(fo), ~fo, np.ones_like(fo), ~fo], axis=1)
             served = asked & np.stack([np.ones_like(lo), np.ones_like(lo), ~lo, ~lo], axis=1)
             sent = (c[:, 0] + c[:, 2] > 0) | (has_ft[ds] & ~fo) | (t.isr_count[ds] > 0)
-            servable = (c * served).sum(axis=1)
-            lengths = np.where(servable > 0, sizes[ds] if window is None else np.minimum(sizes[ds], window), 0)
-            f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, t1 - when, part_max)
-            short = ((np.bincount(seg, weights=want, minlength=len(ds)) < resp_max) & (lengths < sizes[ds])
-                     & (np.bincount(seg, weights=ok, minlength=len(ds)) < servable))
-            if short.any():  # the window did not fill a response: offer every partition
-                lengths = np.where(short, sizes[ds], lengths)
-                f, seg, off, lag, want, ok = self._offer(t, ds, lengths, served, log_end, produce_bps, t1 - when,
-                                                         part_max)
-            cum = np.concatenate([[0.0], np.cumsum(want)])
-            before = cum[:-1] - np.repeat(cum[np.cumsum(lengths) - lengths], lengths)
-            grant = np.clip(resp_max - before, 0.0, want)
+            f, seg, lag, ok, grant = self._fill(t, ds, c, served, log_end, produce_bps, t1 - when, part_max,
+                                                resp_max, caps)
             src, dst = t.src[f], t.dst[f]
-            grant = _water_fill(grant, (src, dst), (cap_out, cap_in))  # the brokers' network, fairly
             t.size[f] += grant
             # joined the leader's log end at this fetch: in sync from here on (ISR at the tick's end)
             t.caught[f[ok & (lag - grant <= CAUGHT_UP_BYTES)]] = True
-            got = grant > 0
-            last = np.full(len(ds), -1)
-            np.maximum.at(last, seg[got], off[got])
-            t.cursor[ds] = np.where(last >= 0, (t.cursor[ds] + last + 1) % np.maximum(sizes[ds], 1), t.cursor[ds])
             data = (np.bincount(seg, weights=grant, minlength=len(ds)) > 0) | (t.isr_busy[ds] > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 busy = np.maximum(np.bincount(src, weights=grant, minlength=nb)[s_src[ds]] / avail_out[s_src[ds]],

@@ -55,6 +55,7 @@ MEMBER_ID_REQUIRED = 79
 class ResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
+    CLIENT_METRICS = 16
 
 
 class ConfigSource(IntEnum):
@@ -63,6 +64,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
 
 
 class ConfigType(IntEnum):

@@ -27,6 +27,7 @@ from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
@@ -61,6 +62,7 @@ class SandboxCluster:
             which AlterClientQuotas configures).
         log_dirs: log dirs per broker (a saved state keeps its own).
         default_client_quotas: `<default>` client-id quotas set at start, e.g. {"producer_byte_rate": 1e6}.
+        telemetry: run the KIP-714 telemetry receiver (`self.telemetry`) and advertise APIs 71 and 72.
 
     Consumer groups and client quota configs are saved next to the state (groups.json,
     client_quotas.json) and restored with it.
@@ -78,7 +80,7 @@ class SandboxCluster:
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
-                 default_client_quotas: Mapping[str, float] | None = None) -> None:
+                 default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -91,7 +93,7 @@ class SandboxCluster:
         self.clock: Clock = clock if clock is not None else ScaledClock(speed)
         self.lock = threading.RLock()
         self.faults = Faults()
-        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only)
+        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only, telemetry=telemetry)
         saved = self.state_path if self.state_path is not None and self.state_path.exists() and not fresh else None
         if saved is not None:
             self.engine = _load(saved)
@@ -121,12 +123,14 @@ class SandboxCluster:
         self.data = DataPlane(self.engine, logs)
         self.clients = ClientState.load(self.state_dir if saved is not None else None, self.engine.now,
                                         default_client_quotas)
+        self.telemetry = TelemetryReceiver(self.engine.client_metrics) if telemetry else None
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
                                     ports=ports, on_save=self.save if self.state_dir is not None else None,
                                     data=self.data, quotas=client_quotas,
                                     broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
-                                    groups=self.clients.groups, quota_configs=self.clients.quotas.configs)
+                                    groups=self.clients.groups, quota_configs=self.clients.quotas.configs,
+                                    telemetry=self.telemetry)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------

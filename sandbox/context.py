@@ -1,6 +1,7 @@
 """What a request handler knows besides the request: the engine, which broker it is, where
 every broker listens, and for the data path the partition logs, the sandbox time, the client and
-its quotas; for groups and quota admin, the group coordinator and the client quota configs. Shared
+its quotas; for groups and quota admin, the group coordinator and the client quota configs; for
+KIP-714, the telemetry receiver. Shared
 by every handler module."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.groups import GroupCoordinator
+from kreassign.sandbox.telemetry import TelemetryReceiver
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Context:
     quotas: ClientQuotaHook = NoClientQuotas()
     groups: GroupCoordinator | None = None
     quota_configs: QuotaConfigs | None = None
+    telemetry: TelemetryReceiver | None = None
 
     @property
     def is_controller(self) -> bool:

@@ -30,6 +30,7 @@ from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
+from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
 from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
 
@@ -69,8 +70,10 @@ class SandboxServer:
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
                  data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
                  broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
-                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
+                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None,
+                 telemetry: TelemetryReceiver | None = None) -> None:
         self.engine = engine
+        self.telemetry = telemetry
         self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
         self.groups = groups
         self.quota_configs = quota_configs
@@ -363,8 +366,10 @@ class SandboxServer:
         if response is CLOSE:
             return CLOSE, 0
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
+        with self.lock:
+            done_at = self.clock.now()
         self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
-                                       (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
+                                       (started - received) * 1000.0, local_ms, remote_ms, float(throttle), done_at))
         if head.api_key in POKING_APIS:
             self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         if isinstance(response, NoResponse):
@@ -399,7 +404,7 @@ class SandboxServer:
             quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
                           now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
-                          quota_configs=self.quota_configs)
+                          quota_configs=self.quota_configs, telemetry=self.telemetry)
             try:
                 outcome = dispatch(ctx, head.api_key, head.api_version, request)
                 if self.data is not None and head.api_key in TRUNCATING_APIS:

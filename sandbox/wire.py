@@ -35,8 +35,13 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
+from kreassign.sandbox.telemetry_messages import (
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
+)
+
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
+TELEMETRY_APIS = (71, 72)  # advertised only with the telemetry receiver on, as Kafka does
 
 # api key -> (request class, response class)
 APIS: dict[int, tuple[Any, Any]] = {
@@ -72,14 +77,19 @@ APIS: dict[int, tuple[Any, Any]] = {
         (DescribeGroupsRequest, DescribeGroupsResponse),
         (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         (AlterClientQuotasRequest, AlterClientQuotasResponse),
+        (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+        (PushTelemetryRequest, PushTelemetryResponse),
     )
 }
 
 
-def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, tuple[int, int]]:
-    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0)."""
+def advertised_versions(*, describe_cluster_v0_only: bool = False,
+                        telemetry: bool = False) -> dict[int, tuple[int, int]]:
+    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0);
+    the KIP-714 APIs only with a telemetry receiver (`ApiVersionManager.clientTelemetryEnabled`)."""
     ranges: dict[int, tuple[int, int]] = {key: (int(req._valid_versions[0]), int(req._valid_versions[1]))
-                                          for key, (req, _) in APIS.items()}
+                                          for key, (req, _) in APIS.items()
+                                          if telemetry or key not in TELEMETRY_APIS}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
     return ranges

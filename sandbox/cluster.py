@@ -26,6 +26,7 @@ from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.prometheus import MetricsEndpoints, Sources
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTimings
@@ -63,6 +64,8 @@ class SandboxCluster:
         log_dirs: log dirs per broker (a saved state keeps its own).
         default_client_quotas: `<default>` client-id quotas set at start, e.g. {"producer_byte_rate": 1e6}.
         telemetry: run the KIP-714 telemetry receiver (`self.telemetry`) and advertise APIs 71 and 72.
+        metrics_port: serve each broker's Prometheus `/metrics` (`prometheus.py`) on 127.0.0.1,
+            broker i on metrics_port + i - 1 (0: free ports; None: no endpoints).
 
     Consumer groups and client quota configs are saved next to the state (groups.json,
     client_quotas.json) and restored with it.
@@ -80,7 +83,8 @@ class SandboxCluster:
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
-                 default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False) -> None:
+                 default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False,
+                 metrics_port: int | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -131,6 +135,10 @@ class SandboxCluster:
                                     broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
                                     groups=self.clients.groups, quota_configs=self.clients.quotas.configs,
                                     telemetry=self.telemetry)
+        self.metrics = None if metrics_port is None else MetricsEndpoints(
+            Sources(self.lock, self.engine, self.server.timings,
+                    None if client_quotas is not None else self.clients.quotas, self.telemetry),
+            list(self.engine.brokers), metrics_port)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -142,12 +150,21 @@ class SandboxCluster:
             except OSError as exc:
                 raise InputError(f"cannot listen on 127.0.0.1 ({exc.strerror}); pick another --port-base "
                                  "or leave it at 0 for free ports") from exc
+            if self.metrics is not None:
+                try:
+                    self.metrics.start()
+                except OSError as exc:
+                    self.server.stop()
+                    raise InputError(f"cannot serve metrics on 127.0.0.1 ({exc.strerror}); pick another "
+                                     "--metrics-port or 0 for free ports") from exc
             self._running = True
         return self
 
     def stop(self) -> None:
         """Close every listener, stop the ticker and save the state (with a state dir)."""
         if self._running:
+            if self.metrics is not None:
+                self.metrics.stop()
             self.server.stop()
             self._running = False
             if self.state_dir is not None:
@@ -171,6 +188,11 @@ class SandboxCluster:
     @property
     def ports(self) -> dict[int, int]:
         return self.server.ports
+
+    @property
+    def metrics_ports(self) -> dict[int, int]:
+        """Each broker's Prometheus port (empty without --metrics-port)."""
+        return self.metrics.ports if self.metrics is not None else {}
 
     @property
     def timings(self) -> RequestTimings:

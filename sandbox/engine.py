@@ -27,6 +27,7 @@ from kreassign.sandbox.client_metrics import ClientMetricsStore
 from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.replication import Replication
+from kreassign.sandbox.traffic import Traffic
 from kreassign.sandbox.state import NO_LEADER, BrokerState, PartitionState, TopicState
 from kreassign.sandbox.topics import TopicSpec, assign_replicas, partition_loads
 
@@ -74,6 +75,7 @@ class Engine:
         self.produce_bps = np.zeros(0)
         self.configs = ConfigStore()
         self.client_metrics = ClientMetricsStore()
+        self.traffic = Traffic()
         self.fetch = fetch if fetch is not None else FetchConfig()
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0

@@ -24,7 +24,8 @@ def get_telemetry_subscriptions(ctx: Context, v: int, req: Any) -> Any:
 def push_telemetry(ctx: Context, v: int, req: Any) -> Any:
     assert ctx.telemetry is not None
     code = ctx.telemetry.push(req.client_instance_id, req.subscription_id, bool(req.terminating),
-                              int(req.compression_type), bytes(req.metrics or b""), ctx.client_id, ctx.now)
+                              int(req.compression_type), bytes(req.metrics or b""), ctx.client_id, ctx.now,
+                              ctx.broker_id)
     return PushTelemetryResponse(version=v, throttle_time_ms=0, error_code=code)
 
 

@@ -51,6 +51,7 @@ class ClientInstance:
     instance_id: uuid.UUID
     client_id: str
     subscription: Subscription
+    broker_id: int = -1  # the broker of the last push, whose receiver plugin exports it
     last_get: float | None = None
     last_push: float | None = None
     last_error: int = codes.NONE
@@ -105,8 +106,8 @@ class TelemetryReceiver:
         return codes.NONE, inst
 
     def push(self, instance_id: uuid.UUID | None, subscription_id: int, terminating: bool, compression: int,
-             payload: bytes, client_id: str, now: float) -> int:
-        """PushTelemetry: decode and keep the metrics; returns the error code."""
+             payload: bytes, client_id: str, now: float, broker_id: int = -1) -> int:
+        """PushTelemetry to `broker_id`: decode and keep the metrics; returns the error code."""
         inst = self.instances.get(instance_id) if instance_id is not None else None
         code = self._check_push(inst, subscription_id, terminating, compression, payload, client_id, now)
         if inst is not None:
@@ -118,7 +119,7 @@ class TelemetryReceiver:
         except (DecodeError, OSError, ValueError, EOFError):
             inst.last_error = codes.INVALID_RECORD
             return codes.INVALID_RECORD
-        inst.last_push, inst.pushes, inst.terminated = now, inst.pushes + 1, terminating
+        inst.last_push, inst.pushes, inst.terminated, inst.broker_id = now, inst.pushes + 1, terminating, broker_id
         _keep(inst, data)
         return codes.NONE
 

@@ -1,0 +1,95 @@
+"""The sandbox's Prometheus endpoints, scraped with prometheus-client's text parser during a
+throttled move while a real producer (librdkafka) writes over its KIP-13 quota."""
+from __future__ import annotations
+
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from kreassign.sandbox.prometheus import percentile
+from kreassign.sandbox.topics import TopicSpec
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(port: int) -> Samples:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def test_percentiles_are_yammers_snapshot_values() -> None:
+    values = [float(v) for v in range(1, 11)]
+    assert percentile(values, 0.5) == 5.5   # pos 5.5: between the 5th and 6th
+    assert percentile(values, 0.99) == 10.0  # past the end: the largest
+    assert percentile([], 0.99) == 0.0
+    assert percentile([3.0], 0.05) == 3.0
+
+
+@pytest.mark.e2e
+def test_metrics_during_a_throttled_move_with_a_producer_over_its_quota(sandbox_factory: Any) -> None:
+    import confluent_kafka
+
+    sb = sandbox_factory(brokers=4, racks=0, topics=[TopicSpec("m", 4, 2, 4_000_000, 1000.0)], metrics_port=0,
+                         default_client_quotas={"producer_byte_rate": 4000})
+    ports = sb.metrics_ports
+    assert sorted(ports) == [1, 2, 3, 4]
+    admin = KafkaAdminClient(bootstrap_servers=sb.bootstrap, request_timeout_ms=5000)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, str(b),
+                                            {"leader.replication.throttled.rate": "200000",
+                                             "follower.replication.throttled.rate": "200000"}) for b in ports],
+                            incremental=True, raise_on_unknown=False)
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "m",
+                                            {"leader.replication.throttled.replicas": "*",
+                                             "follower.replication.throttled.replicas": "*"})],
+                            incremental=True, raise_on_unknown=False)
+        (topic,) = admin.describe_topics(["m"])
+        p0 = next(p for p in topic["partitions"] if p["partition_index"] == 0)
+        leader, replicas = p0["leader_id"], p0["replica_nodes"]
+        newcomer = next(b for b in ports if b not in replicas)
+        admin.alter_partition_reassignments({TopicPartition("m", 0): [newcomer, leader]})
+    finally:
+        admin.close()
+    leaders = {p["partition_index"]: p["leader_id"] for p in topic["partitions"]}
+    producer = confluent_kafka.Producer({"bootstrap.servers": sb.bootstrap, "client.id": "heavy", "acks": "all",
+                                         "linger.ms": 2})
+    first = scrape(ports[newcomer])
+    urp_seen = throttle_seen = False
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (urp_seen and throttle_seen):
+        for i in range(8):
+            producer.produce("m", b"x" * 1000, partition=i % 4)
+        producer.poll(0.05)
+        sb.advance(0.5)
+        on_leader = scrape(ports[leader])
+        urp_seen |= (value(on_leader, "kafka_server_replicamanager_underreplicatedpartitions") or 0) >= 1
+        throttle_seen |= any((value(scrape(ports[b]), "kafka_server_quota_throttle_time",
+                                    resource="Produce", clientId="heavy") or 0) > 0 for b in set(leaders.values()))
+    producer.flush(10)
+    assert urp_seen, "the leader of the moving partition never reported it under-replicated"
+    assert throttle_seen, "a producer over its quota was never throttled"
+    with sb.locked() as engine:
+        assert engine.partition("m", 0).reassigning  # still copying: the checks above ran during the move
+    later = scrape(ports[newcomer])
+    grew = "kafka_server_brokertopicmetrics_replicationbytesin_total"
+    assert value(later, grew) > value(first, grew) > -1  # the moving broker fetches the partition
+    assert value(scrape(ports[leader]), "kafka_server_brokertopicmetrics_replicationbytesout_total") > 0
+    for b in set(leaders.values()):
+        samples = scrape(ports[b])
+        for part in ("totaltimems", "remotetimems"):
+            for q in ("0.50", "0.99"):
+                assert value(samples, f"kafka_network_requestmetrics_{part}", request="Produce", quantile=q) is not None
+        assert value(samples, "kafka_network_requestmetrics_remotetimems", request="Produce", quantile="0.99") > 0
+        assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", topic="m") > 0
+        rate = value(samples, "kafka_server_quota_byte_rate", resource="Produce", clientId="heavy")
+        assert rate is not None and rate > 0

@@ -187,7 +187,10 @@ def load(bootstrap_server: str | None, request_timeout: float | None, topics: tu
     """Run real clients (kafka-python producers, acks=all, and a consumer group) against a cluster
     and print, per interval, produce latency percentiles (send to acknowledgement), the throttle
     time brokers gave the producer and the consumer, and the group's lag: watch clients live
-    through a move."""
+    through a move. Ctrl-C or SIGTERM ends it after a last line."""
+    import signal
+    import threading
+
     from kreassign.cluster.errors import InputError
     from kreassign.sandbox.load import HEADER, LoadGenerator, parse_topic_load
 
@@ -197,6 +200,9 @@ def load(bootstrap_server: str | None, request_timeout: float | None, topics: tu
         raise InputError("--interval must be positive")
     generator = LoadGenerator(bootstrap_server, [parse_topic_load(t) for t in topics], message_bytes=message_size,
                               client_id=client_id, request_timeout_s=request_timeout or 30.0)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     click.echo(HEADER)
-    for sample in generator.run(duration, interval):
+    for sample in generator.run(duration, interval, stop):
         click.echo(sample.line())

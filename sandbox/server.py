@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.clock import Clock, ScaledClock
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
+from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
@@ -46,6 +48,7 @@ class Listener:
 
 
 CLOSE = object()
+POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
 TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 
 
@@ -64,8 +67,13 @@ class SandboxServer:
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
-                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None) -> None:
+                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
+                 broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
+                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
         self.engine = engine
+        self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
+        self.groups = groups
+        self.quota_configs = quota_configs
         self.data = data
         self.quotas: ClientQuotaHook = quotas if quotas is not None else NoClientQuotas()
         self.purgatory = Purgatory()
@@ -357,8 +365,8 @@ class SandboxServer:
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
         self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
                                        (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
-        if head.api_key == 0:
-            self.poke()  # an append may complete parked fetches
+        if head.api_key in POKING_APIS:
+            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         if isinstance(response, NoResponse):
             return None, throttle
         rule = self.faults.take("error", head.api_key, broker_id)
@@ -388,8 +396,10 @@ class SandboxServer:
         client_id = request.header.client_id or ""
         name = request_name(head.api_key, request)
         with self.lock:
+            quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
-                          now=self.clock.now(), client_id=client_id, quotas=self.quotas)
+                          now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
+                          quota_configs=self.quota_configs)
             try:
                 outcome = dispatch(ctx, head.api_key, head.api_version, request)
                 if self.data is not None and head.api_key in TRUNCATING_APIS:

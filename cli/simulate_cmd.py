@@ -188,32 +188,36 @@ def _bad_seed(text: str) -> int:
 
 
 def render_summary(result: SimulationResult) -> Table:
-    """The per-scenario summary as a rich table."""
+    """The per-scenario summary as a rich table that fits 100 columns: the scenario's settings
+    share one column and long cells wrap (the JSON output has every field on its own)."""
+    from rich import box
     from rich.table import Table
 
     from kreassign.cluster.units import format_bytes, format_duration, format_rate
+    from kreassign.simulate.plots import never_finishes
 
     first = result.outcomes[0] if result.outcomes else None
     title = (f"{result.brokers} brokers, {result.partitions} partitions"
              + (f", {first.moves} moves ({format_bytes(first.bytes)})" if first else ""))
-    table = Table(title=title, title_justify="left")
-    for name, justify in (("#", "right"), ("throttle", "right"), ("per broker", "right"),
-                          ("writes", "right"), ("failure", "left"), ("makespan", "right"),
-                          ("lower bound", "right"), ("stalled", "right"),
-                          ("max client throttle", "right"),
-                          (f"min < {result.headroom_target:.0%} headroom", "right"),
-                          ("brokers at risk", "right"), ("max produce remote", "right"),
-                          ("timed-out requests", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("scenario", min_width=16, overflow="fold")
+    table.add_column("makespan", justify="right", min_width=9, overflow="fold")
+    for name in ("lower\nbound", "client\nthrottle", f"min < {result.headroom_target:.0%}\nheadroom",
+                 "brokers\nat risk", "produce\nremote", "timed-out\nrequests"):
+        table.add_column(name, justify="right", no_wrap=True)
     for o in result.outcomes:
-        failure = "-" if o.failed_broker is None else f"{o.failed_broker} @ {format_duration(o.failed_at_s or 0.0)}"
+        settings = ["unthrottled" if o.throttle_bps is None else format_rate(o.throttle_bps),
+                    "all at once" if o.moves_per_broker is None else f"{o.moves_per_broker}/broker",
+                    f"writes x{o.write_multiplier:g}"]
+        if o.failed_broker is not None:
+            settings.append(f"broker {o.failed_broker} fails @ {format_duration(o.failed_at_s or 0.0)}")
         table.add_row(
-            str(o.scenario_id),
-            "none" if o.throttle_bps is None else format_rate(o.throttle_bps),
-            "all" if o.moves_per_broker is None else str(o.moves_per_broker),
-            f"x{o.write_multiplier:g}", failure, format_duration(o.makespan_s),
-            format_duration(o.lower_bound_s), str(o.stalled_moves),
-            f"{o.max_client_throttle_ms:,.0f} ms", f"{o.minutes_below_headroom:,.1f}",
-            f"{o.brokers_at_risk}", f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
+            str(o.scenario_id), ", ".join(settings),
+            format_duration(o.makespan_s) if o.stalled_moves == 0 else never_finishes(o.stalled_moves),
+            format_duration(o.lower_bound_s), f"{o.max_client_throttle_ms:,.0f} ms",
+            f"{o.minutes_below_headroom:,.1f}", f"{o.brokers_at_risk}", f"{o.max_produce_remote_ms:,.0f} ms",
+            f"{o.timed_out_requests:,.0f}",
         )
     return table

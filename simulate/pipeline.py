@@ -101,7 +101,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         frame.unpersist()
     if request.plots:
         with _timed(timings, "plots_s"):
-            files += [str(p) for p in _plot(spark, out, scenarios, target)]
+            files += [str(p) for p in _plot(spark, out, scenarios, outcomes, target)]
     return SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
         brokers=inputs.broker_count, partitions=inputs.partition_count,
@@ -124,12 +124,14 @@ def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None
         raise InputError(f"--fail names broker {missing[0]}, which is not in the cluster")
 
 
-def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...], target: float) -> tuple[Path, ...]:
-    from kreassign.simulate.plots import write_plots
+def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
+          outcomes: tuple[ScenarioOutcome, ...], target: float) -> tuple[Path, ...]:
+    from kreassign.simulate.plots import PlotScenario, plot_specs, write_plots
 
     cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR)).toPandas()
-    labels = {s.scenario_id: scenario_label(s) for s in scenarios}
-    return write_plots(cluster, labels, target, out)
+    stalled = {o.scenario_id: o.stalled_moves for o in outcomes}
+    info = {s.scenario_id: PlotScenario(scenario_label(s), stalled.get(s.scenario_id, 0)) for s in scenarios}
+    return tuple(write_plots(plot_specs(cluster, info, target), out))
 
 
 def scenario_label(scenario: Scenario) -> str:

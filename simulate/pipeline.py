@@ -99,14 +99,26 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         files = [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
     for frame in (summary, results, per_broker, load, moves):
         frame.unpersist()
-    if request.plots:
+    pngs: dict[Path, bytes] = {}
+    if request.plots or request.report_path:
         with _timed(timings, "plots_s"):
-            files += [str(p) for p in _plot(spark, out, scenarios, outcomes, target)]
-    return SimulationResult(
+            pngs = _plot(spark, out, scenarios, outcomes, target, write=request.plots)
+        files += [str(p) for p in pngs if request.plots]
+    result = SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
         brokers=inputs.broker_count, partitions=inputs.partition_count,
         headroom_target=target, timings_s=timings,
     )
+    if request.report_path:
+        from dataclasses import replace
+
+        from kreassign.simulate.report import render_report
+
+        report = Path(request.report_path)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(render_report(result, {p.name: png for p, png in pngs.items()}), encoding="utf-8")
+        result = replace(result, files=(*result.files, str(report)))
+    return result
 
 
 def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None:
@@ -125,13 +137,15 @@ def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None
 
 
 def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
-          outcomes: tuple[ScenarioOutcome, ...], target: float) -> tuple[Path, ...]:
-    from kreassign.simulate.plots import PlotScenario, plot_specs, write_plots
+          outcomes: tuple[ScenarioOutcome, ...], target: float, *, write: bool) -> dict[Path, bytes]:
+    """The plots as PNG bytes by path under `out`, written there if `write`."""
+    from kreassign.simulate.plots import PlotScenario, plot_specs, render_png, write_plots
 
     cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR)).toPandas()
     stalled = {o.scenario_id: o.stalled_moves for o in outcomes}
     info = {s.scenario_id: PlotScenario(scenario_label(s), stalled.get(s.scenario_id, 0)) for s in scenarios}
-    return tuple(write_plots(plot_specs(cluster, info, target), out))
+    specs = plot_specs(cluster, info, target)
+    return write_plots(specs, out) if write else {out / spec.file: render_png(spec) for spec in specs}
 
 
 def scenario_label(scenario: Scenario) -> str:

@@ -182,7 +182,8 @@ def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Pat
     out = tmp_path / "sim"
     args = ["simulate", "--synthetic", "brokers=50,racks=5,partitions=5000,rf=3,seed=11",
             "--throttle", "100MB/s,none", "--fail", "none,random@50%", "--seed", "4",
-            "--timeline-points", "20", "--out", str(out), "--output", "json"]
+            "--timeline-points", "20", "--out", str(out), "--report", str(tmp_path / "report.html"),
+            "--output", "json"]
     run = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert run.exit_code == 0, run.output
     doc = json.loads(run.stdout)
@@ -197,7 +198,10 @@ def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Pat
         assert r["makespan_s"] >= r["lower_bound_s"] * (1 - 1e-9)
     assert {Path(f).name for f in doc["files"]} >= {"summary.parquet", "broker_timeline.parquet",
                                                    "cluster_timeline.parquet", "bytes_remaining.png",
-                                                   "broker_throughput.png", "client_headroom.png"}
+                                                   "broker_throughput.png", "client_headroom.png",
+                                                   "report.html"}
+    report = (tmp_path / "report.html").read_text()
+    assert report.count('src="data:image/png;base64,') == 3 and report.count("<section id=") == 5
     timelines = spark.read.parquet(str(out / BROKER_TIMELINE_DIR))
     assertSchemaEqual(timelines.select(*BROKER_TIMELINE.fieldNames()).schema, BROKER_TIMELINE)
     assert timelines.count() == 4 * 55 * 20

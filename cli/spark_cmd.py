@@ -26,7 +26,7 @@ def spark() -> None:
 @click.option("--memory", default="2g", show_default=True, help="Memory each worker offers to executors.")
 @click.option("--connect", is_flag=True,
               help="Also start a Spark Connect server on the master (for simulate --remote).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=180.0, show_default=True,
+@click.option("--start-timeout", "timeout", type=click.FloatRange(min=1), default=180.0, show_default=True,
               help="Seconds to wait for every process to come up.")
 @_state_dir_option
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,

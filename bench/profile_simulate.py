@@ -6,7 +6,7 @@ wall time and the CPU time of the whole process tree (this driver, the JVM, its 
 workers), read from /proc. On a shared machine the wall times stretch with the load; the CPU
 times, and the model-only CPU time measured in-process, are the figures to compare across runs.
 
-    python -m bench.profile_simulate million|sweep32
+    python -m bench.profile_simulate million|sweep32 [NOTE...]
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Stages:
                            "cpu_s": round(tree_cpu_s(os.getpid()) - cpu, 2)}
 
 
-def profile(case: str) -> dict[str, Any]:
+def profile(case: str, note: str = "") -> dict[str, Any]:
     from pyspark import StorageLevel
 
     from bench.bench_simulate import HUNDRED_K, MILLION, _axes
@@ -68,8 +68,8 @@ def profile(case: str) -> dict[str, Any]:
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
-    from kreassign.simulate.pipeline import _plot
-    from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
+    from kreassign.simulate.pipeline import _plot, write_results
+    from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.request import ScenarioOutcome
     from kreassign.simulate.scenarios import ScenarioAxes, scenario_grid, scenarios_frame
     from kreassign.simulate.session import SparkOptions, start_session
@@ -107,16 +107,12 @@ def profile(case: str) -> dict[str, Any]:
         summary = scenario_summary(results, scenario_df, bounds)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with s.stage("write_parquet"):
-        timelines = broker_timelines(results)
-        summary.coalesce(1).write.mode("overwrite").parquet(str(out / "summary.parquet"))
-        timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / "broker_timeline.parquet"))
-        cluster_timeline(results, timelines, clients.headroom_target).coalesce(1).write.mode("overwrite").parquet(
-            str(out / "cluster_timeline.parquet"))
+        write_results(results, summary, out, clients.headroom_target)
     with s.stage("plots"):
         _plot(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
     spark.stop()
     model_cpu = _model_only_cpu(case)
-    return {"case": case, "scenarios": len(scenarios), "stages": s.rows,
+    return {"case": case, "note": note, "scenarios": len(scenarios), "stages": s.rows,
             "pipeline_wall_s": round(sum(r["wall_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
             "pipeline_cpu_s": round(sum(r["cpu_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
             "model_only_cpu_s_per_scenario": model_cpu, "makespan_s": [o.makespan_s for o in outcomes][:4],
@@ -153,4 +149,4 @@ def _model_only_cpu(case: str) -> float:
 
 
 if __name__ == "__main__":
-    record("profile_simulate", **profile(sys.argv[1] if len(sys.argv) > 1 else "million"))
+    record("profile_simulate", **profile(sys.argv[1] if len(sys.argv) > 1 else "million", " ".join(sys.argv[2:])))

@@ -67,7 +67,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
 
     from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
-    from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
+    from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
     timings: dict[str, float] = {}
@@ -91,12 +91,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         summary = scenario_summary(results, scenario_df, bounds).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
-        timelines = broker_timelines(results)
-        summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
-        timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
-        cluster_timeline(results, timelines, target).coalesce(1).write.mode("overwrite").parquet(
-            str(out / CLUSTER_TIMELINE_DIR))
-        files = [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
+        files = write_results(results, summary, out, target)
     for frame in (summary, results, per_broker, load, moves):
         frame.unpersist()
     pngs: dict[Path, bytes] = {}
@@ -119,6 +114,20 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         report.write_text(render_report(result, {p.name: png for p, png in pngs.items()}), encoding="utf-8")
         result = replace(result, files=(*result.files, str(report)))
     return result
+
+
+def write_results(results: DataFrame, summary: DataFrame, out: Path, headroom_target: float) -> list[str]:
+    """Write the summary, the per-broker timelines and the cluster timeline as Parquet under `out`."""
+    from kreassign.simulate.results import broker_timelines, cluster_timeline
+
+    # Both tables below explode the timelines; caching the exploded rows once cost more CPU than
+    # exploding twice (bench/results/profile_simulate.jsonl, sweep32).
+    timelines = broker_timelines(results)
+    summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
+    timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
+    cluster_timeline(results, timelines, headroom_target).coalesce(1).write.mode("overwrite").parquet(
+        str(out / CLUSTER_TIMELINE_DIR))
+    return [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
 
 
 def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None:

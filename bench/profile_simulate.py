@@ -68,7 +68,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
-    from kreassign.simulate.pipeline import _plot, write_results
+    from kreassign.simulate.pipeline import render_plots, write_results
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.request import ScenarioOutcome
     from kreassign.simulate.scenarios import ScenarioAxes, scenario_grid, scenarios_frame
@@ -109,7 +109,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     with s.stage("write_parquet"):
         write_results(results, summary, out, clients.headroom_target)
     with s.stage("plots"):
-        _plot(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
+        render_plots(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
     spark.stop()
     model_cpu = _model_only_cpu(case)
     return {"case": case, "note": note, "scenarios": len(scenarios), "stages": s.rows,

@@ -97,7 +97,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     pngs: dict[Path, bytes] = {}
     if request.plots or request.report_path:
         with _timed(timings, "plots_s"):
-            pngs = _plot(spark, out, scenarios, outcomes, target, write=request.plots)
+            pngs = render_plots(spark, out, scenarios, outcomes, target, write=request.plots)
         files += [str(p) for p in pngs if request.plots]
     result = SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
@@ -145,7 +145,7 @@ def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None
         raise InputError(f"--fail names broker {missing[0]}, which is not in the cluster")
 
 
-def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
+def render_plots(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
           outcomes: tuple[ScenarioOutcome, ...], target: float, *, write: bool) -> dict[Path, bytes]:
     """The plots as PNG bytes by path under `out`, written there if `write`."""
     from kreassign.simulate.plots import PlotScenario, plot_specs, render_png, write_plots

@@ -15,15 +15,11 @@ from kreassign.simulate.schemas import (
 
 def broker_timelines(results: DataFrame) -> DataFrame:
     """Unpack each scenario's parallel timeline arrays into rows (SCENARIO_RESULT ->
-    BROKER_TIMELINE); an element's position gives its broker and sample time."""
+    BROKER_TIMELINE)."""
     zipped = F.arrays_zip(*[F.col(f"tl_{name}").alias(name) for name in TIMELINE_COLUMNS])
-    samples = F.size("grid_t_s")
     return (
-        results.select("scenario_id", "broker_ids", "grid_t_s", F.posexplode(zipped).alias("pos", "sample"))
-        .select("scenario_id",
-                F.element_at("broker_ids", F.floor(F.col("pos") / samples).cast("int") + 1).alias("broker"),
-                F.element_at("grid_t_s", (F.col("pos") % samples).cast("int") + 1).alias("t_s"),
-                *[F.col(f"sample.{name}").alias(name) for name in TIMELINE_COLUMNS])
+        results.select("scenario_id", F.explode(zipped).alias("sample"))
+        .select("scenario_id", *[F.col(f"sample.{name}").alias(name) for name in TIMELINE_COLUMNS])
         .select(*columns(BROKER_TIMELINE))
     )
 
@@ -51,7 +47,7 @@ def scenario_summary(results: DataFrame, scenarios: DataFrame, bounds: DataFrame
     """One row per scenario: its settings, the model's outcome and the lower bound, the larger
     of the brokers' part (Spark) and the moves' part (the model task); ties go to the brokers,
     as in the model. (SCENARIO_RESULT, SCENARIOS, LOWER_BOUNDS -> SCENARIO_SUMMARY.)"""
-    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "broker_ids", "grid_t_s",
+    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "grid_t_s",
                            "grid_bytes_remaining", "model_lower_bound_s")
     moves_win = F.col("move_bound_s") > F.col("lower_bound_s")
     return (

@@ -341,6 +341,7 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
     )
     # Samples from the horizon on are drawn, not counted: a stalled run would count forever.
     impact = assess(clients, traffic, dt, counted=int(np.count_nonzero(grid < run.horizon_s)))
+    n_brokers, samples = run.rate_in.shape
     return {
         "scenario_id": scenario_id,
         "moves": len(arrays),
@@ -360,7 +361,8 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
         "timed_out_requests": impact.timed_out_requests,
         "grid_t_s": grid,
         "grid_bytes_remaining": run.bytes_remaining,
-        "broker_ids": arrays.broker_ids.astype(np.int32),
+        "tl_broker": np.repeat(arrays.broker_ids.astype(np.int32), samples),
+        "tl_t_s": np.tile(grid, n_brokers),
         "tl_replication_in_bps": run.rate_in.ravel(),
         "tl_replication_out_bps": run.rate_out.ravel(),
         "tl_pending_bytes": run.pending_bytes.ravel(),

@@ -174,7 +174,8 @@ SCENARIO_RESULT = _fields(
     ("timed_out_requests", _DOUBLE, False),
     ("grid_t_s", ArrayType(_DOUBLE), False),
     ("grid_bytes_remaining", ArrayType(_DOUBLE), False),
-    ("broker_ids", ArrayType(_INT), False),
+    ("tl_broker", ArrayType(_INT), False),
+    ("tl_t_s", ArrayType(_DOUBLE), False),
     ("tl_replication_in_bps", ArrayType(_DOUBLE), False),
     ("tl_replication_out_bps", ArrayType(_DOUBLE), False),
     ("tl_pending_bytes", ArrayType(_DOUBLE), False),
@@ -185,8 +186,7 @@ SCENARIO_RESULT = _fields(
 )
 """What one model task returns: one row per scenario, with the model's bytes-remaining curve on
 the sample grid (`grid_*`) and its per-broker timelines packed as parallel arrays, broker-major
-(`tl_*`: element `i` is broker `broker_ids[i // samples]` at `grid_t_s[i % samples]`, which are
-not repeated per element), so one task yields one row."""
+(`tl_*`), so one task yields one row."""
 
 TIMELINE_COLUMNS = tuple(f.name[3:] for f in SCENARIO_RESULT.fields if f.name.startswith("tl_"))
 

@@ -254,7 +254,7 @@ def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state
         assert row["client_in_bps"] == flat["client_in_bps"].tolist()
 
 
-def test_broker_timelines_unpack_positions_into_brokers_and_sample_times(spark: SparkSession) -> None:
+def test_broker_timelines_unpack_each_scenarios_arrays_into_rows(spark: SparkSession) -> None:
     import pyarrow as pa
     from test_simulate_scenario_run import _arrays
 

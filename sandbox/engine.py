@@ -488,6 +488,7 @@ class Engine:
                                             produce_bps=float(self.produce_bps[p.row])) for p in t.partitions]}
                        for t in self.topics.values()],
             "configs": self.configs.to_json(),
+            "client_metrics": {name: dict(cfg) for name, cfg in sorted(self.client_metrics.subscriptions.items())},
         }
 
     @classmethod
@@ -516,6 +517,8 @@ class Engine:
         engine.log_end = np.array(sizes, dtype=float)
         engine.produce_bps = np.array(rates, dtype=float)
         engine.configs = ConfigStore.from_json(data["configs"])
+        engine.client_metrics.subscriptions = {str(n): {str(k): str(v) for k, v in cfg.items()}
+                                               for n, cfg in data.get("client_metrics", {}).items()}
         # Draw fresh randomness for later topic creation without replaying the start-up draws.
         engine.rng = np.random.default_rng([engine.seed, len(engine.rows), int(math.floor(engine.now))])
         return engine

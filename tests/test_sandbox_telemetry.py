@@ -121,3 +121,15 @@ def test_a_librdkafka_producer_pushes_its_metrics_and_the_sandbox_decodes_them(s
     nodes = {dict(labels)["node.id"] for name, labels in inst.metrics if name == latency}
     assert nodes <= {"1", "2", "3"} and nodes
     assert inst.value(f"{PRODUCER}.produce.throttle.time.avg") == 0.0  # no quota set
+
+
+def test_subscriptions_survive_a_restart(tmp_path: Any) -> None:
+    from kreassign.sandbox.clock import ManualClock
+    from kreassign.sandbox.cluster import SandboxCluster
+
+    with SandboxCluster(1, 0, [], clock=ManualClock(), state_dir=tmp_path, telemetry=True) as sb:
+        with sb.locked() as engine:
+            engine.client_metrics.alter("producers", [("metrics", 0, PRODUCER), ("interval.ms", 0, "1000")], False)
+    with SandboxCluster(1, 0, [], clock=ManualClock(), state_dir=tmp_path, telemetry=True) as sb:
+        assert sb.telemetry is not None
+        assert sb.telemetry.subscription_for("any", uuid.uuid4()).requested == (PRODUCER,)

@@ -89,7 +89,8 @@ class BrokerCollector:
         names = sorted({t.request for t in timings})
         for metric, part in PARTS.items():
             family = GaugeMetricFamily(f"kafka_network_requestmetrics_{metric}",
-                                       f"kafka.network RequestMetrics {metric} percentiles", labels=["request", "quantile"])
+                                       f"kafka.network RequestMetrics {metric} percentiles",
+                                       labels=["request", "quantile"])
             count = UnknownMetricFamily(f"kafka_network_requestmetrics_{metric}_count",
                                         f"kafka.network RequestMetrics {metric} count", labels=["request"])
             for name in names:

@@ -366,10 +366,9 @@ class SandboxServer:
         if response is CLOSE:
             return CLOSE, 0
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
-        with self.lock:
-            done_at = self.clock.now()
-        self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
-                                       (started - received) * 1000.0, local_ms, remote_ms, float(throttle), done_at))
+        with self.lock:  # the metrics endpoints read the timings under the lock
+            self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id, (started - received) * 1000.0,
+                                           local_ms, remote_ms, float(throttle), self.clock.now()))
         if head.api_key in POKING_APIS:
             self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         if isinstance(response, NoResponse):

@@ -76,8 +76,8 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
         clients pushed to that broker (a subscription: IncrementalAlterConfigs on a
         CLIENT_METRICS resource, as kafka-client-metrics.sh --alter does); gauges keep the latest
         value, sums the running total
-    Timings: queue and local time are the server's own work (wall ms); remote and throttle time
-    and all rates are on the sandbox clock."""
+    Everything is in sandbox time: remote and throttle time and all rates on the sandbox clock,
+    queue and local time (the server's own work, measured in wall time) scaled by --speed."""
     import threading
     from pathlib import Path
 

@@ -7,7 +7,8 @@ underscores; the client instance and id, and the data point's attributes, become
 
 Every value comes from what the sandbox did: request timings (`timings.py`), produced, fetched
 and replicated bytes (`traffic.py`, the replication step), the ISR, the KIP-13 quota sensors and
-the telemetry receiver. Percentiles are Yammer's (Kafka's histograms) over the requests of the
+the telemetry receiver, all in sandbox time (the server's own queue and local work, measured in
+wall time, is scaled by the clock's speed). Percentiles are Yammer's (Kafka's histograms) over the requests of the
 last `HISTOGRAM_WINDOW_S` sandbox seconds, the span Yammer's decaying reservoir favours.
 """
 from __future__ import annotations
@@ -29,13 +30,14 @@ from kreassign.sandbox.timings import RequestTiming, RequestTimings
 
 HISTOGRAM_WINDOW_S = 300.0
 QUANTILES = (("0.50", 0.5), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
-# RequestMetrics histogram -> the timing part(s) it sums (TotalTimeMs leaves out throttle time, KIP-219)
-PARTS: dict[str, Callable[[RequestTiming], float]] = {
-    "totaltimems": lambda t: t.queue_ms + t.local_ms + t.remote_ms,
-    "requestqueuetimems": lambda t: t.queue_ms,
-    "localtimems": lambda t: t.local_ms,
-    "remotetimems": lambda t: t.remote_ms,
-    "throttletimems": lambda t: t.throttle_ms,
+# RequestMetrics histogram -> the timing part(s) it sums (TotalTimeMs leaves out throttle time, KIP-219),
+# in sandbox ms: queue and local time are recorded in wall ms and scaled by the clock's speed
+PARTS: dict[str, Callable[[RequestTiming, float], float]] = {
+    "totaltimems": lambda t, scale: (t.queue_ms + t.local_ms) * scale + t.remote_ms,
+    "requestqueuetimems": lambda t, scale: t.queue_ms * scale,
+    "localtimems": lambda t, scale: t.local_ms * scale,
+    "remotetimems": lambda t, scale: t.remote_ms,
+    "throttletimems": lambda t, scale: t.throttle_ms,
 }
 QUOTA_RESOURCE = {PRODUCER_BYTE_RATE: "Produce", CONSUMER_BYTE_RATE: "Fetch"}
 
@@ -87,6 +89,7 @@ class BrokerCollector:
 
     def _requests(self, timings: list[RequestTiming], counts: list[RequestTiming]) -> Iterator[Metric]:
         names = sorted({t.request for t in timings})
+        scale = self.sources.engine.time_scale  # sandbox seconds per wall second (1 on a manual clock)
         for metric, part in PARTS.items():
             family = GaugeMetricFamily(f"kafka_network_requestmetrics_{metric}",
                                        f"kafka.network RequestMetrics {metric} percentiles",
@@ -94,7 +97,7 @@ class BrokerCollector:
             count = UnknownMetricFamily(f"kafka_network_requestmetrics_{metric}_count",
                                         f"kafka.network RequestMetrics {metric} count", labels=["request"])
             for name in names:
-                values = sorted(part(t) for t in timings if t.request == name)
+                values = sorted(part(t, scale) for t in timings if t.request == name)
                 for label, q in QUANTILES:
                     family.add_metric([name, label], percentile(values, q))
                 count.add_metric([name], float(sum(1 for t in counts if t.request == name)))

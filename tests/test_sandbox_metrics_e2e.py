@@ -120,3 +120,41 @@ def test_a_daemon_started_with_metrics_port_serves_them_and_status_shows_where(t
         assert f"metrics:   broker 1 {urls['1']}" in text.out
     finally:
         run_cli(["sandbox", "stop", "--state-dir", state])
+
+
+def test_the_collector_computes_each_broker_from_what_it_recorded() -> None:
+    import threading
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from kreassign.sandbox.client_quotas import PRODUCER_BYTE_RATE, ClientQuotas
+    from kreassign.sandbox.engine import Engine
+    from kreassign.sandbox.prometheus import BrokerCollector, Sources
+    from kreassign.sandbox.timings import RequestTiming, RequestTimings
+
+    engine = Engine({1: None, 2: None}, seed=1)
+    engine.add_topics([TopicSpec("t", 1, 2, 1000, 0.0)])
+    engine.time_scale = 2.0
+    timings = RequestTimings()
+    for remote in (10.0, 20.0, 30.0):  # queue 1 + local 2 wall ms = 6 sandbox ms at 2x
+        timings.add(RequestTiming("Produce", 9, "app", 1, 1.0, 2.0, remote, 0.0, 0.0))
+    timings.add(RequestTiming("Produce", 9, "app", 2, 1.0, 2.0, 500.0, 0.0, 0.0))  # another broker's
+    engine.traffic.produced(1, "t", 300, 3, [1, 2])
+    quotas = ClientQuotas()
+    quotas.set_default(PRODUCER_BYTE_RATE, 100)
+    quotas.for_broker(1).produce_throttle_ms("app", "ANONYMOUS", 5000, 0.0)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(1, Sources(threading.RLock(), engine, timings, quotas, None)))
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples}
+    assert value(samples, "kafka_network_requestmetrics_totaltimems", request="Produce", quantile="0.50") == 26.0
+    assert value(samples, "kafka_network_requestmetrics_remotetimems", request="Produce", quantile="0.99") == 30.0
+    assert value(samples, "kafka_network_requestmetrics_localtimems", request="Produce", quantile="0.99") == 4.0
+    assert value(samples, "kafka_network_requestmetrics_totaltimems_count", request="Produce") == 3.0
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", topic="t") == 300.0
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total") == 300.0
+    assert value(samples, "kafka_server_brokertopicmetrics_messagesin_total", topic="t") == 3.0
+    assert value(samples, "kafka_server_brokertopicmetrics_replicationbytesout_total") == 300.0
+    # 5000 B recorded over a 10 s window = 500 B/s against 100: (500-100)/100 * 10 s
+    assert value(samples, "kafka_server_quota_throttle_time", resource="Produce", clientId="app") == 40_000.0
+    assert value(samples, "kafka_server_quota_byte_rate", resource="Produce", clientId="app") == 500.0

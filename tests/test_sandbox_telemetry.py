@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import time
+import urllib.request
 import uuid
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     AggregationTemporality, Gauge, Metric, MetricsData, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from kreassign.sandbox import codes
 from kreassign.sandbox.client_metrics import ClientMetricsStore
@@ -90,7 +92,7 @@ def test_a_librdkafka_producer_pushes_its_metrics_and_the_sandbox_decodes_them(s
     from kafka.admin._configs import ConfigResourceType
 
     assert confluent_kafka.libversion()[1] >= 0x020500ff
-    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("t", 3, 3)], telemetry=True)
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("t", 3, 3)], telemetry=True, metrics_port=0)
     admin = KafkaAdminClient(bootstrap_servers=sb.bootstrap, request_timeout_ms=5000)
     try:  # what kafka-client-metrics.sh --alter --name producers --metrics ... --interval 100 sends
         admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, "producers",
@@ -121,6 +123,13 @@ def test_a_librdkafka_producer_pushes_its_metrics_and_the_sandbox_decodes_them(s
     nodes = {dict(labels)["node.id"] for name, labels in inst.metrics if name == latency}
     assert nodes <= {"1", "2", "3"} and nodes
     assert inst.value(f"{PRODUCER}.produce.throttle.time.avg") == 0.0  # no quota set
+    # exported on the endpoint of the broker it pushed to, as a receiver plugin would
+    text = urllib.request.urlopen(f"http://127.0.0.1:{sb.metrics_ports[inst.broker_id]}/metrics", timeout=5).read()
+    exported = {s.name: s for f in text_string_to_metric_families(text.decode()) for s in f.samples
+                if s.name == "org_apache_kafka_producer_record_queue_time_avg"}
+    sample = exported["org_apache_kafka_producer_record_queue_time_avg"]
+    assert sample.labels["client_id"] == "telemetry-test"
+    assert sample.labels["client_instance_id"] == str(inst.instance_id)
 
 
 def test_subscriptions_survive_a_restart(tmp_path: Any) -> None:

@@ -21,6 +21,7 @@ from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.security import Security
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
@@ -50,6 +51,7 @@ class SandboxCluster:
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
+        security: TLS and SASL for every listener (default: plaintext, no authentication).
 
     Every broker reports the time scale (sandbox seconds per wall second: the speed of a scaled
     clock, 1 with a manual one) as the read-only config `kreassign.sandbox.time.scale`.
@@ -59,7 +61,7 @@ class SandboxCluster:
                  speed: float = 60.0, clock: Clock | None = None, seed: int = 0, port_base: int = 0,
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
-                 fresh: bool = False, fetch: FetchConfig | None = None) -> None:
+                 fresh: bool = False, fetch: FetchConfig | None = None, security: Security | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if racks < 0:
@@ -89,8 +91,10 @@ class SandboxCluster:
         self.engine.time_scale = self.clock.speed if isinstance(self.clock, ScaledClock) else 1.0
         self.clock.reset(self.engine.now)
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
+        self.security = security or Security()
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
-                                    ports=ports, on_save=self.save if self.state_dir is not None else None)
+                                    ports=ports, on_save=self.save if self.state_dir is not None else None,
+                                    security=self.security)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------

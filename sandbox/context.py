@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreassign.sandbox.acl import Principal
 from kreassign.sandbox.engine import Engine
 
 
@@ -16,6 +17,8 @@ class Context:
     ports: dict[int, int]
     ranges: dict[int, tuple[int, int]]
     host: str = "127.0.0.1"
+    principal: Principal | None = None
+    """The authenticated user (None on listeners without SASL, where everything is allowed)."""
 
     @property
     def is_controller(self) -> bool:

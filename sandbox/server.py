@@ -2,25 +2,34 @@
 
 Each connection is served strictly in order (read, answer, write), as Kafka's muted channels
 do, so pipelined requests get their responses in request order. Engine access goes through
-one lock shared with the test thread (`SandboxCluster.advance`).
+one lock shared with the test thread (`SandboxCluster.advance`). With TLS the listeners wrap
+connections in the server context; with SASL each connection runs a `SaslSession` first and its
+principal goes into the handlers' `Context` after the ACL check (`acl.refusal`).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import ssl
 import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kreassign.sandbox.acl import cluster_operations, refusal
 from kreassign.sandbox.clock import Clock
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
-from kreassign.sandbox.wire import API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
+from kreassign.sandbox.sasl import SaslSession, not_sasl_listener
+from kreassign.sandbox.security import Security
+from kreassign.sandbox.wire import (
+    API_VERSIONS, DESCRIBE_CLUSTER, SASL_AUTHENTICATE, SASL_HANDSHAKE, decode_request, encode_response, peek,
+    unsupported_api_versions,
+)
 
 log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
@@ -41,7 +50,8 @@ class SandboxServer:
 
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
-                 on_save: Callable[[], object] | None = None, save_every: float = 2.0) -> None:
+                 on_save: Callable[[], object] | None = None, save_every: float = 2.0,
+                 security: Security | None = None) -> None:
         self.engine = engine
         self.lock = lock
         self.clock = clock
@@ -51,6 +61,8 @@ class SandboxServer:
         self.listeners = {b: Listener(b, port) for b, port in ports.items()}
         self.on_save = on_save
         self.save_every = save_every
+        self.security = security or Security()
+        self._ssl = self.security.server_context()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._release: asyncio.Event | None = None
@@ -139,7 +151,7 @@ class SandboxServer:
         if lst.server is not None:
             return
         server = await asyncio.start_server(
-            lambda r, w: self._serve(broker_id, r, w), self.host, lst.port, reuse_address=True)
+            lambda r, w: self._serve(broker_id, r, w), self.host, lst.port, reuse_address=True, ssl=self._ssl)
         lst.server = server
         lst.port = server.sockets[0].getsockname()[1]
 
@@ -181,6 +193,7 @@ class SandboxServer:
     async def _serve(self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         lst = self.listeners[broker_id]
         lst.writers.add(writer)
+        session = SaslSession(self.security) if self.security.sasl else None
         try:
             while True:
                 (size,) = struct.unpack(">i", await reader.readexactly(4))
@@ -190,7 +203,7 @@ class SandboxServer:
                 head = peek(payload)
                 if self.faults.take("drop", head.api_key, broker_id):
                     break
-                data = self._answer(broker_id, head, payload)
+                data = self._answer(broker_id, head, payload, session)
                 if data is None:
                     break
                 delay = self.faults.take("delay", head.api_key, broker_id)
@@ -198,7 +211,9 @@ class SandboxServer:
                     await self._hold(delay.seconds)
                 writer.write(data)
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+                if session is not None and session.closing:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
         finally:
             lst.writers.discard(writer)
@@ -209,8 +224,12 @@ class SandboxServer:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._release.wait(), timeout=seconds)
 
-    def _answer(self, broker_id: int, head: Any, payload: bytes) -> bytes | None:
-        """The framed response, or None to close the connection as Kafka does on a bad request."""
+    def _answer(self, broker_id: int, head: Any, payload: bytes, session: SaslSession | None) -> bytes | None:
+        """The framed response, or None to close the connection as Kafka does on a bad request
+        (and on any request but ApiVersions and the SASL ones before authentication)."""
+        if session is not None and not session.admits(head.api_key):
+            log.info("closing connection: API %s before SASL authentication completed", head.api_key)
+            return None
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:
             if head.api_key == API_VERSIONS:
@@ -222,10 +241,25 @@ class SandboxServer:
         except Exception:  # noqa: BLE001 - a malformed request closes the connection, like Kafka
             log.info("closing connection: cannot decode API %s v%s", head.api_key, head.api_version)
             return None
-        ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host)
-        with self.lock:
-            response = dispatch(ctx, head.api_key, head.api_version, request)
+        if head.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            return encode_response(self._sasl(session, head, request), head.correlation_id)
+        principal = session.principal if session is not None else None
+        ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, principal)
+        response = refusal(principal, head.api_key, head.api_version, request)
+        if response is None:
+            with self.lock:
+                response = dispatch(ctx, head.api_key, head.api_version, request)
+        if head.api_key == DESCRIBE_CLUSTER and request.include_cluster_authorized_operations:
+            response.authorized_operations = cluster_operations(principal)
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
             overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
         return encode_response(response, head.correlation_id)
+
+    @staticmethod
+    def _sasl(session: SaslSession | None, head: Any, request: Any) -> Any:
+        if session is None:
+            return not_sasl_listener(head.api_key, head.api_version)
+        if head.api_key == SASL_HANDSHAKE:
+            return session.handshake(head.api_version, request)
+        return session.authenticate(head.api_version, request)

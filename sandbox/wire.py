@@ -16,9 +16,14 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+)
 
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 # api key -> (request class, response class)
 APIS: dict[int, tuple[Any, Any]] = {
@@ -37,6 +42,8 @@ APIS: dict[int, tuple[Any, Any]] = {
         (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         (DescribeClusterRequest, DescribeClusterResponse),
         (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+        (SaslHandshakeRequest, SaslHandshakeResponse),
+        (SaslAuthenticateRequest, SaslAuthenticateResponse),
     )
 }
 
@@ -47,6 +54,9 @@ def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, 
                                           for key, (req, _) in APIS.items()}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
+    # SaslHandshake v0 is followed by raw tokens instead of SaslAuthenticate frames (pre-KIP-152);
+    # the sandbox speaks only the framed exchange.
+    ranges[SASL_HANDSHAKE] = (1, 1)
     return ranges
 
 

@@ -44,14 +44,30 @@ def sandbox() -> None:
               help="Kafka's replica.fetch.response.max.bytes: what one follower fetch takes in all.")
 @click.option("--num-replica-fetchers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
+@click.option("--security", type=click.Choice(["plaintext", "tls", "sasl_plaintext", "sasl_ssl"]),
+              default="plaintext", show_default=True,
+              help="What the listeners speak: tls makes a CA and server certificate in the state dir; the sasl "
+                   "modes authenticate --user logins.")
+@click.option("--sasl-mechanism", type=click.Choice(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                                                    case_sensitive=False),
+              help="SASL mechanism of the sasl modes (default PLAIN).")
+@click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD[:admin]",
+              help="A SASL login (repeatable). Users marked admin may change configs and reassign; the others "
+                   "may only describe.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
-          replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int) -> None:
-    """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
+          replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
+          security: str, sasl_mechanism: str | None, users: tuple[str, ...]) -> None:
+    """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
+
+    With --security, a ready --command-config file per user is written to the state dir
+    (0600) and shown with the password masked."""
     import threading
+    from dataclasses import replace
     from pathlib import Path
 
-    from kreassign.sandbox.daemon import SandboxOptions, default_state_dir, serve, start_daemon
+    from kreassign.sandbox.daemon import SandboxOptions, default_state_dir, refuse_if_running, serve, start_daemon
+    from kreassign.sandbox.security import User, build_security
     from kreassign.sandbox.topics import parse_topic_spec
 
     specs = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
@@ -62,10 +78,16 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
                              num_replica_fetchers=num_replica_fetchers)
     options.fetch  # refuse bad limits before anything starts
+    logins = tuple(User.parse(u) for u in users)
+    directory = Path(state_dir) if state_dir else default_state_dir()
+    if daemon or security != "plaintext":
+        refuse_if_running(directory)  # before its certificates are replaced
+    secured = build_security(security, sasl_mechanism, logins, directory)
+    options = replace(options, security=secured.to_json())
     if daemon:
-        directory = Path(state_dir) if state_dir else default_state_dir()
         info = start_daemon(options, directory)
         click.echo(info.bootstrap)
+        _show_client_settings(secured, logins, info.bootstrap, directory)
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
         return
@@ -78,12 +100,29 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
 
     def ready(sb: Any) -> None:
         click.echo(sb.bootstrap)
+        _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
         click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
                    f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
+
+
+def _show_client_settings(security: Any, users: tuple[Any, ...], bootstrap: str, directory: Any) -> None:
+    """Write the client properties files and show them (passwords masked) on stderr."""
+    from kreassign.sandbox.security import client_properties, redacted, write_client_properties
+
+    if security.protocol == "PLAINTEXT":
+        return
+    paths = write_client_properties(security, users, bootstrap, directory)
+    mechanism = f" with {security.mechanism}" if security.sasl else ""
+    click.echo(f"Listeners speak {security.protocol}{mechanism}. Client settings for --command-config "
+               "(passwords masked here; the files hold them):", err=True)
+    for path, user in zip(paths, users or (None,)):
+        role = "" if user is None else f" ({user.name}, {'admin' if user.admin else 'describe only'})"
+        click.echo(f"# {path}{role}", err=True)
+        click.echo(redacted(client_properties(security, user, bootstrap)), err=True, nl=False)
 
 
 @sandbox.command()

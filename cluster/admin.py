@@ -37,6 +37,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
+from kreassign.cluster.connect_errors import connect_failure
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
 from kreassign.cluster.model import (
     Broker,
@@ -178,7 +179,7 @@ class KafkaAdmin:
         try:
             client = factory(**config.admin_kwargs())
         except Errors.KafkaTimeoutError:
-            raise ClusterUnreachable(_bootstrap_message(config, tap.last_error)) from None
+            raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:
             raise InputError(f"kafka-python rejected the client settings: {exc}") from None
         except Errors.KafkaError as exc:
@@ -562,18 +563,6 @@ def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
         return ClusterError(f"Could not {what}: broker {_detail(error) or '?'} is not in the "
                             "cluster metadata.")
     return ClusterError(f"Could not {what}: {_short(error)}.")
-
-
-def _bootstrap_message(config: ClientConfig, last_error: BaseException | None) -> str:
-    servers = ",".join(config.bootstrap_servers)
-    message = (f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s. "
-               "Check --bootstrap-server and that the brokers are running.")
-    if config.security_protocol != "PLAINTEXT":
-        message += (f" The connection uses {config.security_protocol}: also check the ssl.* and "
-                    "sasl.* settings in --command-config.")
-    if last_error is not None:
-        message += f" Last error: {last_error}"
-    return message
 
 
 def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],

@@ -65,7 +65,10 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            if error is not None:
+            # kafka-python's final "Unable to bootstrap" says nothing about the cause: keep the
+            # connection error before it.
+            giving_up = isinstance(error, Errors.KafkaTimeoutError) and self.last_error is not None
+            if error is not None and not giving_up:
                 self.last_error = error
         return True
 

@@ -55,6 +55,10 @@ class ClusterUnreachable(ClusterError):
     exit_code = ExitStatus.CLUSTER_UNREACHABLE
 
 
+class SecurityMismatch(ClusterError):
+    """The TLS or SASL settings do not match the broker's listener, or it refused the login."""
+
+
 class UnknownTopicError(ClusterError):
     """Topics named by the user do not exist in the cluster."""
 

@@ -21,7 +21,7 @@ from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
-from kreassign.sandbox.security import Security
+from kreassign.sandbox.security import Security, write_private
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
@@ -230,7 +230,7 @@ class SandboxCluster:
         with self.lock:
             data = self.engine.to_json()
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        write_private(tmp, json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)
         return path
 

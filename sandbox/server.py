@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
+CLOSE_WAIT_SECONDS = 2.0
 
 
 @dataclass
@@ -212,12 +213,22 @@ class SandboxServer:
                 writer.write(data)
                 await writer.drain()
                 if session is not None and session.closing:
+                    await self._close_gently(reader, writer)
                     break
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
         finally:
             lst.writers.discard(writer)
             writer.transport.abort()
+
+    @staticmethod
+    async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """After a refused login, give the client a moment to read the answer and hang up first:
+        kafka-python drops data that arrives together with the end of the stream. Kafka likewise
+        delays the close (connection.failed.authentication.delay.ms)."""
+        with contextlib.suppress(ConnectionError, ssl.SSLError, asyncio.TimeoutError):
+            await asyncio.wait_for(reader.read(), timeout=CLOSE_WAIT_SECONDS)
+        writer.close()
 
     async def _hold(self, seconds: float | None) -> None:
         assert self._release is not None

@@ -288,9 +288,11 @@ class KafkaAdmin:
             brokers.append(Broker(id=broker_id, rack=b.get("rack"), host=b.get("host"), port=b.get("port")))
         controller = _int_or_none(raw.get("controller_id"))
         self._controller_id = controller
+        ops = raw.get("authorized_operations")
         return ClusterInfo(brokers=tuple(sorted(brokers, key=lambda x: x.id)),
                            controller_id=controller, cluster_id=raw.get("cluster_id"),
-                           fenced=tuple(sorted(fenced)))
+                           fenced=tuple(sorted(fenced)),
+                           authorized_operations=None if ops is None else frozenset(str(op) for op in ops))
 
     def _fallback_client(self) -> Any:
         if self._fallback is None:
@@ -510,13 +512,15 @@ class KafkaAdmin:
             resource = ConfigResource(ConfigResourceType.BROKER, str(broker), _alter_ops(ops))
             result = self._per_broker(f"alter the configs of broker {broker}", broker,
                                       partial(self._alter_configs, [resource], validate_only))
-            brokers[broker] = result if isinstance(result, ApiError) else _alter_result(result, "broker", str(broker))
+            brokers[broker] = result if isinstance(result, ApiError) else _named_refusal(
+                _alter_result(result, "broker", str(broker)), "ALTER_CONFIGS", f"the CLUSTER (broker {broker}'s configs)")
         topics: dict[str, ApiError | None] = {}
         if topic_ops:
             resources = [ConfigResource(ConfigResourceType.TOPIC, t, _alter_ops(ops))
                          for t, ops in sorted(topic_ops.items())]
             raw = self._call("alter topic configs", lambda: self._alter_configs(resources, validate_only))
-            topics = {t: _alter_result(raw, "topic", t) for t in sorted(topic_ops)}
+            topics = {t: _named_refusal(_alter_result(raw, "topic", t), "ALTER_CONFIGS", f"TOPIC {t}")
+                      for t in sorted(topic_ops)}
         return AlterConfigsResult(brokers=brokers, topics=topics)
 
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
@@ -600,6 +604,14 @@ def _config_entries(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, ConfigEnt
 def _alter_ops(ops: ConfigOps) -> dict[str, tuple[AlterConfigOp, str | None]]:
     return {key: (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
             for key, value in sorted(ops.items())}
+
+
+def _named_refusal(error: ApiError | None, operation: str, resource: str) -> ApiError | None:
+    """An authorization refusal that says which operation on which resource was refused."""
+    if error is None or error.code not in (Errors.TopicAuthorizationFailedError.errno,
+                                           Errors.ClusterAuthorizationFailedError.errno):
+        return error
+    return ApiError(code=error.code, name=error.name, message=f"not authorized to {operation} on {resource}")
 
 
 def _alter_result(raw: Mapping[str, Mapping[str, str]], kind: str, name: str) -> ApiError | None:

@@ -59,6 +59,10 @@ class SecurityMismatch(ClusterError):
     """The TLS or SASL settings do not match the broker's listener, or it refused the login."""
 
 
+class NotAuthorized(ClusterError):
+    """The connected principal lacks the ACLs a change needs (checked before changing anything)."""
+
+
 class UnknownTopicError(ClusterError):
     """Topics named by the user do not exist in the cluster."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import AdminCommandFailed, ClusterError, KreassignError, TerseError, UnknownTopicError
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
@@ -193,6 +194,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest) -> ExecutePlan:
 
     Raises:
         ReassignmentInProgress: a reassignment runs and `additional` is False.
+        NotAuthorized: the login may not submit reassignments (or set the throttles).
         AdminCommandFailed: `Unknown broker id N`, an unknown topic or partition.
         ClusterError: the cluster could not be read.
     """
@@ -200,6 +202,10 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest) -> ExecutePlan:
     if in_flight and not request.additional:
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
     info = port.describe_brokers()
+    needed = {ALTER: "to submit the reassignment"}
+    if request.throttled:
+        needed[ALTER_CONFIGS] = "to set the throttles"
+    require_cluster_operations(info, needed)
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:

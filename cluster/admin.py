@@ -38,6 +38,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import connect_failure
+from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
 from kreassign.cluster.model import (
     Broker,
@@ -173,6 +174,7 @@ class KafkaAdmin:
 
             client_factory = KafkaAdminClient
         factory = client_factory
+        redact_client_logs()
         gate = ThrottleGate(time.monotonic)
         tap = KafkaLogTap(gate)
         tap.attach()

@@ -28,7 +28,10 @@ BROKER_RESOURCE = 4
 class AclOperation(IntEnum):
     """Kafka's AclOperation codes; authorized-operations fields are bit sets of them."""
 
+    READ = 3
+    WRITE = 4
     CREATE = 5
+    DELETE = 6
     ALTER = 7
     DESCRIBE = 8
     CLUSTER_ACTION = 9
@@ -40,6 +43,15 @@ class AclOperation(IntEnum):
 
 
 READ_ONLY = frozenset({AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS})
+# What Kafka's AclEntry.supportedOperations lists for each resource type.
+CLUSTER_OPERATIONS = (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
+                      AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
+                      AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS)
+TOPIC_OPERATIONS = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE,
+                    AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                    AclOperation.ALTER_CONFIGS)
+METADATA = 3
+DESCRIBE_CLUSTER = 60
 
 
 @dataclass(frozen=True)
@@ -56,10 +68,23 @@ class Principal:
         return self.admin or operation in READ_ONLY
 
 
-def cluster_operations(principal: Principal | None) -> set[int]:
-    """DescribeCluster's `cluster_authorized_operations` for this principal (the bit numbers
-    of the 32-bit field, as kafka-python's BitField encodes them)."""
-    return {int(op) for op in AclOperation if principal is None or principal.allows(op)}
+def _allowed(principal: Principal | None, supported: tuple[AclOperation, ...]) -> set[int]:
+    """An authorized-operations field: the bit numbers kafka-python's BitField encodes."""
+    return {int(op) for op in supported if principal is None or principal.allows(op)}
+
+
+def report_operations(principal: Principal | None, api_key: int, version: int, request: Any, response: Any) -> None:
+    """Fill the authorized-operations fields a client asked for (KIP-430): DescribeCluster's,
+    and Metadata's cluster (v8-10) and per-topic ones."""
+    if api_key == DESCRIBE_CLUSTER and request.include_cluster_authorized_operations:
+        response.authorized_operations = _allowed(principal, CLUSTER_OPERATIONS)
+    elif api_key == METADATA and version >= 8:
+        if version <= 10 and request.include_cluster_authorized_operations:
+            response.authorized_operations = _allowed(principal, CLUSTER_OPERATIONS)
+        if request.include_topic_authorized_operations:
+            for topic in response.topics:
+                if topic.error_code == 0:
+                    topic.authorized_operations = _allowed(principal, TOPIC_OPERATIONS)
 
 
 def refusal(principal: Principal | None, api_key: int, version: int, request: Any) -> Any | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kreassign.sandbox.acl import cluster_operations, refusal
+from kreassign.sandbox.acl import refusal, report_operations
 from kreassign.sandbox.clock import Clock
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
@@ -27,7 +27,7 @@ from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.sasl import SaslSession, not_sasl_listener
 from kreassign.sandbox.security import Security
 from kreassign.sandbox.wire import (
-    API_VERSIONS, DESCRIBE_CLUSTER, SASL_AUTHENTICATE, SASL_HANDSHAKE, decode_request, encode_response, peek,
+    API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, decode_request, encode_response, peek,
     unsupported_api_versions,
 )
 
@@ -260,8 +260,7 @@ class SandboxServer:
         if response is None:
             with self.lock:
                 response = dispatch(ctx, head.api_key, head.api_version, request)
-        if head.api_key == DESCRIBE_CLUSTER and request.include_cluster_authorized_operations:
-            response.authorized_operations = cluster_operations(principal)
+        report_operations(principal, head.api_key, head.api_version, request, response)
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
             overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)

@@ -37,7 +37,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
-from kreassign.cluster.connect_errors import connect_failure
+from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
 from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
 from kreassign.cluster.model import (
@@ -176,11 +176,14 @@ class KafkaAdmin:
         factory = client_factory
         redact_client_logs()
         gate = ThrottleGate(time.monotonic)
-        tap = KafkaLogTap(gate)
+        tap = KafkaLogTap(gate, final=cannot_succeed)
         tap.attach()
+        # Like Java's admin client, stop at the first refused login or rejected certificate
+        # instead of retrying it until the connect timeout.
+        limit = config.timeouts.connect_timeout_s + config.timeouts.request_timeout_s
         try:
-            client = factory(**config.admin_kwargs())
-        except Errors.KafkaTimeoutError:
+            client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
+        except (Errors.KafkaTimeoutError, NoAnswer):
             raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:
             raise InputError(f"kafka-python rejected the client settings: {exc}") from None

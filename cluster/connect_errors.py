@@ -25,6 +25,16 @@ _NOT_TLS = ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "EOF occurre
 Prober = Callable[..., "ListenerKind | None"]
 
 
+def cannot_succeed(error: BaseException) -> bool:
+    """Whether retrying the connection is pointless: the login or the certificate was refused,
+    or the port speaks another protocol (a closed socket alone does not tell)."""
+    if isinstance(error, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError,
+                          Errors.IllegalSaslStateError)):
+        return True
+    text = str(error)
+    return "CERTIFICATE_VERIFY_FAILED" in text or ("Handshake failed" in text and any(m in text for m in _NOT_TLS))
+
+
 def connect_failure(config: ClientConfig, error: BaseException | None, *,
                     probe: Prober = probe_listener) -> ClusterError:
     """The error to raise when no bootstrap server could be used, with the likeliest cause."""

@@ -115,6 +115,13 @@ class SandboxServer:
         try:
             loop.run_until_complete(self._wait_stopped())
         finally:
+            # A connection accepted while the listeners closed (a TLS handshake finishing late)
+            # still has its serving task: end it while the loop can still run its cleanup.
+            leftover = asyncio.all_tasks(loop)
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 

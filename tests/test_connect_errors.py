@@ -4,14 +4,16 @@ logged secrets masked."""
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import kafka.errors as Errors
 import pytest
 from kafka.protocol.sasl import SaslAuthenticateRequest
 
+from kreassign.cluster.admin_retry import KafkaLogTap, ThrottleGate
 from kreassign.cluster.client_config import build_client_config
-from kreassign.cluster.connect_errors import connect_failure
+from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
 from kreassign.cluster.errors import ClusterUnreachable, SecurityMismatch
 from kreassign.cluster.listener_probe import ListenerKind
 from kreassign.cluster.log_redaction import MASK, RedactSecrets
@@ -93,3 +95,36 @@ def test_logged_secrets_are_masked() -> None:
     frame = bytearray(request.encode(header=True, framed=True))
     assert render("Send:", frame) == f"Send: <SaslAuthenticate frame of {len(frame)} bytes, {MASK}>"
     assert render("Send:", b"\0\0\0\x08\0\x03\0\0") == "Send: b'\\x00\\x00\\x00\\x08\\x00\\x03\\x00\\x00'"
+
+
+@pytest.mark.parametrize("error, final", [
+    (Errors.SaslAuthenticationFailedError("nope"), True),
+    (Errors.UnsupportedSaslMechanismError(), True),
+    (Errors.IllegalSaslStateError(), True),
+    (Errors.KafkaConnectionError("Handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), True),
+    (Errors.KafkaConnectionError("Handshake failed: [SSL: WRONG_VERSION_NUMBER] wrong version number"), True),
+    (Errors.KafkaConnectionError("socket disconnected"), False),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), False),
+    (Errors.RequestTimedOutError("Request timed out"), False),
+])
+def test_which_errors_no_retry_can_fix(error: BaseException, final: bool) -> None:
+    assert cannot_succeed(error) is final
+
+
+def test_a_connect_watches_only_the_client_it_builds() -> None:
+    tap = KafkaLogTap(ThrottleGate(lambda: 0.0), final=cannot_succeed)
+    logger = logging.getLogger("kafka.net.manager")
+    previous, logger.propagate = logger.propagate, False
+    tap.attach()
+    try:
+        # This thread was running before the connect: an earlier client's retries come from such threads.
+        logger.warning("Bootstrap connection to %s failed: %s", "b-0", Errors.SaslAuthenticationFailedError("old"))
+        assert tap.last_error is None and not tap.gave_up.is_set()
+        worker = threading.Thread(target=logger.warning, args=("Bootstrap connection to %s failed: %s", "b-0",
+                                                               Errors.SaslAuthenticationFailedError("new")))
+        worker.start()
+        worker.join()
+    finally:
+        tap.detach()
+        logger.propagate = previous
+    assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()

@@ -88,7 +88,7 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
 
     options = build_options(kw)
     state = load_cluster_state(bootstrap_server=kw["bootstrap_server"], snapshot=kw["snapshot"],
-                               command_config=kw["command_config"])
+                               command_config=kw["command_config"], timeout_s=kw["request_timeout"])
     plan = planner(state, options)
     proposed, rollback = format_reassignment(plan.targets), format_reassignment(plan.rollback)
     if kw["write_plan"]:

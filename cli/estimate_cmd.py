@@ -50,7 +50,7 @@ class BrokerRateType(click.ParamType):
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,
               help="Which moves start first when a limit holds the others back.")
 @output_option
-def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
              throttle: int | None, leader_rate: int | None, follower_rate: int | None,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
              max_inflight_bytes: int | None, order: str, output: str) -> None:
@@ -65,7 +65,8 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config)
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
+                               timeout_s=request_timeout)
     rates = RateRequest(throttle=throttle, leader_rate=leader_rate, follower_rate=follower_rate,
                         broker_rates=dict(broker_rates))
     result = estimate_plan(state, parsed.entries, rates=rates, max_moves_per_broker=max_moves_per_broker,

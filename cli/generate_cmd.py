@@ -19,7 +19,7 @@ from kreassign.cli.options import BROKER_LIST, output_option, seed_option, sourc
 @output_option
 def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tuple[int, ...],
              disable_rack_aware: bool, bootstrap_server: str | None, snapshot: str | None,
-             command_config: str | None, seed: int | None, write_plan: str | None, output: str) -> None:
+             command_config: str | None, request_timeout: float | None, seed: int | None, write_plan: str | None, output: str) -> None:
     """Propose a layout with Kafka's own algorithm (AdminUtils.assignReplicasToBrokers).
 
     Like Kafka, this lays every listed topic out anew and ignores where data is now; use
@@ -36,7 +36,7 @@ def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tupl
         raise InputError("give the topics either with --topics-to-move-json-file or with --topic, not both")
     names = parse_topics_to_move(read_text(topics_file)) if topics_file else list(topics)
     state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot,
-                               command_config=command_config, with_sizes=False)
+                               command_config=command_config, timeout_s=request_timeout, with_sizes=False)
     result = generate_assignment(state, names, list(broker_list), rack_aware=not disable_rack_aware, seed=seed)
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)

@@ -14,7 +14,7 @@ from kreassign.cli.options import RATE, output_option, source_options
 @click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (defaults to --throttle).")
 @click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (defaults to --throttle).")
 @output_option
-def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
          throttle: int | None, leader_rate: int | None, follower_rate: int | None, output: str) -> None:
     """Summarise a reassignment: moves, bytes in and out per broker, leader changes, and the
     throttle configs that execution would set. Changes nothing."""
@@ -28,7 +28,7 @@ def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, com
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
     state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot,
-                               command_config=command_config)
+                               command_config=command_config, timeout_s=request_timeout)
     report = build_plan_report(state, parsed.entries, rate=throttle, leader_rate=leader_rate,
                                follower_rate=follower_rate, replica_log_dirs=parsed.replica_log_dirs)
     if output == "json":

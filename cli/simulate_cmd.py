@@ -89,8 +89,8 @@ def _share(text: str) -> float:
 @click.option("--fetch-quota", type=RATE, default=None, help="Consumer byte-rate quota per client (KIP-13).")
 @click.option("--clients-per-broker", type=int, default=10, show_default=True,
               help="Clients sharing each broker's traffic.")
-@click.option("--request-timeout", type=DURATION, default=30.0, show_default=True,
-              help="Client request.timeout.ms (KIP-19), as a duration.")
+@click.option("--client-request-timeout", type=DURATION, default=30.0, show_default=True,
+              help="The simulated clients' request.timeout.ms (KIP-19), as a duration.")
 @click.option("--network-capacity", type=RATE, default=None,
               help="NIC capacity each way for snapshot brokers that do not record one (default: unlimited).")
 @click.option("--timeline-points", type=click.IntRange(2, 10_000), default=120, show_default=True,
@@ -110,7 +110,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
              throttles: tuple[str, ...], per_broker: tuple[str, ...], multipliers: tuple[str, ...],
              failures: tuple[str, ...], seeds: tuple[str, ...], headroom_target: str,
              client_quota: int | None, fetch_quota: int | None, clients_per_broker: int,
-             request_timeout: float, network_capacity: int | None, timeline_points: int,
+             client_request_timeout: float, network_capacity: int | None, timeline_points: int,
              out_dir: str, no_plots: bool, master: str, remote: str | None, confs: tuple[str, ...],
              shuffle_partitions: int, driver_memory: str, output: str) -> None:
     """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
@@ -166,7 +166,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                             produce_quota_bps=None if client_quota is None else float(client_quota),
                             fetch_quota_bps=None if fetch_quota is None else float(fetch_quota),
                             clients_per_broker=clients_per_broker,
-                            request_timeout_ms=request_timeout * 1000.0),
+                            request_timeout_ms=client_request_timeout * 1000.0),
         spark=SparkOptions(master=master, remote=remote, shuffle_partitions=shuffle_partitions,
                            driver_memory=driver_memory, conf=conf),
     )

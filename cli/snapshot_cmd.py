@@ -13,7 +13,7 @@ from kreassign.cli.options import source_options
 @click.option("--format", "fmt", type=click.Choice(["json", "parquet"]), default=None,
               help="File format (default: from the file name).")
 @click.option("--no-sizes", is_flag=True, help="Skip DescribeLogDirs (partition sizes are then 0).")
-def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
              output_file: str, fmt: str | None, no_sizes: bool) -> None:
     """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
     reassignments and throttle configs to a snapshot file. With --snapshot, convert a file."""
@@ -22,7 +22,7 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
     from kreassign.cluster.units import format_bytes
 
     state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot,
-                               command_config=command_config, with_sizes=not no_sizes)
+                               command_config=command_config, timeout_s=request_timeout, with_sizes=not no_sizes)
     write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
     facts = state.describe()
     click.echo(

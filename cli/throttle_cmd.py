@@ -112,7 +112,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
               help="Plan for paced execution with this many moves per broker.")
 @output_option
-def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
             max_impact: float, deadline: str | None, network_capacity: int | None,
             max_moves_per_broker: int | None, output: str) -> None:
     """Suggest the highest leader and follower rates that keep replication plus client traffic
@@ -130,7 +130,8 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
 
     parsed = parse_reassignment(read_text(plan_file))
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config)
+    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
+                               timeout_s=request_timeout)
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
         max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,

@@ -233,8 +233,12 @@ class SandboxServer:
         """After a refused login, give the client a moment to read the answer and hang up first:
         kafka-python drops data that arrives together with the end of the stream. Kafka likewise
         delays the close (connection.failed.authentication.delay.ms)."""
+        async def until_eof() -> None:
+            while await reader.read(65536):
+                pass
+
         with contextlib.suppress(ConnectionError, ssl.SSLError, asyncio.TimeoutError):
-            await asyncio.wait_for(reader.read(), timeout=CLOSE_WAIT_SECONDS)
+            await asyncio.wait_for(until_eof(), timeout=CLOSE_WAIT_SECONDS)
         writer.close()
 
     async def _hold(self, seconds: float | None) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import kafka.errors as Errors
 import pytest
+import trustme
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
@@ -256,8 +257,6 @@ def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None
     if secured.security.tls:
         speaks = "TLS with SASL" if secured.security.sasl else "TLS"
         other_ca = tmp_path / "other-ca.pem"
-        import trustme
-
         trustme.CA().cert_pem.write_to_path(str(other_ca))
         untrusted = connect(props.replace(str(secured.home / "ca.pem"), str(other_ca)))
         assert untrusted.exit_code == 1

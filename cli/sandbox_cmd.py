@@ -167,5 +167,8 @@ def status(state_dir: str | None, output: str) -> None:
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
+        if info.extra.get("security_protocol"):
+            mechanism = info.extra.get("sasl_mechanism")
+            click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
     if info is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))

@@ -594,6 +594,18 @@ def test_describe_topic_configs_flags_unknown_topics(make_admin: Callable[..., K
     assert make_admin().describe_topic_configs([]).configs == {}
 
 
+def test_config_refusals_name_the_operation_and_resource(make_admin: Callable[..., KafkaAdmin],
+                                                         client: FakeAdminClient) -> None:
+    client.alter_results = {
+        "broker": {"1": "[Error 31] ClusterAuthorizationFailedError: Cluster authorization failed."},
+        "topic": {"t": "[Error 29] TopicAuthorizationFailedError: Topic authorization failed."}}
+    result = make_admin().incremental_alter_configs({1: {LEADER_THROTTLED_RATE: "1"}},
+                                                    {"t": {LEADER_THROTTLED_REPLICAS: "*"}})
+    assert [f"{what}: {error}" for what, error in result.failures()] == [
+        "broker 1: CLUSTER_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on the CLUSTER (broker 1's configs)",
+        "topic t: TOPIC_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on TOPIC t"]
+
+
 def test_incremental_alter_configs(make_admin: Callable[..., KafkaAdmin], client: FakeAdminClient) -> None:
     client.alter_results = {
         "broker": {"2": "[Error 42] InvalidRequestError: Invalid value -5 for configuration "

@@ -311,6 +311,8 @@ def test_daemon_prints_no_secret_and_keeps_its_files_private(tmp_path: Path) -> 
         status = kreassign("sandbox", "status", "--state-dir", str(state), "-o", "json")
         assert json.loads(status.stdout)["extra"] == {"security_protocol": "SASL_SSL",
                                                       "sasl_mechanism": "SCRAM-SHA-256"}
+        assert "security:  SASL_SSL (SCRAM-SHA-256)\n" in kreassign("sandbox", "status", "--state-dir",
+                                                                    str(state)).stdout
     finally:
         stopped = kreassign("sandbox", "stop", "--state-dir", str(state))
     assert stopped.returncode == 0

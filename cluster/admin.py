@@ -38,7 +38,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
 from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.model import (
     Broker,

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from kreassign.cluster.errors import InputError
 
-Protocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 # `--security` choice -> Kafka's security.protocol
-PROTOCOLS: dict[str, Protocol] = {"plaintext": "PLAINTEXT", "tls": "SSL", "sasl_plaintext": "SASL_PLAINTEXT",
+PROTOCOLS: dict[str, SecurityProtocol] = {"plaintext": "PLAINTEXT", "tls": "SSL", "sasl_plaintext": "SASL_PLAINTEXT",
                                   "sasl_ssl": "SASL_SSL"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_ITERATIONS = 4096  # Kafka's minimum for both SCRAM mechanisms
@@ -101,7 +101,7 @@ class Credential:
 class Security:
     """The listeners' security: protocol, SASL mechanism and credentials, and where the TLS files are."""
 
-    protocol: Protocol = "PLAINTEXT"
+    protocol: SecurityProtocol = "PLAINTEXT"
     mechanism: str | None = None
     credentials: tuple[Credential, ...] = ()
     tls_dir: str | None = None

@@ -71,9 +71,13 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
                                 f"or SASL_PLAINTEXT listener?), but security.protocol is {protocol}. Set "
                                 "security.protocol to what the listener speaks.")
     unreachable = f"Could not reach any broker at {servers} within {wait}"
-    if "ECONNREFUSED" in text or isinstance(error, ConnectionRefusedError):
-        return ClusterUnreachable(f"{unreachable}: connection refused (nothing listens there). Check "
-                                  "--bootstrap-server and that the brokers are running.")
+    if "Handshake failed" in text or "SSL" in text or "certificate" in text.lower():
+        return SecurityMismatch(f"{unreachable}: the TLS handshake failed ({_clip(error)}). Check the brokers' "
+                                "certificates against ssl.truststore.* / ssl.ca.location and "
+                                "ssl.endpoint.identification.algorithm in --command-config.")
+    if "ECONNREFUSED" in text or "Connection refused" in text or isinstance(error, ConnectionRefusedError):
+        return ClusterUnreachable(f"{unreachable}: connection refused. Check --bootstrap-server and that the "
+                                  "brokers are running.")
     if isinstance(error, (Errors.RequestTimedOutError, Errors.KafkaTimeoutError)) and "bootstrap" not in text:
         return ClusterUnreachable(f"{unreachable}: {server} accepted the connection but did not answer (the "
                                   "broker is overloaded, or this is not a Kafka port; a slow broker needs a longer "
@@ -86,7 +90,15 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
     if protocol != "PLAINTEXT":
         message += (f" The connection uses {protocol}: also check the ssl.* and sasl.* settings in "
                     "--command-config.")
-    return ClusterUnreachable(message + (f" Last error: {text}" if text else ""))
+    if error is None:
+        return ClusterUnreachable(message + " Nothing answered at all: a firewall dropping packets, or brokers "
+                                            "too slow to answer; a longer --request-timeout waits longer.")
+    return ClusterUnreachable(f"{message} Last error: {_clip(error)}")
+
+
+def _clip(error: BaseException, limit: int = 200) -> str:
+    text = str(error)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _offered(probe: Prober, server: str, mechanism: str) -> str:

@@ -55,12 +55,15 @@ class ClusterUnreachable(ClusterError):
     exit_code = ExitStatus.CLUSTER_UNREACHABLE
 
 
-class SecurityMismatch(ClusterError):
-    """The TLS or SASL settings do not match the broker's listener, or it refused the login."""
 
 
 class NotAuthorized(ClusterError):
     """The connected principal lacks the ACLs a change needs (checked before changing anything)."""
+
+
+class SecurityMismatch(ClusterUnreachable):
+    """No broker could be used: the TLS or SASL settings do not match its listener, or it
+    refused the login."""
 
 
 class UnknownTopicError(ClusterError):

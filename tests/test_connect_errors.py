@@ -29,8 +29,16 @@ def failure(props: dict[str, str], error: BaseException | None, kind: ListenerKi
 
 @pytest.mark.parametrize("props, error, kind, cls, message", [
     ({}, Errors.KafkaConnectionError("111 ECONNREFUSED"), None, ClusterUnreachable,
-     "Could not reach any broker at h:9093,g:9093 within 10s: connection refused (nothing listens there). "
-     "Check --bootstrap-server and that the brokers are running."),
+     "Could not reach any broker at h:9093,g:9093 within 10s: connection refused. Check --bootstrap-server and "
+     "that the brokers are running."),
+    ({}, None, None, ClusterUnreachable,
+     "Could not reach any broker at h:9093,g:9093 within 10s. Check --bootstrap-server and that the brokers are "
+     "running. Nothing answered at all: a firewall dropping packets, or brokers too slow to answer; a longer "
+     "--request-timeout waits longer."),
+    (SASL_SSL, Errors.KafkaConnectionError("Handshake failed: bad cert"), None, SecurityMismatch,
+     "Could not reach any broker at h:9093,g:9093 within 10s: the TLS handshake failed (KafkaConnectionError: "
+     "Handshake failed: bad cert). Check the brokers' certificates against ssl.truststore.* / ssl.ca.location and "
+     "ssl.endpoint.identification.algorithm in --command-config."),
     ({}, Errors.RequestTimedOutError("Request timed out after 1499 ms"), None, ClusterUnreachable,
      "Could not reach any broker at h:9093,g:9093 within 10s: h:9093 accepted the connection but did not answer "
      "(the broker is overloaded, or this is not a Kafka port; a slow broker needs a longer --request-timeout)."),

@@ -261,18 +261,18 @@ def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None
         other_ca = tmp_path / "other-ca.pem"
         trustme.CA().cert_pem.write_to_path(str(other_ca))
         untrusted = connect(props.replace(str(secured.home / "ca.pem"), str(other_ca)))
-        assert untrusted.exit_code == 1
+        assert untrusted.exit_code == 5
         assert untrusted.stderr.startswith(f"Error: TLS certificate of {server} rejected: unable to get local "
                                            "issuer certificate.")
     else:
         speaks = "SASL without TLS"
     mechanisms = f" (mechanisms: {secured.security.mechanism})" if secured.security.sasl else ""
-    assert plain.exit_code == 1
+    assert plain.exit_code == 5
     assert plain.stderr.startswith(f"Error: {server} speaks {speaks}{mechanisms}, but security.protocol is "
                                    f"PLAINTEXT: set security.protocol={secured.security.protocol}")
     if secured.security.sasl:
         bad = connect(props.replace(ADMIN.password, "not-the-password"))
-        assert bad.exit_code == 1 and bad.stderr.startswith(
+        assert bad.exit_code == 5 and bad.stderr.startswith(
             f"Error: SASL authentication failed at {server} ({secured.security.mechanism}): Authentication failed")
     assert_no_secret(secured, *secured.printed)
 
@@ -284,7 +284,7 @@ def test_tls_client_on_a_plaintext_port(sandbox: SandboxCluster, tmp_path: Path)
     ran = invoke(None, "throttle", "show", "--bootstrap-server", sandbox.bootstrap, "--command-config", str(props),
                  "--request-timeout", "1s")
     server = sandbox.bootstrap.split(",")[0]
-    assert ran.exit_code == 1
+    assert ran.exit_code == 5
     assert ran.stderr.strip() == (
         f"Error: TLS handshake with {server} failed: the port does not speak TLS (a PLAINTEXT or SASL_PLAINTEXT "
         "listener?), but security.protocol is SSL. Set security.protocol to what the listener speaks.")

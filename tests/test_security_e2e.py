@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -209,6 +210,19 @@ def test_describe_only_login_is_refused_before_anything_changes(secured: Secured
     assert not topic["leader.replication.throttled.replicas"].value
     described = secured.cli(props, "throttle", "show")
     assert described.exit_code == 0, described.output
+
+    started = secured.cli(secured.admin_props, "execute", "-f", str(plan), "--throttle", "5MB/s")
+    assert started.exit_code == 0, started.output
+    journal = re.search(r"Journal: (\S+)", started.stderr)
+    assert journal is not None, started.stderr
+    throttled = rates(admin)
+    refused_abort = secured.cli(props, "abort", "--journal", journal.group(1))
+    assert refused_abort.exit_code == 1 and "may not ALTER on the CLUSTER (to cancel the reassignment); nor " \
+                                            "ALTER_CONFIGS on the CLUSTER (to restore the throttles)" in refused_abort.stderr
+    assert rates(admin) == throttled and admin.list_reassignments()
+    aborted = secured.cli(secured.admin_props, "abort", "--journal", journal.group(1))
+    assert aborted.exit_code == 0, aborted.output
+    assert rates(admin) == {1: {}, 2: {}, 3: {}, 4: {}} and not admin.list_reassignments()
     assert_no_secret(secured, *secured.printed)
 
 

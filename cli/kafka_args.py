@@ -64,6 +64,10 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in (
     Opt("journal-dir", True, "kreassign: where execution journals live (default: "
         "$KREASSIGN_JOURNAL_DIR or ~/.kreassign/journal).", kreassign_only=True),
     Opt("debug", False, "kreassign: show tracebacks for errors.", kreassign_only=True),
+    Opt("force", False, "kreassign: take the cluster's execution lock from a run that is proven dead "
+        "(its process gone, or its lease expired) although it ran another plan.", kreassign_only=True),
+    Opt("retarget-in-flight", False, "kreassign: re-target partitions whose reassignment in flight "
+        "another run started (refused by default).", kreassign_only=True),
 )}
 
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -79,7 +83,7 @@ PERMITTED: dict[str, tuple[str, ...]] = {
     "generate": ("bootstrap-server", "broker-list", "command-config", "disable-rack-aware",
                  "snapshot", "seed"),
     "execute": ("additional", "bootstrap-server", "command-config", "throttle",
-                "replica-alter-log-dirs-throttle", "timeout", "journal-dir"),
+                "replica-alter-log-dirs-throttle", "timeout", "journal-dir", "force", "retarget-in-flight"),
     "cancel": ("command-config", "preserve-throttles", "timeout", "journal-dir"),
     "list": ("command-config",),
 }

@@ -14,7 +14,7 @@ each step journaled.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -204,7 +204,8 @@ class Pacer:
     def __init__(self, port: ClusterPort, targets: Sequence[PartitionTarget], limits: PaceLimits, *,
                  leader_rate: int | None = None, follower_rate: int | None = None,
                  store: JournalStore | None = None, additional: bool = False,
-                 command: str = "execute --max-moves-per-broker") -> None:
+                 command: str = "execute --max-moves-per-broker", interval_s: float | None = None,
+                 retarget_in_flight: bool = False, guard: Callable[[str], None] | None = None) -> None:
         by_tp = {t.tp: t for t in targets}  # a later duplicate wins, as in Kafka's map
         self.port = port
         self.targets = [by_tp[tp] for tp in dict.fromkeys(t.tp for t in targets)]
@@ -213,6 +214,7 @@ class Pacer:
         """per-broker (leader, follower) overrides, e.g. from auto-throttle"""
         self.leader_rate, self.follower_rate = leader_rate, follower_rate
         self.store, self.additional, self.command = store, additional, command
+        self.interval_s, self.retarget_in_flight, self.guard = interval_s, retarget_in_flight, guard
         self.plan: ExecutePlan | None = None
         self.journal: Journal | None = None
         self.pending: list[PendingPartition] = []
@@ -239,20 +241,32 @@ class Pacer:
             AdminCommandFailed: unknown brokers, topics or partitions.
         """
         resuming = False
+        owned: list[TopicPartition] = []
         if self.store is not None:
             found = self.store.find(self.port.describe_brokers().cluster_id, self.targets)
             resuming = found is not None and found.is_open and bool(found.submitted)
+            owned = list(found.submitted) if found is not None and found.is_open else []
         plan = prepare_execute(self.port, ExecuteRequest(
             targets=tuple(self.targets), additional=self.additional or resuming,
-            leader_rate=self.leader_rate, follower_rate=self.follower_rate))
+            leader_rate=self.leader_rate, follower_rate=self.follower_rate,
+            retarget_in_flight=self.retarget_in_flight), owned=owned)
         self.plan = plan
         infos = {p.tp: p for p in self.port.describe_topics(sorted({t.topic for t in self.targets}))}
         self.sizes = _sizes(self.port, {t.tp: infos[t.tp] for t in self.targets})
         if self.store is not None:
+            # What `resume` needs to go on exactly as this run would: limits, order, rates, polls.
             options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
-                       "follower_rate": self.follower_rate, "additional": self.additional}
+                       "follower_rate": self.follower_rate, "additional": self.additional,
+                       "interval_s": self.interval_s, "retarget_in_flight": self.retarget_in_flight}
             # Rates and lists are planned wave by wave; a journal taken up again keeps its state.
             self.journal = journal_for_plan(self.store, plan, command=self.command, options=options, reopen_as=None)
+            self.journal.guard = self.guard
+            # A wave whose submission reached the controller but not the journal (a crash between
+            # the two) is moving to its target already: it is ours, not pending.
+            taken = [t.tp for t in self.targets if t.tp in plan.in_flight
+                     and tuple(plan.in_flight[t.tp].target) == tuple(t.replicas)]
+            if set(taken) - set(self.journal.submitted):
+                self.journal.update(submitted=sorted(set(self.journal.submitted) | set(taken)))
         submitted = set(self.journal.submitted) if self.journal is not None else set()
         pending = []
         for i, t in enumerate(self.targets):

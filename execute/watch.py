@@ -107,6 +107,7 @@ class WatchRequest:
     leader_rate: int | None = None
     follower_rate: int | None = None
     additional: bool = False
+    retarget_in_flight: bool = False
     auto: AutoThrottlePolicy | None = None
     capacities: Capacities | None = None
     network_capacity: tuple[float, float] | None = None
@@ -253,12 +254,15 @@ class _Loop:
     last_change_s: float | None = None
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
     seen_topics: set[str] = field(default_factory=set)
+    guard: Callable[[str], None] | None = None
 
     @property
     def target_set(self) -> set[TopicPartition] | None:
         return None if self.request.targets is None else {t.tp for t in self.request.targets}
 
     def poll(self, now: float) -> _Poll:
+        if self.guard is not None and self.pacer is not None:
+            self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
         in_flight = self.port.list_reassignments()
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
@@ -373,7 +377,8 @@ class _Loop:
 
 def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | None,
           clock: Callable[[], float], sleep: Callable[[float], None],
-          emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+          emit: Callable[[WatchEvent], None] = lambda event: None,
+          guard: Callable[[str], None] | None = None) -> WatchResult:
     """Watch (and with a pace, submit) reassignments until they finish, stall or time out.
 
     Returns the exit status: OK when everything finished (throttles restored unless kept),
@@ -387,7 +392,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
     start = clock()
-    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
+                 guard=guard)
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -395,7 +401,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             raise InputError("pacing needs the plan: give the reassignment JSON file")
         loop.pacer = Pacer(port, request.targets, request.pace, leader_rate=request.leader_rate,
                            follower_rate=request.follower_rate, store=None if request.dry_run else store,
-                           additional=request.additional)
+                           additional=request.additional, interval_s=request.interval_s,
+                           retarget_in_flight=request.retarget_in_flight, guard=guard)
         loop.pacer.start()
         if request.dry_run:
             in_flight = port.list_reassignments()

@@ -218,6 +218,9 @@ class Pacer:
         self.plan: ExecutePlan | None = None
         self.journal: Journal | None = None
         self.pending: list[PendingPartition] = []
+        self.applied_brokers: dict[int, dict[str, str]] = {}
+        self.applied_topics: dict[str, dict[str, str]] = {}
+        """throttle configs this process has set (and the brokers confirmed)"""
         self.sizes: dict[TopicPartition, int] = {}
         self.waves = 0
 
@@ -339,25 +342,30 @@ class Pacer:
         move_map = compute_move_map(current, [(p.tp, p.target.replicas) for p in wave], in_flight)
         plan = throttle_plan(move_map, rate=0)
         journal = self.journal
-        planned_b = journal.planned_brokers if journal is not None else {}
-        planned_t = journal.planned_topics if journal is not None else {}
+        # Only what this process has set itself is skipped: after a crash the journal may plan a
+        # change the broker never got (the run died between the two), so a resumed run sets its
+        # lists and rates again with its first wave and never submits a move whose throttle is missing.
+        done_b, done_t = self.applied_brokers, self.applied_topics
         broker_ops: dict[int, dict[str, str]] = {}
         for b in plan.reassigning_brokers:
-            ops = {k: v for k, v in rate_configs(*self.rate_for(b)).items() if planned_b.get(b, {}).get(k) != v}
+            ops = {k: v for k, v in rate_configs(*self.rate_for(b)).items() if done_b.get(b, {}).get(k) != v}
             if ops:
                 broker_ops[b] = ops
-        topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if planned_t.get(t) != v}
+        topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if done_t.get(t) != v}
         if journal is not None:
             self._record_previous(journal, broker_ops, topic_ops)
             journal.plan_configs(broker_ops, topic_ops)
         skipped: dict[int, ApiError] = {}
         if topic_ops:
-            journaled_step(journal, f"wave {number}: topic throttles",
-                           lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
+            out_t = journaled_step(journal, f"wave {number}: topic throttles",
+                                   lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
+            self.applied_topics.update({t: topic_ops[t] for t in out_t.topics})
         if broker_ops:
             out = journaled_step(journal, f"wave {number}: broker throttles",
                                  lambda: apply_configs(self.port, brokers=broker_ops), brokers=sorted(broker_ops))
             skipped = dict(out.skipped)
+            for b in out.brokers:
+                self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
         return tuple(sorted(broker_ops)), skipped
 
     def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:

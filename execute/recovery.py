@@ -21,7 +21,7 @@ from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE,
 from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import ClearResult, clear_throttles
-from kreassign.execute.executor import journaled_step, probe_submitted
+from kreassign.execute.executor import current_replicas, journaled_step, probe_submitted
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
 from kreassign.execute.throttle_io import apply_configs
 
@@ -181,7 +181,8 @@ class AbortResult:
     log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
     restored: ClearResult | None = None
     rollback: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
-    """partitions that completed before the abort, with their replicas before the run: the
+    """partitions not back on their replicas before the run (completed before the abort, or
+    keeping extra replicas after a cancel of a re-targeted move), with those replicas: the
     plan to run to move them back"""
 
     dry_run: bool = False
@@ -232,6 +233,13 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
     errors = cancel_partitions(port, ours, journal) if ours else {}
     if errors:
         return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors)
+    if ours:
+        # A cancel keeps replicas - adding (KRaft): after a re-target that is more than the
+        # replicas before the run, so those partitions are listed with the plan back as well.
+        after = current_replicas(port, ours)
+        rollback.update({tp: journal.original[tp] for tp in ours
+                         if tp in journal.original and tuple(after.get(tp, ())) != tuple(journal.original[tp])})
+        rollback = dict(sorted(rollback.items()))
     log_dirs = explicit_log_dirs(journal.targets)
     states, _ = log_dir_states(port, log_dirs)
     back: dict[TopicPartitionReplica, str] = {r: s.current_dir for r, s in states.items()

@@ -466,7 +466,11 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
         text = kafka_live.render_clear(result.restored).replace("Clearing", "Restoring")
         click.echo(text.replace("Restoring", "Would restore") if dry_run else text, nl=False)
         _echo_err(kafka_live.clear_warnings(result.restored))
+    if result.kept_brokers or result.kept_topics:
+        click.echo("Kept the throttles that other open runs' moves still need: brokers "
+                   f"{','.join(map(str, result.kept_brokers)) or 'none'}, topics {','.join(result.kept_topics) or 'none'} "
+                   "(the last run to finish restores the earlier values).", err=True)
     if result.rollback:
-        click.echo("These partitions had already moved; to move them back, execute:")
+        click.echo("These partitions are not back on their replicas before the run; to move them back, execute:")
         click.echo(format_reassignment(result.rollback))
     return 0 if result.ok else 1

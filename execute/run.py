@@ -176,7 +176,8 @@ def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, contr
     check_journal(port, journal, "abort")
     if dry_run:
         return AbortOutcome(abort(port, journal, preserve_throttles=preserve_throttles, timeout_s=timeout_s,
-                                  dry_run=True, clock=control.clock, sleep=control.sleep))
+                                  dry_run=True, clock=control.clock, sleep=control.sleep,
+                                  others=store.journals(journal.cluster_id, open_only=True)))
     lock = _lock(port, store, journal.cluster_id, journal.targets, "abort", control)
     stopped = None
     try:
@@ -199,5 +200,6 @@ def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, contr
             check_journal(port, fresh, "abort")
         fresh.guard = _guard(lock, control.crash)
         result = abort(port, fresh, preserve_throttles=preserve_throttles, timeout_s=timeout_s,
-                       clock=control.clock, sleep=control.sleep)
+                       clock=control.clock, sleep=control.sleep,
+                       others=store.journals(fresh.cluster_id, open_only=True))
         return AbortOutcome(result, stopped, lock.took_over)

@@ -333,3 +333,25 @@ def test_a_stale_journal_writer_cannot_overwrite_a_newer_state(tmp_path: Path) -
     with pytest.raises(JournalConflict, match="changed by another process \\(version 2, this run last saw 1\\)"):
         stale.set_state("aborted")
     assert store.load(journal.path).state == "submitted"
+
+
+def test_aborting_one_journal_keeps_the_throttles_another_runs_moves_need(tmp_path: Path) -> None:
+    world, _, _ = build(7, tmp_path)
+    fake = FakeCluster([1, 2, 3, 4])
+    fake.add_topic("a", [[1, 2]]).add_topic("b", [[1, 2]])
+    fake.broker_configs[2][LEADER_RATE] = OPERATOR_RATE
+    world.fake = fake
+    first = ExecuteRequest(targets=(PartitionTarget("a", 0, (3, 2)),), leader_rate=1000, follower_rate=1000)
+    second = ExecuteRequest(targets=(PartitionTarget("b", 0, (3, 4)),), additional=True, leader_rate=2000,
+                            follower_rate=2000)
+    run_execute(fake, first, store=world.store, control=world.control(100))
+    run_execute(fake, second, store=world.store, control=world.control(101))
+    journal_a = next(j for j in world.store.journals(fake.cluster_id, open_only=True) if j.targets[0].topic == "a")
+    outcome = abort_run(fake, journal_a, store=world.store, control=world.control(102))
+    # b-0 still moves 1,2 -> 3,4: brokers 1-4 and topic b keep their throttles; topic a is cleared.
+    assert (outcome.result.kept_brokers, outcome.result.kept_topics) == ((1, 2, 3), ())
+    assert fake.topic_configs["a"] == {} and fake.topic_configs["b"][FOLLOWER_REPLICAS] == "0:3,0:4"
+    assert fake.broker_configs[3][FOLLOWER_RATE] == "2000"
+    fake.complete()
+    verify(fake, VerifyRequest(targets=list(second.targets)), store=world.store)
+    assert_clean(world)  # the operator's 777 on broker 2 came back last

@@ -116,17 +116,25 @@ class KafkaArgs:
         raw = self.values.get(name)
         if raw is None:
             return default
+        from kreassign.cluster.errors import JAVA_LONG_MAX, clip
+
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             pass
+        else:
+            if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:  # jopt-simple's Long conversion fails
+                raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}")
+            return value
         from kreassign.cluster.errors import InputError
-        from kreassign.cluster.units import parse_rate
+        from kreassign.cluster.units import UnitError, parse_rate
 
         try:
             return parse_rate(raw)
+        except UnitError:
+            raise
         except InputError:
-            raise UsageError(f"Cannot parse argument '{raw}' of option {name}") from None
+            raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}") from None
 
 
 def parse_argv(argv: Sequence[str]) -> KafkaArgs:

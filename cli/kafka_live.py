@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from kreassign.cli.runtime import read_text
 from kreassign.cli.kafka_args import KafkaArgs
-from kreassign.cluster.errors import TerseError
+from kreassign.cluster.errors import InputError, TerseError
 
 if TYPE_CHECKING:
     from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
@@ -243,6 +243,9 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
     validate_execute_entries(parsed)
     throttle = args.long("throttle")
     log_dir = args.long("replica-alter-log-dirs-throttle")
+    for name, value in (("--throttle", throttle), ("--replica-alter-log-dirs-throttle", log_dir)):
+        if value == 0:
+            raise InputError(f"{name} 0 would stop replication: give a positive rate, or leave the option out")
     request = ExecuteRequest.from_parsed(
         parsed, additional=args.has("additional"),
         leader_rate=throttle if throttle >= 0 else None, follower_rate=throttle if throttle >= 0 else None,

@@ -106,6 +106,19 @@ def read_text(path: str) -> str:
         raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
 
 
+def write_text(path: str, text: str) -> None:
+    """Write a file named on the command line; a missing directory or a permission problem is
+    one clear line, not a traceback."""
+    from kreassign.cluster.errors import InputError, clip
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        hint = " (create the directory first)" if isinstance(exc, FileNotFoundError) else ""
+        raise InputError(f"cannot write {clip(path)}: {exc.strerror or exc}{hint}") from None
+
+
 def read_plan(path: str) -> ParsedReassignment:
     """A reassignment JSON file named on the command line, parsed and validated as Kafka does."""
     from kreassign.cluster.kafka_json import parse_reassignment

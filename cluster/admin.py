@@ -37,7 +37,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError, clip
 from kreassign.cluster.model import (
     Broker,
     PartitionInfo,
@@ -599,15 +599,48 @@ def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
 
 
 def _bootstrap_message(config: ClientConfig, last_error: BaseException | None) -> str:
+    """Why no broker could be reached, told apart: TLS, authentication, refused, or no answer."""
     servers = ",".join(config.bootstrap_servers)
-    message = (f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s. "
-               "Check --bootstrap-server and that the brokers are running.")
+    head = f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s"
+    kind = connect_failure(last_error)
+    detail = f" ({clip(last_error, 200)})" if last_error is not None else ""
+    if kind == "tls":
+        return (f"{head}: the TLS handshake failed{detail}. Check the brokers' certificates against "
+                "ssl.truststore.* / ssl.ca.location and ssl.endpoint.identification.algorithm in --command-config.")
+    if kind == "auth":
+        return (f"{head}: authentication failed{detail}. Check sasl.mechanism and the username and password "
+                "in sasl.jaas.config (--command-config).")
+    if kind == "refused":
+        return f"{head}: connection refused. Check --bootstrap-server and that the brokers are running."
+    message = f"{head}. Check --bootstrap-server and that the brokers are running."
     if config.security_protocol != "PLAINTEXT":
         message += (f" The connection uses {config.security_protocol}: also check the ssl.* and "
                     "sasl.* settings in --command-config.")
     if last_error is not None:
-        message += f" Last error: {last_error}"
+        message += f" Last error: {clip(last_error, 200)}"
+    else:
+        message += (" Nothing answered at all: a firewall dropping packets, or brokers too slow to answer; "
+                    "a longer --request-timeout waits longer.")
     return message
+
+
+def connect_failure(error: BaseException | None) -> str:
+    """The kind of a bootstrap failure: "tls", "auth", "refused" or "timeout"."""
+    import ssl
+
+    if error is None:
+        return "timeout"
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError) or any(w in str(seen) for w in ("SSL", "CERTIFICATE", "certificate",
+                                                                          "Handshake failed")):
+            return "tls"
+        if isinstance(seen, Errors.SaslAuthenticationFailedError):
+            return "auth"
+        if isinstance(seen, ConnectionRefusedError) or "Connection refused" in str(seen) or "ECONNREFUSED" in str(seen):
+            return "refused"
+        seen = seen.__cause__ or seen.__context__
+    return "timeout"
 
 
 def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],

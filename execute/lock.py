@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from kreassign.cluster.errors import ClusterError, KreassignError
+from kreassign.cluster.errors import ClusterError, JournalError, KreassignError
 from kreassign.cluster.port import ClusterPort
 
 LOCK_KEY = "kreassign.execution.lock"
@@ -311,7 +311,8 @@ class ExecutionLock:
             self.folder.mkdir(parents=True, exist_ok=True)
             handle = open(self._path, "a+", encoding="utf-8")
         except OSError as exc:
-            raise ExecutionLocked(f"cannot create the lock file {self._path}: {exc.strerror or exc}") from None
+            raise JournalError(f"cannot create the lock file {self._path}: {exc.strerror or exc}; give a writable "
+                               "journal directory with --journal-dir or $KREASSIGN_JOURNAL_DIR") from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

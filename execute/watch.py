@@ -136,10 +136,13 @@ class ProgressEvent:
     kind: str = "progress"
     time_scale: float = 1.0
     """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
+    down: tuple[int, ...] = ()
+    """brokers of the moves that did not answer this poll (their moves cannot progress)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
-                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale}
+                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
+                               "brokers_not_answering": list(self.down)}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -427,7 +430,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale))
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, down=tuple(sorted(poll.report.unreachable))))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

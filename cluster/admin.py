@@ -528,6 +528,40 @@ class KafkaAdmin:
                       for t in sorted(topic_ops)}
         return AlterConfigsResult(brokers=brokers, topics=topics)
 
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        """DescribeConfigs of the default BROKER resource "", answered by any broker."""
+        wanted = sorted(set(keys))
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", wanted)
+
+        # kafka-python's describe_configs insists on integer broker names, so the request is
+        # built and sent with the client's own helpers (kafka-python is pinned to 3.0.12).
+        async def send() -> Any:
+            return await client._manager.send(client._describe_configs_request([resource]))
+
+        response = self._call("describe the cluster-wide configs", lambda: client._manager.run(send))
+        out: dict[str, str] = {}
+        for result in response.results:
+            if result.error_code:
+                raise _translate(Errors.for_code(result.error_code)(result.error_message),
+                                 "describe the cluster-wide configs")
+            for entry in result.configs:
+                if entry.name in wanted and entry.value is not None:
+                    out[entry.name] = entry.value
+        return out
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        """IncrementalAlterConfigs of the default BROKER resource "", sent to any broker."""
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", _alter_ops(ops))
+
+        async def send() -> Any:
+            response = await client._manager.send(client._alter_configs_request([resource], False, True))
+            return client._alter_configs_process_responses([response.responses[0]])
+
+        raw = self._call("alter the cluster-wide configs", lambda: client._manager.run(send))
+        return _alter_result(raw, "broker", "")
+
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
         # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
         # and read-only once set, so kafka-python's pre-check would reject them.

@@ -10,12 +10,13 @@ that error is ambiguous (the broker just closed the socket), the port is probed
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Callable
 
 import kafka.errors as Errors
 
 from kreassign.cluster.client_config import ClientConfig
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, SecurityMismatch
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, SecurityMismatch, clip
 from kreassign.cluster.listener_probe import ListenerKind, probe_listener
 
 _VERIFY = re.compile(r"certificate verify failed: ([^(]+?)\s*\(")
@@ -42,7 +43,8 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
     server = config.bootstrap_servers[0]
     protocol = config.security_protocol
     wait = f"{config.timeouts.connect_timeout_s:g}s"
-    text = str(error) if error is not None else ""
+    causes = _causes(error)
+    text = " ".join(str(e) for e in causes)
     mechanism = str(config.client_kwargs.get("sasl_mechanism", ""))
     if isinstance(error, Errors.SaslAuthenticationFailedError):
         detail = text.split("SaslAuthenticationFailedError: ")[-1].strip() or "credentials refused"
@@ -71,11 +73,13 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
                                 f"or SASL_PLAINTEXT listener?), but security.protocol is {protocol}. Set "
                                 "security.protocol to what the listener speaks.")
     unreachable = f"Could not reach any broker at {servers} within {wait}"
-    if "Handshake failed" in text or "SSL" in text or "certificate" in text.lower():
-        return SecurityMismatch(f"{unreachable}: the TLS handshake failed ({_clip(error)}). Check the brokers' "
+    if any(isinstance(e, ssl.SSLError) for e in causes) or "Handshake failed" in text or "SSL" in text \
+            or "certificate" in text.lower():
+        return SecurityMismatch(f"{unreachable}: the TLS handshake failed ({clip(error, 200)}). Check the brokers' "
                                 "certificates against ssl.truststore.* / ssl.ca.location and "
                                 "ssl.endpoint.identification.algorithm in --command-config.")
-    if "ECONNREFUSED" in text or "Connection refused" in text or isinstance(error, ConnectionRefusedError):
+    if "ECONNREFUSED" in text or "Connection refused" in text or any(isinstance(e, ConnectionRefusedError)
+                                                                       for e in causes):
         return ClusterUnreachable(f"{unreachable}: connection refused. Check --bootstrap-server and that the "
                                   "brokers are running.")
     if isinstance(error, (Errors.RequestTimedOutError, Errors.KafkaTimeoutError)) and "bootstrap" not in text:
@@ -93,12 +97,16 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
     if error is None:
         return ClusterUnreachable(message + " Nothing answered at all: a firewall dropping packets, or brokers "
                                             "too slow to answer; a longer --request-timeout waits longer.")
-    return ClusterUnreachable(f"{message} Last error: {_clip(error)}")
+    return ClusterUnreachable(f"{message} Last error: {clip(error, 200)}")
 
 
-def _clip(error: BaseException, limit: int = 200) -> str:
-    text = str(error)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+def _causes(error: BaseException | None) -> list[BaseException]:
+    """The error and what caused it (kafka-python wraps socket and SSL errors)."""
+    found: list[BaseException] = []
+    while error is not None and error not in found:
+        found.append(error)
+        error = error.__cause__ or error.__context__
+    return found
 
 
 def _offered(probe: Prober, server: str, mechanism: str) -> str:

@@ -26,6 +26,7 @@ with warnings.catch_warnings():
 
 from kreassign.cluster.admin import KafkaAdmin, api_error, open_admin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
+from kreassign.cluster.connect_errors import connect_failure
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, ExitStatus, InputError
 from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import (
@@ -723,6 +724,19 @@ def test_connect_timeout_message_names_tls_and_last_error() -> None:
         "Could not reach any broker at h:9093 within 10s: the TLS handshake failed (KafkaConnectionError: "
         "Handshake failed: bad cert). Check the brokers' certificates against ssl.truststore.* / "
         "ssl.ca.location and ssl.endpoint.identification.algorithm in --command-config.")
+
+
+@pytest.mark.parametrize("error, expected", [
+    (None, "within 10s. Check --bootstrap-server and that the brokers are running. Nothing answered at all"),
+    (ConnectionRefusedError(111, "Connection refused"), "within 10s: connection refused."),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), "within 10s: connection refused."),
+    (Errors.SaslAuthenticationFailedError("bad password"), "SASL authentication failed at 127.0.0.1:9092"),
+    (Errors.KafkaConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+     "TLS certificate of 127.0.0.1:9092 rejected: certificate verify failed."),
+    (Errors.KafkaConnectionError("socket disconnected"), "Last error: KafkaConnectionError: socket disconnected"),
+])
+def test_bootstrap_failures_are_told_apart(error: BaseException | None, expected: str) -> None:
+    assert expected in str(connect_failure(config(), error, probe=lambda *_, **__: None))
 
 
 @pytest.mark.parametrize("error, kind, text", [

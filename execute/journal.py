@@ -374,7 +374,7 @@ class JournalStore:
             data = json.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise JournalError(f"no journal at {clip(file)}") from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise JournalError(f"cannot read the journal {clip(file)}: {clip(exc, 200)}") from None
         if not isinstance(data, dict):
             raise JournalError(f"{file} is not a kreassign journal")

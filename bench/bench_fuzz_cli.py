@@ -236,9 +236,12 @@ def fuzz(examples: int, seed: int) -> Harness:
     """Run `examples` generated command lines; the harness holds the counts."""
     import warnings
 
-    warnings.simplefilter("ignore")
     # In process against the fake nothing races: the execution lock need not wait to settle.
     os.environ["KREASSIGN_LOCK_SETTLE_S"] = "0"
+    from kreassign.cluster import admin
+
+    real_open_admin = admin.open_admin
+    saved_env = dict(os.environ)
     root = Path(tempfile.mkdtemp(prefix="kreassign-fuzz-"))
     cwd = os.getcwd()
     os.chdir(root)  # files the commands write under relative names stay in the scratch directory
@@ -255,9 +258,16 @@ def fuzz(examples: int, seed: int) -> Harness:
         def one(argv: list[str]) -> None:
             harness.run(argv)
 
-        __import__("hypothesis").seed(seed)(one)()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            __import__("hypothesis").seed(seed)(one)()
         return harness
     finally:
+        # Leave the process as it was (a test calls this): connections, environment, directory.
+        admin.open_admin = real_open_admin  # type: ignore[assignment]
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
         os.chdir(cwd)
         shutil.rmtree(root, ignore_errors=True)
 

@@ -319,18 +319,23 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     from kreassign.cli import kafka_live
     from kreassign.execute.operations import list_reassignments
 
+    from kreassign.execute.lock import LOCK_KEY, Owner
+
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
+        owner = Owner.from_value(port.describe_cluster_configs([LOCK_KEY]).get(LOCK_KEY))
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [
             {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
-            for j in journals]})
+            for j in journals], "execution_lock": None if owner is None else {
+                "host": owner.host, "pid": owner.pid, "command": owner.command, "journal": owner.journal,
+                "started_at": owner.started_at, "lease_until": owner.lease_until}})
         return
     click.echo(kafka_live.render_list(result), nl=False)
     _echo_err([f"Open journal: {j.path} ({j.state}, {len(j.targets)} partitions, since {j.created_at})"
-               for j in journals])
+               for j in journals] + ([f"Execution lock held by {owner.describe()}"] if owner is not None else []))
 
 
 def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, plan_file: str | None) -> Journal:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.options import COUNT, DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _emit(data: dict[str, Any]) -> None:
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Pace the plan: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Pace the plan: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default=None,
@@ -319,18 +319,23 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     from kreassign.cli import kafka_live
     from kreassign.execute.operations import list_reassignments
 
+    from kreassign.execute.lock import LOCK_KEY, Owner
+
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
+        owner = Owner.from_value(port.describe_cluster_configs([LOCK_KEY]).get(LOCK_KEY))
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [
             {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
-            for j in journals]})
+            for j in journals], "execution_lock": None if owner is None else {
+                "host": owner.host, "pid": owner.pid, "command": owner.command, "journal": owner.journal,
+                "started_at": owner.started_at, "lease_until": owner.lease_until}})
         return
     click.echo(kafka_live.render_list(result), nl=False)
     _echo_err([f"Open journal: {j.path} ({j.state}, {len(j.targets)} partitions, since {j.created_at})"
-               for j in journals])
+               for j in journals] + ([f"Execution lock held by {owner.describe()}"] if owner is not None else []))
 
 
 def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, plan_file: str | None) -> Journal:

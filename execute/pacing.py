@@ -301,6 +301,23 @@ class Pacer:
                    for p in self.pending]
         return next_wave(pending, slots, self.limits)
 
+    def retry_pending(self) -> tuple[int, ...]:
+        """Set the throttles a broker missed while it was down, once it is back: its moves in
+        flight start copying again and must not copy unthrottled. Returns the brokers set."""
+        journal = self.journal
+        if journal is None or not journal.pending_brokers:
+            return ()
+        live = {b.id for b in self.port.describe_brokers().brokers}
+        ops = {b: dict(v) for b, v in journal.pending_brokers.items() if v and b in live}
+        if not ops:
+            return ()
+        journal.pending_brokers = {b: v for b, v in journal.pending_brokers.items() if b not in ops}
+        out = journaled_step(journal, "retry pending throttles", lambda: apply_configs(self.port, brokers=ops),
+                             brokers=sorted(ops))
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update({k: v for k, v in ops[b].items() if v is not None})
+        return tuple(out.brokers)
+
     def step(self, in_flight: Mapping[TopicPartition, Reassignment],
              partitions: Mapping[TopicPartition, PartitionInfo]) -> Wave | None:
         """Submit the next wave if slots are free; None when nothing fits or nothing is left.

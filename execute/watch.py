@@ -266,6 +266,8 @@ class _Loop:
     def poll(self, now: float) -> _Poll:
         if self.guard is not None and self.pacer is not None:
             self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
+        if self.pacer is not None:
+            self.pacer.retry_pending()
         in_flight = self.port.list_reassignments()
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})

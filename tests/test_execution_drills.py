@@ -48,6 +48,8 @@ class World:
     now: float = 0.0
     alive: set[int] = field(default_factory=set)
     violations: list[str] = field(default_factory=list)
+    back_after: int | None = None
+    """sleeps until a broker stopped by the drill starts again"""
 
     def check_in_flight(self) -> None:
         in_flight = self.fake.list_reassignments()
@@ -57,6 +59,8 @@ class World:
             follower = set(configs.get(FOLLOWER_REPLICAS, "").split(","))
             for b in r.adding:
                 into[b] = into.get(b, 0) + 1
+                if b in self.fake.down:
+                    continue  # a broker that is down copies nothing
                 if self.throttled and (f"{tp.partition}:{b}" not in follower
                                        or FOLLOWER_RATE not in self.fake.broker_configs.get(b, {})):
                     self.violations.append(f"unthrottled move {tp} -> {b} at t={self.now}")
@@ -67,6 +71,10 @@ class World:
 
     def sleep(self, seconds: float) -> None:
         self.check_in_flight()
+        if self.back_after is not None:
+            self.back_after -= 1
+            if self.back_after <= 0:
+                self.restart()
         self.now += seconds
         moving = sorted(self.fake.list_reassignments())
         done = [tp for tp in moving if self.rng.random() < 0.6]
@@ -79,14 +87,26 @@ class World:
                           host="drill-host", pid=pid, alive=lambda p: p in self.alive)
         return RunControl(lock=lock, force=force, clock=lambda: self.now, sleep=self.sleep, crash=crash)
 
-    def killer(self, pid: int, at: int) -> Callable[[str], None]:
-        """A crash hook: kill -9 of `pid` before its `at`-th journal intent."""
+    def restart(self) -> None:
+        for b in sorted(self.fake.down):
+            self.fake.start_broker(b)
+        self.back_after = None
+
+    def killer(self, pid: int, at: int, *, down_at: int | None = None, race_at: int | None = None,
+               race: Callable[[], None] | None = None) -> Callable[[str], None]:
+        """A crash hook: kill -9 of `pid` before its `at`-th journal intent; a broker stopped
+        before the `down_at`-th (back two polls later); another run started before the `race_at`-th."""
         seen = [0]
         marker = {}
 
         def crash(step: str) -> None:
             self.check_in_flight()
             seen[0] += 1
+            if seen[0] == down_at and not self.fake.down:
+                self.fake.stop_broker(self.rng.choice(sorted(self.fake.brokers)))
+                self.back_after = 2
+            if seen[0] == race_at and race is not None:
+                race()
             if seen[0] == at:
                 marker.update(self.fake.cluster_configs)
                 self.alive.discard(pid)
@@ -144,13 +164,35 @@ def run_drill(seed: int, tmp_path: Path) -> str:
     world.limit = 1 if paced else None
     pace = PaceLimits(1, None, rng.choice(["plan", "small-first", "large-first", "broker-balanced"])) if paced else None
     request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
-    crash = world.killer(100, rng.randint(1, 12))
+    extra = rng.choice(["none", "none", "broker-down", "second-execute"])
+    raced: list[str] = []
+
+    def second_execute() -> None:
+        """Another execute of an overlapping plan, started while the first one runs."""
+        before = {tp: world.fake.replicas(tp) for tp in original}
+        other = ExecuteRequest(targets=tuple(targets[: max(1, len(targets) // 2)]), additional=True,
+                               leader_rate=5, follower_rate=5)
+        try:
+            run_execute(world.fake, other, store=world.store, control=world.control(900))
+        except ExecutionLocked as exc:
+            raced.append(str(exc))
+        assert {tp: world.fake.replicas(tp) for tp in original} == before
+
+    crash = world.killer(100, rng.randint(1, 12),
+                         down_at=rng.randint(2, 8) if extra == "broker-down" and paced else None,
+                         race_at=rng.randint(1, 8) if extra == "second-execute" else None, race=second_execute)
     try:
         run_execute(world.fake, request, store=world.store, pace=pace, interval_s=5.0, control=world.control(100, crash))
         kind = "execute-completed"
     except Killed:
         world.killed(crash)
         kind = "execute-killed"
+    world.restart()
+    if raced:
+        assert all("another run holds the execution lock" in r for r in raced), raced
+        kind += "+second-execute-refused"
+    elif extra == "broker-down" and paced:
+        kind += "+broker-down"
     journals = world.store.journals(world.fake.cluster_id, open_only=True)
     end = rng.choice(["resume", "abort"])
     if journals and end == "resume":
@@ -190,7 +232,9 @@ def test_randomized_kill_drills(tmp_path: Path, capsys: pytest.CaptureFixture[st
     with capsys.disabled():
         print(f"\n{DRILLS} fault drills (seeds 0-{DRILLS - 1}): "
               + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-    assert kinds.get("execute-killed+resumed", 0) + kinds.get("execute-killed+resume-killed+resumed", 0) > 0
+    assert sum(n for k, n in kinds.items() if k.startswith("execute-killed") and k.endswith("resumed")) > 0
+    assert sum(n for k, n in kinds.items() if "second-execute-refused" in k) > 0
+    assert sum(n for k, n in kinds.items() if "broker-down" in k) > 0
 
 
 # ---- the scenarios of the issue, one by one ---------------------------------------------------------------

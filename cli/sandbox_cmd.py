@@ -45,6 +45,12 @@ def sandbox() -> None:
               help="Kafka's replica.fetch.response.max.bytes: what one follower fetch takes in all.")
 @click.option("--num-replica-fetchers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
+@click.option("--log-dirs", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Log dirs per broker (JBOD), for AlterReplicaLogDirs moves between them.")
+@click.option("--client-quota", "client_quotas", multiple=True, metavar="KEY=RATE",
+              help="A KIP-13 default client quota (the <default> client-id entity), e.g. producer_byte_rate=1MB/s "
+                   "or consumer_byte_rate=5MB/s, per broker in sandbox time (repeatable). Admin clients change "
+                   "quotas with AlterClientQuotas.")
 @click.option("--security", type=click.Choice(["plaintext", "tls", "sasl_plaintext", "sasl_ssl"]),
               default="plaintext", show_default=True,
               help="What the listeners speak: tls makes a CA and server certificate in the state dir; the sasl "
@@ -58,7 +64,8 @@ def sandbox() -> None:
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
-          security: str, sasl_mechanism: str | None, users: tuple[str, ...]) -> None:
+          log_dirs: int, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
+          users: tuple[str, ...]) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
 
     With --security, a ready --command-config file per user is written to the state dir
@@ -77,8 +84,10 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
-                             num_replica_fetchers=num_replica_fetchers)
-    options.fetch  # refuse bad limits before anything starts
+                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs,
+                             client_quotas=client_quotas)
+    options.fetch  # refuse bad limits and quotas before anything starts
+    options.default_client_quotas
     logins = tuple(User.parse(u) for u in users)
     directory = Path(state_dir) if state_dir else default_state_dir()
     if daemon or security != "plaintext":

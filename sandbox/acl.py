@@ -5,8 +5,9 @@ KafkaApis): AlterPartitionReassignments and ElectLeaders need ALTER on the CLUST
 whole with CLUSTER_AUTHORIZATION_FAILED; config changes need ALTER_CONFIGS, refused per
 resource (BROKER: CLUSTER_AUTHORIZATION_FAILED, TOPIC: TOPIC_AUTHORIZATION_FAILED, with the
 error's default message); AlterReplicaLogDirs needs ALTER on the CLUSTER per partition;
-CreateTopics needs CREATE per topic. Describe APIs (Metadata, DescribeCluster, DescribeConfigs,
-DescribeLogDirs, ListPartitionReassignments) are allowed. Connections that did not authenticate
+CreateTopics needs CREATE per topic; AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe
+APIs (Metadata, DescribeCluster, DescribeConfigs, DescribeLogDirs, ListPartitionReassignments,
+DescribeClientQuotas) are allowed, and so are the data and group APIs. Connections that did not authenticate
 (plaintext and TLS-only listeners) act as Kafka without an authorizer: everything is allowed.
 """
 from __future__ import annotations
@@ -42,7 +43,9 @@ class AclOperation(IntEnum):
     DESCRIBE_TOKENS = 14
 
 
-READ_ONLY = frozenset({AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS})
+# What a user without the admin flag may do: describe, and read and write records (the data path
+# is not what these ACLs guard).
+NOT_ADMIN = frozenset({AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.READ, AclOperation.WRITE})
 # What Kafka's AclEntry.supportedOperations lists for each resource type.
 CLUSTER_OPERATIONS = (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
                       AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
@@ -65,7 +68,7 @@ class Principal:
         return f"User:{self.name}"
 
     def allows(self, operation: AclOperation) -> bool:
-        return self.admin or operation in READ_ONLY
+        return self.admin or operation in NOT_ADMIN
 
 
 def _allowed(principal: Principal | None, supported: tuple[AclOperation, ...]) -> set[int]:
@@ -154,6 +157,15 @@ def _create_topics(principal: Principal, v: int, req: Any) -> Any:
         for t in req.topics])
 
 
+def _client_quotas(principal: Principal, v: int, req: Any) -> Any:
+    R = _resp(49)
+    E = R.EntryData
+    return R(version=v, throttle_time_ms=0, entries=[
+        E(version=v, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=CLUSTER_MESSAGE, entity=[
+            E.EntityData(version=v, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in req.entries])
+
+
 def _cluster_request_message(api: str, principal: Principal) -> str:
     # Kafka prints the whole request object here ("Request <request> is not authorized.").
     return f"Request {api} from {principal} is not authorized."
@@ -166,4 +178,5 @@ _REFUSALS: dict[int, Any] = {
     33: lambda p, v, r: _alter_configs(p, v, r, 33),
     34: _log_dirs,
     19: _create_topics,
+    49: _client_quotas,
 }

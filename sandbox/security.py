@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kreassign.cluster.errors import InputError
+from kreassign.sandbox.private_files import write_private
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 # `--security` choice -> Kafka's security.protocol
@@ -28,7 +29,6 @@ SCRAM_ITERATIONS = 4096  # Kafka's minimum for both SCRAM mechanisms
 CA_FILE = "ca.pem"
 SERVER_CERT_FILE = "server.pem"
 SERVER_KEY_FILE = "server-key.pem"
-PRIVATE = 0o600
 
 
 @dataclass(frozen=True)
@@ -161,17 +161,6 @@ def build_security(security: str, mechanism: str | None, users: tuple[User, ...]
         write_tls_files(directory)
         tls_dir = str(directory)
     return Security(protocol, chosen, tuple(Credential.make(u, chosen) for u in users) if chosen else (), tls_dir)
-
-
-def write_private(path: Path, data: bytes | str) -> None:
-    """Write a file only its owner can read (created 0600, never briefly world-readable)."""
-    raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE)
-    try:
-        os.fchmod(fd, PRIVATE)
-        os.write(fd, raw)
-    finally:
-        os.close(fd)
 
 
 def write_tls_files(directory: Path) -> None:

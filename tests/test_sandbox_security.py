@@ -218,3 +218,14 @@ def test_sasl_apis_on_a_listener_without_sasl(sandbox_factory: object) -> None:
     answer = roundtrip(sb.ports[1], SaslAuthenticateRequest(auth_bytes=b""), 2)
     assert (answer.error_code, answer.error_message) == (
         34, "SaslAuthenticate request received after successful authentication")
+
+
+def test_client_quota_changes_need_an_admin() -> None:
+    from kafka.protocol.admin import AlterClientQuotasRequest
+
+    Entry = AlterClientQuotasRequest.EntryData
+    request = AlterClientQuotasRequest(version=1, validate_only=False, entries=[Entry(version=1, entity=[
+        Entry.EntityData(version=1, entity_type="client-id", entity_name=None)], ops=[])])
+    answer = refusal(Principal("bob"), 49, 1, request)
+    assert [(e.error_code, e.error_message, [(x.entity_type, x.entity_name) for x in e.entity])
+            for e in answer.entries] == [(31, "Cluster authorization failed.", [("client-id", None)])]

@@ -223,7 +223,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
     from kreassign.execute.operations import VerifyRequest
-    from kreassign.execute.operations import verify as run_verify
+    from kreassign.execute.run import verify_run
 
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
@@ -233,7 +233,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
     with connect(bootstrap_server, command_config, request_timeout) as port:
-        result = run_verify(port, request, store=journal_store(journal_dir))
+        result, owner = verify_run(port, request, store=journal_store(journal_dir), control=run_control())
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -241,7 +241,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         click.echo(text.replace("Clearing", "Would clear") if dry_run else text, nl=False)
         _echo_err([f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                    for b, m in sorted(result.unreachable.items())])
-        _echo_err(kafka_live.clear_warnings(result.clear))
+        _echo_err(kafka_live.clear_warnings(result.clear) + kafka_live.running_owner_lines(owner))
     if exit_status and result.in_progress:
         return int(ExitStatus.IN_PROGRESS)
     return 0 if result.clear is None or result.clear.complete else 1
@@ -279,11 +279,14 @@ def cancel(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cluster.errors import TerseError
     from kreassign.execute.operations import CancelRequest
     from kreassign.execute.operations import cancel as run_cancel
+    from kreassign.execute.run import refuse_while_running
 
     request = CancelRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout, dry_run=dry_run)
     clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
+        if not dry_run:
+            refuse_while_running(port, "cancel", run_control())
         result = run_cancel(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())

@@ -24,7 +24,7 @@ from kreassign.execute.executor import ExecuteRequest, RetargetRefused
 from kreassign.execute.journal import JournalConflict, JournalStore
 from kreassign.execute.lock import LOCK_KEY, ExecutionLocked, LockConfig, StopRequested
 from kreassign.execute.pacing import PaceLimits
-from kreassign.execute.run import RunControl, abort_run, resume_run, run_execute
+from kreassign.execute.run import RunControl, abort_run, refuse_while_running, resume_run, run_execute, verify_run
 from kreassign.execute.verify import VerifyRequest, verify
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 
@@ -399,3 +399,25 @@ def test_aborting_one_journal_keeps_the_throttles_another_runs_moves_need(tmp_pa
     fake.complete()
     verify(fake, VerifyRequest(targets=list(second.targets)), store=world.store)
     assert_clean(world)  # the operator's 777 on broker 2 came back last
+
+
+def test_verify_keeps_and_cancel_refuses_while_a_run_holds_the_lock(tmp_path: Path) -> None:
+    world, targets, _ = build(8, tmp_path)
+    request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
+    run_execute(world.fake, request, store=world.store, control=world.control(100))
+    world.fake.complete()  # nothing moves: a paced run between two waves looks like this
+    held = world.control(200).lock.lock(world.fake, world.store.root / "fake-cluster", command="execute",
+                                        journal_id="fake-cluster/x").acquire()
+    result, owner = verify_run(world.fake, VerifyRequest(targets=tuple(targets)), store=world.store,
+                               control=world.control(201))
+    assert owner is not None and owner.pid == 200 and result.clear is None
+    assert world.fake.broker_configs[1][FOLLOWER_RATE] == "1000"
+    with pytest.raises(ExecutionLocked, match="pid 200.*would go on submitting after a cancel"):
+        refuse_while_running(world.fake, "cancel", world.control(201))
+    world.alive.discard(200)  # once its owner is gone, verify clears as before
+    result, owner = verify_run(world.fake, VerifyRequest(targets=tuple(targets)), store=world.store,
+                               control=world.control(201))
+    assert owner is None and result.clear is not None
+    held._unlock_local()
+    world.fake.cluster_configs.clear()
+    assert_clean(world)

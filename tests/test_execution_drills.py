@@ -421,3 +421,15 @@ def test_verify_keeps_and_cancel_refuses_while_a_run_holds_the_lock(tmp_path: Pa
     held._unlock_local()
     world.fake.cluster_configs.clear()
     assert_clean(world)
+
+
+def test_resume_goes_on_with_the_per_broker_rates_auto_throttle_chose(tmp_path: Path) -> None:
+    from kreassign.execute.pacing import Pacer
+
+    world, targets, _ = build(9, tmp_path)
+    pacer = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
+    pacer.start()
+    pacer.set_rates({3: (4000, 5000)})
+    again = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
+    again.start()
+    assert again.rate_for(3) == (4000, 5000) and again.rate_for(1) == (1000, 1000)

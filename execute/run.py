@@ -236,3 +236,15 @@ def refuse_while_running(port: ClusterPort, action: str, control: RunControl = R
         raise ExecutionLocked(f"{owner.describe()} is running on this cluster and would go on submitting after a "
                               f"{action}; stop it with `kreassign abort` on its journal (it cancels and restores "
                               "the throttles), or wait for it", owner)
+
+
+def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, control: RunControl = RunControl(),
+              emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+    """`kreassign watch`: with `--pace` it submits waves, so it is a run like a paced execute and
+    holds the execution lock; watching alone changes nothing but throttles and needs no lock."""
+    if request.pace is None or request.dry_run or request.targets is None:
+        return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit)
+    cluster_id = port.describe_brokers().cluster_id
+    with _lock(port, store, cluster_id, request.targets, "watch --pace", control).acquire(force=control.force) as held:
+        return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit,
+                     guard=_guard(held, control.crash))

@@ -26,7 +26,7 @@ from kreassign.execute.lock import LOCK_KEY, ExecutionLocked, LockConfig, StopRe
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.run import RunControl, abort_run, refuse_while_running, resume_run, run_execute, verify_run
 from kreassign.execute.verify import VerifyRequest, verify
-from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE
 
 pytestmark = pytest.mark.drill
 

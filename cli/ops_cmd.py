@@ -459,12 +459,13 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
                             dry_run=dry_run, timeout_s=timeout, wait_s=wait_s, on_wait=lambda owner: click.echo(
                                 f"Asked {owner.describe()} to stop; waiting for it.", err=True))
     result = outcome.result
+    if output == "json":
+        _emit({**result.as_dict(), "stopped_run": None if outcome.stopped is None else outcome.stopped.describe(),
+               "took_over_from": None if outcome.took_over is None else outcome.took_over.describe()})
+        return 0 if result.ok else 1
     if outcome.stopped is not None:
         click.echo(f"The running {outcome.stopped.command} stopped; nothing more is submitted.", err=True)
     _echo_err(kafka_live.took_over_lines(outcome.took_over))
-    if output == "json":
-        _emit(result.as_dict())
-        return 0 if result.ok else 1
     verb = "Would cancel" if dry_run else "Cancelled"
     click.echo(f"{verb} partition reassignments for: " + (",".join(map(str, result.cancelled)) or "none"))
     if result.cancel_errors:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fake_cluster import FakeCluster
+from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.execute.executor import ExecuteRequest, RetargetRefused
 from kreassign.execute.journal import JournalConflict, JournalStore
@@ -164,8 +165,19 @@ def run_drill(seed: int, tmp_path: Path) -> str:
     world.limit = 1 if paced else None
     pace = PaceLimits(1, None, rng.choice(["plan", "small-first", "large-first", "broker-balanced"])) if paced else None
     request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
-    extra = rng.choice(["none", "none", "broker-down", "second-execute"])
+    extra = rng.choice(["none", "broker-down", "second-execute", "abort-live"])
     raced: list[str] = []
+
+    def abort_while_running() -> None:
+        """`kreassign abort` while the run lives: it asks the run to stop; the run cannot stop
+        while abort waits here (one thread), so abort gives up having changed nothing."""
+        before = ({tp: world.fake.replicas(tp) for tp in original}, world.fake.list_reassignments())
+        journal = world.store.journals(world.fake.cluster_id, open_only=True)[0]
+        try:
+            abort_run(world.fake, journal, store=world.store, control=world.control(901), wait_s=3.0)
+        except ExecutionLocked as exc:
+            raced.append(str(exc))
+        assert ({tp: world.fake.replicas(tp) for tp in original}, world.fake.list_reassignments()) == before
 
     def second_execute() -> None:
         """Another execute of an overlapping plan, started while the first one runs."""
@@ -180,21 +192,28 @@ def run_drill(seed: int, tmp_path: Path) -> str:
 
     crash = world.killer(100, rng.randint(1, 12),
                          down_at=rng.randint(2, 8) if extra == "broker-down" and paced else None,
-                         race_at=rng.randint(1, 8) if extra == "second-execute" else None, race=second_execute)
+                         race_at=rng.randint(2, 8) if extra in ("second-execute", "abort-live") else None,
+                         race=second_execute if extra == "second-execute" else abort_while_running)
     try:
         run_execute(world.fake, request, store=world.store, pace=pace, interval_s=5.0, control=world.control(100, crash))
         kind = "execute-completed"
     except Killed:
         world.killed(crash)
         kind = "execute-killed"
+    except KreassignError as exc:
+        assert extra == "abort-live" and "asked this run to stop" in str(exc), exc
+        kind = "execute-stopped-by-abort"
     world.restart()
-    if raced:
+    if raced and extra == "abort-live":
+        assert all("still holds the lock after 3s; nothing was cancelled" in r for r in raced), raced
+        kind += "+abort-waited"
+    elif raced:
         assert all("another run holds the execution lock" in r for r in raced), raced
         kind += "+second-execute-refused"
     elif extra == "broker-down" and paced:
         kind += "+broker-down"
     journals = world.store.journals(world.fake.cluster_id, open_only=True)
-    end = rng.choice(["resume", "abort"])
+    end = "abort" if kind.startswith("execute-stopped") else rng.choice(["resume", "abort"])
     if journals and end == "resume":
         # resume may itself be killed once, then resumed again
         second = world.killer(101, rng.randint(1, 10))
@@ -235,6 +254,7 @@ def test_randomized_kill_drills(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert sum(n for k, n in kinds.items() if k.startswith("execute-killed") and k.endswith("resumed")) > 0
     assert sum(n for k, n in kinds.items() if "second-execute-refused" in k) > 0
     assert sum(n for k, n in kinds.items() if "broker-down" in k) > 0
+    assert sum(n for k, n in kinds.items() if "abort-waited" in k) > 0
 
 
 # ---- the scenarios of the issue, one by one ---------------------------------------------------------------

@@ -357,10 +357,16 @@ class Pacer:
             return None
         self.waves += 1
         number = self.waves
-        chosen = {p.tp for p in wave}
         throttled, skipped = self._throttle(number, wave, in_flight, partitions)
+        # A partition whose source or destination missed its throttle (the broker did not
+        # answer) waits: once that broker is back it would copy unthrottled, and if this process
+        # died first nothing would set the throttle. `retry_pending` sets it, then it goes.
+        wave = [p for p in wave if not (set(p.adding) | {p.leader}) & set(skipped)]
+        chosen = {p.tp for p in wave}
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal
+        if not targets:
+            return Wave(number, (), 0, {}, throttled, skipped)
         with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
             results = self.port.alter_reassignments(targets)
         errors = {tp: e for tp, e in sorted(results.items()) if e is not None}

@@ -32,7 +32,7 @@ from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_
 pytestmark = pytest.mark.drill
 
 OPERATOR_RATE = "777"
-DRILLS = 60
+DRILLS = 200
 
 
 class Killed(BaseException):

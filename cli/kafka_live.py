@@ -266,7 +266,7 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
         try:
             outcome = run_execute(port, request, store=journals, control=control, on_plan=show_plan,
                                   progress=lambda event: print_execute_event(event, shown[0], out, err))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
             if shown:
                 err.write(interrupted_hint(journals, shown[0]))
             raise

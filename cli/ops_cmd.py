@@ -130,7 +130,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
             outcome = run_execute(port, request, store=store, dry_run=dry_run, control=control, on_plan=show_plan,
                                   progress=(lambda event: kafka_live.print_execute_event(event, shown[0], out, err))
                                   if text else None)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
             if shown:
                 err.write(kafka_live.interrupted_hint(store, shown[0]))
             raise

@@ -65,7 +65,9 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            if error is not None:
+            # The final "Unable to bootstrap" timeout says less than the connection error before it
+            # (refused, TLS, authentication), which is what tells the operator what to fix.
+            if error is not None and not (self.last_error is not None and isinstance(error, Errors.KafkaTimeoutError)):
                 self.last_error = error
         return True
 

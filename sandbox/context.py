@@ -1,21 +1,33 @@
-"""What a request handler knows besides the request: the engine, which broker it is, and where
-every broker listens. Shared by every handler module."""
+"""What a request handler knows besides the request: the engine, which broker it is, where
+every broker listens, and for the data path the partition logs, the sandbox time, the client and
+its quotas; for groups and quota admin, the group coordinator and the client quota configs. Shared
+by every handler module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
+from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.groups import GroupCoordinator
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a handler knows besides the request: the engine, who it is, and where everyone listens."""
+    """What a handler knows besides the request (see the module docstring)."""
 
     engine: Engine
     broker_id: int
     ports: dict[int, int]
     ranges: dict[int, tuple[int, int]]
     host: str = "127.0.0.1"
+    data: DataPlane | None = None
+    now: float = 0.0
+    client_id: str = ""
+    quotas: ClientQuotaHook = NoClientQuotas()
+    groups: GroupCoordinator | None = None
+    quota_configs: QuotaConfigs | None = None
 
     @property
     def is_controller(self) -> bool:

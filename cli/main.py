@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "throttle": "kreassign.cli.throttle_cmd:throttle",
     "estimate": "kreassign.cli.estimate_cmd:estimate",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
+    "spark": "kreassign.cli.spark_cmd:spark",
 }
 
 GLOBAL_FLAGS = {"--help", "-h", "--version", "--debug"}

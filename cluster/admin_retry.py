@@ -72,10 +72,9 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            # kafka-python's final "Unable to bootstrap" says nothing about the cause: keep the
-            # connection error before it.
-            giving_up = isinstance(error, Errors.KafkaTimeoutError) and self.last_error is not None
-            if error is not None and not giving_up:
+            # The final "Unable to bootstrap" timeout says less than the connection error before it
+            # (refused, TLS, authentication), which is what tells the operator what to fix.
+            if error is not None and not (self.last_error is not None and isinstance(error, Errors.KafkaTimeoutError)):
                 self.last_error = error
                 if self._final is not None and self._final(error):
                     self.gave_up.set()

@@ -23,6 +23,7 @@ from kreassign.cluster.errors import (
     KreassignError,
     TerseError,
     UnknownTopicError,
+    clip,
 )
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
@@ -189,12 +190,13 @@ def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) ->
     try:
         infos = port.describe_topics(sorted({tp.topic for tp in wanted}))
     except UnknownTopicError as exc:
-        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {exc.topics[0]} not found.") from None
+        # Kafka's text; a name longer than any legal topic (249) is cut rather than echoed in full.
+        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {clip(exc.topics[0], 255)} not found.") from None
     known = {p.tp: p.replicas for p in infos}
     missing = [tp for tp in wanted if tp not in known]
     if missing:
         raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Unable to find partition: "
-                                 + ", ".join(str(tp) for tp in missing))
+                                 + ", ".join(clip(tp, 260) for tp in missing))
     return {tp: known[tp] for tp in wanted}
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 from kreassign.cluster.units import parse_bytes, parse_rate
 
 MB = 1_000_000
@@ -26,7 +26,8 @@ class TopicSpec:
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 249 or not all(c.isalnum() or c in "._-" for c in self.name):
-            raise InputError(f"'{self.name}' is not a valid topic name: use letters, digits, '.', '_' and '-'")
+            raise InputError(f"'{clip(self.name)}' is not a valid topic name: use letters, digits, '.', '_' and '-'"
+                             " (at most 249)")
         if self.partitions < 1:
             raise InputError(f"topic {self.name}: the partition count must be at least 1")
         if self.replication_factor < 1:

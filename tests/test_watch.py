@@ -204,7 +204,7 @@ def test_rendering() -> None:
     assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
     assert lines[3] == summary_line(progress)
     down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
-    assert summary_line(down).endswith("model 20s; brokers 3,4 not answering")
+    assert summary_line(down) == summary_line(progress) + "; brokers 3,4 not answering"
     assert down.to_dict()["brokers_not_answering"] == [3, 4]
 
 

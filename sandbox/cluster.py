@@ -26,7 +26,9 @@ from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.private_files import write_private
 from kreassign.sandbox.prometheus import MetricsEndpoints, Sources
+from kreassign.sandbox.security import Security
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTimings
@@ -59,6 +61,7 @@ class SandboxCluster:
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
+        security: TLS and SASL for every listener (default: plaintext, no authentication).
         client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: the sandbox's own,
             which AlterClientQuotas configures).
         log_dirs: log dirs per broker (a saved state keeps its own).
@@ -84,7 +87,7 @@ class SandboxCluster:
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
                  default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False,
-                 metrics_port: int | None = None) -> None:
+                 metrics_port: int | None = None, security: Security | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -129,12 +132,13 @@ class SandboxCluster:
                                         default_client_quotas)
         self.telemetry = TelemetryReceiver(self.engine.client_metrics) if telemetry else None
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
+        self.security = security or Security()
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
                                     ports=ports, on_save=self.save if self.state_dir is not None else None,
                                     data=self.data, quotas=client_quotas,
                                     broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
                                     groups=self.clients.groups, quota_configs=self.clients.quotas.configs,
-                                    telemetry=self.telemetry)
+                                    telemetry=self.telemetry, security=self.security)
         self.metrics = None if metrics_port is None else MetricsEndpoints(
             Sources(self.lock, self.engine, self.server.timings,
                     None if client_quotas is not None else self.clients.quotas, self.telemetry),
@@ -306,7 +310,7 @@ class SandboxCluster:
             clients = self.clients.snapshot()
         ClientState.write(path.parent, clients)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        write_private(tmp, json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)
         return path
 

@@ -34,6 +34,9 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+)
 
 from kreassign.sandbox.telemetry_messages import (
     GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
@@ -42,6 +45,8 @@ from kreassign.sandbox.telemetry_messages import (
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
 TELEMETRY_APIS = (71, 72)  # advertised only with the telemetry receiver on, as Kafka does
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 # api key -> (request class, response class)
 APIS: dict[int, tuple[Any, Any]] = {
@@ -79,6 +84,8 @@ APIS: dict[int, tuple[Any, Any]] = {
         (AlterClientQuotasRequest, AlterClientQuotasResponse),
         (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
         (PushTelemetryRequest, PushTelemetryResponse),
+        (SaslHandshakeRequest, SaslHandshakeResponse),
+        (SaslAuthenticateRequest, SaslAuthenticateResponse),
     )
 }
 
@@ -92,6 +99,9 @@ def advertised_versions(*, describe_cluster_v0_only: bool = False,
                                           if telemetry or key not in TELEMETRY_APIS}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
+    # SaslHandshake v0 is followed by raw tokens instead of SaslAuthenticate frames (pre-KIP-152);
+    # the sandbox speaks only the framed exchange.
+    ranges[SASL_HANDSHAKE] = (1, 1)
     return ranges
 
 

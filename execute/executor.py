@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import (
     AdminCommandFailed,
     ClusterError,
@@ -228,6 +229,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
 
     Raises:
         ReassignmentInProgress: a reassignment runs and `additional` is False.
+        NotAuthorized: the login may not submit reassignments (or set the throttles).
         RetargetRefused: the plan re-targets a reassignment in flight that it did not start.
         AdminCommandFailed: `Unknown broker id N`, an unknown topic or partition.
         ClusterError: the cluster could not be read.
@@ -237,6 +239,10 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
     check_retarget(request, in_flight, owned)
     info = port.describe_brokers()
+    needed = {ALTER: "to submit the reassignment"}
+    if request.throttled:
+        needed[ALTER_CONFIGS] = "to set the throttles"
+    require_cluster_operations(info, needed)
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:

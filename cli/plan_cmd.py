@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import RATE, output_option, source_options
+from kreassign.cli.options import THROTTLE, output_option, source_options
 
 
 @click.command()
 @click.option("--reassignment-json-file", "plan_file", required=True, type=click.Path(dir_okay=False),
               help="Kafka reassignment JSON to examine.")
 @source_options
-@click.option("--throttle", type=RATE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (defaults to --throttle).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (defaults to --throttle).")
+@click.option("--throttle", type=THROTTLE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (defaults to --throttle).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (defaults to --throttle).")
 @output_option
 def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
          throttle: int | None, leader_rate: int | None, follower_rate: int | None, output: str) -> None:

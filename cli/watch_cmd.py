@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import COUNT, DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.options import COUNT, DURATION, PERCENT, RATE, SIZE, THROTTLE, cluster_options, output_option
 from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 
 if TYPE_CHECKING:
@@ -24,9 +24,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def rate_options(f: F) -> F:
-    f = click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --throttle).")(f)
-    f = click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --throttle).")(f)
-    f = click.option("--throttle", "rate", type=RATE, default=None,
+    f = click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --throttle).")(f)
+    f = click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --throttle).")(f)
+    f = click.option("--throttle", "rate", type=THROTTLE, default=None,
                      help="Replication rate for both sides, e.g. 50MB/s.")(f)
     return f
 
@@ -56,8 +56,8 @@ def rate_options(f: F) -> F:
 @click.option("--target-headroom", type=PERCENT, default=None,
               help="With --auto-throttle: share of each broker's network to keep free, e.g. 30%.")
 @click.option("--deadline", default=None, help="With --auto-throttle: finish by then: 2h, 06:00, or a date-time.")
-@click.option("--min-rate", type=RATE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
-@click.option("--max-rate", type=RATE, default=None, help="Auto-throttle's highest rate.")
+@click.option("--min-rate", type=THROTTLE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
+@click.option("--max-rate", type=THROTTLE, default=None, help="Auto-throttle's highest rate.")
 @click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,
               help="Auto-throttle changes a rate only when it differs by more than this.")
 @click.option("--adjust-every", type=DURATION, default=60.0, show_default=True,

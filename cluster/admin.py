@@ -383,6 +383,24 @@ class KafkaAdmin:
                 out[replica] = (None if error is None or error is Errors.NoError else api_error(error))
         return out
 
+    # ---- offsets -----------------------------------------------------------------------------
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """ListOffsets (latest) from each partition's leader; None when the cluster does not
+        know the API (an old broker, or a sandbox without it)."""
+        from kafka.admin import OffsetSpec
+
+        wanted = {KafkaTopicPartition(p.topic, p.partition): OffsetSpec.LATEST for p in sorted(set(partitions))}
+        if not wanted:
+            return {}
+        try:
+            raw = self._call("list log end offsets", lambda: self._client.list_partition_offsets(
+                wanted, timeout_ms=self._request_timeout_ms()))
+        except ClusterError as exc:
+            if isinstance(exc.__cause__, (Errors.UnsupportedVersionError, Errors.IncompatibleBrokerVersion)):
+                return None
+            raise
+        return {TopicPartition(tp.topic, tp.partition): int(v.offset) for tp, v in sorted(raw.items())}
+
     # ---- reassignments -----------------------------------------------------------------------
     def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
                            ) -> dict[TopicPartition, Reassignment]:

@@ -31,7 +31,7 @@ def load_cluster_state(
             "or --snapshot FILE"
         )
     from kreassign.cluster.admin import open_admin
-    from kreassign.cluster.port import snapshot_state
+    from kreassign.cluster.capture import snapshot_state
 
     with open_admin(bootstrap_server, command_config=command_config, timeout_s=timeout_s) as admin:
         return snapshot_state(admin, with_sizes=with_sizes)

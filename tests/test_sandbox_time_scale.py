@@ -22,8 +22,8 @@ from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.configs import TIME_SCALE_KEY
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.execute.watch import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
-from kreassign.execute.watch import read_time_scale
+from kreassign.cluster.time_scale import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
+from kreassign.cluster.time_scale import read_time_scale
 from fake_cluster import FakeCluster
 from test_throttle_cmd import Ran, invoke
 

@@ -133,6 +133,18 @@ def source_options(f: F) -> F:
     return bootstrap_option(f)
 
 
+DEFAULT_SAMPLE_S = 10.0
+"""A short write-rate sample: enough for steady producers, short enough to wait for."""
+
+
+def sample_option(f: F) -> F:
+    """--sample: measure write rates on a live cluster before answering."""
+    return click.option("--sample", "sample", type=DURATION, default=None,
+                        help="With --bootstrap-server: measure each partition's write rate from two readings "
+                             "of its log this long apart, in the cluster's time (default 10s; 0 skips, and "
+                             "ETAs then say the rates are unknown).")(f)
+
+
 def cluster_options(f: F) -> F:
     """--bootstrap-server, --command-config, --request-timeout, --journal-dir: a live cluster."""
     f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),

@@ -212,4 +212,5 @@ def render_suggestion(s: Suggestion) -> RenderableType:
                                               for c in s.critical[:3]) + ".")
     lines.extend(f"To reach it: {r.text}." for r in s.remedies)
     lines.extend(f"Warning: {w}." for w in s.warnings)
+    lines.append(rates_line(s.write_rates))
     return Group(table, *(Text(line) for line in lines))

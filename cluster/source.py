@@ -1,6 +1,8 @@
 """Where cluster state comes from: a live cluster or a snapshot file, behind one function."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState
 
@@ -12,8 +14,16 @@ def load_cluster_state(
     command_config: str | None = None,
     with_sizes: bool = True,
     timeout_s: float | None = None,
+    sample_s: float = 0.0,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> ClusterState:
     """Read the cluster state from exactly one source.
+
+    With `sample_s` > 0 and a live cluster, every partition's write rate is measured over that
+    many cluster seconds (`clock` and `sleep` are wall-clock ones; the cluster's time scale
+    converts them). A snapshot keeps the rates it was written with.
 
     Raises:
         InputError: neither or both sources given, or a malformed snapshot.

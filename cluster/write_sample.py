@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import TopicPartition, WriteRates
+from kreassign.cluster.units import format_duration
 
 OFFSETS_MISSING = "ListOffsets is not available on this cluster: write rates come from log sizes alone"
 
@@ -56,3 +57,27 @@ def sampled_rates(first: Reading, second: Reading, notes: Sequence[str | None],
     method = "offsets+sizes" if first.offsets is not None and second.offsets is not None else "sizes"
     return rates_between(first, second), WriteRates("measured", window_s=round(second.at - first.at, 6),
                                                      method=method, measured_at=measured_at, note=note)
+
+
+UNKNOWN_RATES = ("write rates unknown, taken as 0: the ETA is optimistic if the partitions take writes "
+                 "(measure them: --bootstrap-server with --sample, or a snapshot taken that way)")
+
+
+def rates_to_dict(origin: WriteRates | None) -> dict[str, object]:
+    """The `write_rates` object of every JSON answer that carries an ETA."""
+    if origin is None:
+        return {"known": False, "source": None, "window_s": None, "method": None, "measured_at": None,
+                "note": UNKNOWN_RATES}
+    return {"known": True, **origin.to_dict()}
+
+
+def rates_line(origin: WriteRates | None) -> str:
+    """One line saying what the ETA assumed about writes."""
+    if origin is None:
+        return UNKNOWN_RATES[0].upper() + UNKNOWN_RATES[1:] + "."
+    if origin.source == "given":
+        return "Write rates: as given in the snapshot."
+    how = {"offsets+sizes": "log end offsets and sizes", "sizes": "log sizes"}.get(origin.method or "", "the logs")
+    window = f" over {format_duration(origin.window_s)}" if origin.window_s else ""
+    note = f" ({origin.note})" if origin.note else ""
+    return f"Write rates: measured{window} from {how}{note}."

@@ -33,18 +33,7 @@ from kreassign.throttle.replication_model import (
     simulate,
 )
 from kreassign.execute.live_throttle import ThrottleView
-
-SUGGESTION_MARGIN = 1.25
-"""a suggested rate is the needed one plus 25%, so the move finishes in reasonable time"""
-
-
-def nice_ceil(value: float) -> int:
-    """Round up to two significant digits: 2_345_678 -> 2_400_000."""
-    if value <= 0 or not math.isfinite(value):
-        return 0
-    step = 10 ** max(int(math.floor(math.log10(value))) - 1, 0)
-    return int(math.ceil(value / step) * step)
-
+from kreassign.throttle.estimate import SUGGESTION_MARGIN, nice_ceil
 
 @dataclass(frozen=True)
 class Fix:

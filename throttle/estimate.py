@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition
+from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition, WriteRates
+from kreassign.cluster.units import format_rate
+from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.throttle.replication_model import (
     DEFAULT_TOLERANCE,
     INF,
@@ -28,7 +30,19 @@ from kreassign.throttle.replication_model import (
 )
 from kreassign.throttle.schedule import Order, schedule_waves
 
-SCHEMA = "kreassign.estimate/1"
+SCHEMA = "kreassign.estimate/2"
+"""2 added write_rates (where the rates came from; never silently 0) and stalled[].suggested_rate."""
+SUGGESTION_MARGIN = 1.25
+"""a suggested rate is the needed one plus 25%, so the move finishes in reasonable time"""
+
+
+def nice_ceil(value: float) -> int:
+    """Round up to two significant digits: 2_345_678 -> 2_400_000."""
+    if value <= 0 or not math.isfinite(value):
+        return 0
+    step = 10 ** max(int(math.floor(math.log10(value))) - 1, 0)
+    return int(math.ceil(value / step) * step)
+
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
 
@@ -98,10 +112,32 @@ class StalledMove:
     broker: int | None
     needed_bps: float | None
 
+    @property
+    def suggested_rate(self) -> int | None:
+        """The throttle on `broker` that lets the move finish (the needed rate plus a margin);
+        None when the limit is not a throttle."""
+        if self.limit not in (Limit.LEADER_THROTTLE, Limit.FOLLOWER_THROTTLE) or self.needed_bps is None:
+            return None
+        return nice_ceil(self.needed_bps * SUGGESTION_MARGIN)
+
+    def message(self) -> str:
+        """One line for a person: which move never finishes, why, and the throttle that would do."""
+        where = f" on broker {self.broker}" if self.broker is not None else ""
+        text = (f"{self.tp} (new replica on broker {self.dest}) never finishes: its partition takes "
+                f"{format_rate(self.write_bps)} of writes, more than its share of the {self.limit.label}{where}")
+        if self.suggested_rate is not None and self.broker is not None:
+            side = "leader" if self.limit == Limit.LEADER_THROTTLE else "follower"
+            return text + f"; --{side}-rate {self.suggested_rate} ({format_rate(self.suggested_rate)}) on broker " \
+                          f"{self.broker} lets it finish"
+        if self.needed_bps is not None:
+            return text + f" (which must exceed {format_rate(self.needed_bps)})"
+        return text
+
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.tp.topic, "partition": self.tp.partition, "source": self.source,
                 "dest": self.dest, "bytes": self.bytes, "write_bps": self.write_bps,
-                "limit": self.limit.label, "broker": self.broker, "needed_bps": self.needed_bps}
+                "limit": self.limit.label, "broker": self.broker, "needed_bps": self.needed_bps,
+                "suggested_rate": self.suggested_rate}
 
 
 @dataclass(frozen=True)
@@ -144,6 +180,8 @@ class EstimateResult:
     fetch: FetchLimits
     tolerance: float
     model: ModelResult
+    write_rates: WriteRates | None = None
+    """where the partitions' write rates came from; None: unknown (taken as 0)"""
 
     @property
     def completes(self) -> bool:
@@ -167,6 +205,7 @@ class EstimateResult:
                          "max_inflight_bytes": self.max_inflight_bytes, "order": self.order},
             "critical": [c.to_dict() for c in self.critical],
             "stalled": [s.to_dict() for s in self.stalled],
+            "write_rates": rates_to_dict(self.write_rates),
             "brokers": [b.to_dict() for b in self.brokers],
             "model": {"tolerance": self.tolerance, "steps": self.model.steps,
                       "fetch": {"replica_fetch_max_bytes": self.fetch.partition_max_bytes,
@@ -206,7 +245,7 @@ def estimate_moves(
         brokers=_brokers(inp, result), moves=len(inp), partitions=int(len(np.unique(rows))),
         bytes=int(inp.bytes.sum()), max_moves_per_broker=max_moves_per_broker,
         max_inflight_bytes=max_inflight_bytes, order=order, fetch=inp.fetch, tolerance=tolerance,
-        model=result,
+        model=result, write_rates=state.rates_origin(),
     )
 
 

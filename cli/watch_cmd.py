@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.options import DEFAULT_SAMPLE_S, DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
 from kreassign.cli.runtime import connect, journal_store, runtime, timing
 
 if TYPE_CHECKING:
@@ -69,6 +69,9 @@ def rate_options(f: F) -> F:
 @click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --stop-after "
                    "(default: what the cluster reports: a kreassign sandbox its --speed, Kafka 1).")
+@click.option("--sample", type=DURATION, default=DEFAULT_SAMPLE_S, show_default=True,
+              help="Before the first poll, measure the watched partitions' write rates over this long, so "
+                   "the first model ETA counts their writes (0: learn them from the polls).")
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
@@ -78,7 +81,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          time_scale: float | None, dry_run: bool, output: str) -> int:
+          time_scale: float | None, sample: float, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
@@ -126,7 +129,8 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
-        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale)
+        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
+        sample_s=sample)
     clock, sleep = timing()
     emit, close = event_printer(output)
     try:

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import ClusterError, ExitStatus
-from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
+from kreassign.cluster.capture import take_reading
+from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.cluster.time_scale import cluster_timing, read_time_scale
+from kreassign.cluster.write_sample import rates_to_dict, sampled_rates
 from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
     RateDecision,
@@ -81,6 +83,9 @@ class WatchRequest:
     dry_run: bool = False
     time_scale: float | None = None
     """cluster seconds per wall second; None reads it from the cluster (see `read_time_scale`)"""
+    sample_s: float = 0.0
+    """before the first poll, measure the watched partitions' write rates over this many cluster
+    seconds, so the model's first ETA counts their writes (0: learn them from the polls)"""
 
     @property
     def stall_window_s(self) -> float:
@@ -102,10 +107,13 @@ class ProgressEvent:
     kind: str = "progress"
     time_scale: float = 1.0
     """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
+    write_rates: WriteRates | None = None
+    """how the write rates behind the model's ETA were measured; None: not yet known"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
-                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale}
+                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
+                               "write_rates": rates_to_dict(self.write_rates)}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -220,6 +228,33 @@ class _Loop:
     last_change_s: float | None = None
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
     seen_topics: set[str] = field(default_factory=set)
+    sampled: dict[TopicPartition, float] = field(default_factory=dict)
+    """write rates measured before the first poll; the polls' own estimates replace them"""
+    rates_origin: WriteRates | None = None
+
+    def sample_writes(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+        """Measure the watched partitions' write rates over `sample_s` before the first poll."""
+        wanted = self.target_set if self.target_set is not None else set(self.port.list_reassignments())
+        topics = sorted({tp.topic for tp in wanted})
+        if self.request.sample_s <= 0 or not topics:
+            return
+        parts = [p for p in self.port.describe_topics(topics) if p.tp in wanted]
+        first, _, note1 = take_reading(self.port, parts, clock)
+        sleep(self.request.sample_s)
+        second, _, note2 = take_reading(self.port, parts, clock, with_offsets=first.offsets is not None)
+        self.sampled, self.rates_origin = sampled_rates(first, second, (note1, note2), None)
+
+    def write_rates(self) -> dict[TopicPartition, float]:
+        return {**self.sampled, **self.tracker.write_rates()}
+
+    def rates_now(self, view: ProgressView) -> WriteRates | None:
+        """How the model's write rates were measured: the sample, else the polls once every
+        moving partition has two of them; None while some are unknown."""
+        if self.rates_origin is not None:
+            return self.rates_origin
+        if view.active and all(m.write_bps is not None for m in view.active):
+            return WriteRates("measured", method="sizes", note="from successive polls of the log sizes")
+        return None
 
     @property
     def target_set(self) -> set[TopicPartition] | None:
@@ -250,7 +285,7 @@ class _Loop:
             return None, None
         capacities = {b: self.request.capacity(b) for b in self.broker_ids}
         live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
-                                write_rates=self.tracker.write_rates(), pending=pending,
+                                write_rates=self.write_rates(), pending=pending,
                                 limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
                                 capacities=capacities)
         return live, diagnose(live)
@@ -353,8 +388,9 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
-    start = clock()
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    loop.sample_writes(clock, sleep)
+    start = clock()
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -387,7 +423,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale))
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale,
+                           write_rates=loop.rates_now(view)))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

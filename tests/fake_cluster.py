@@ -174,6 +174,10 @@ class FakeCluster:
         return [PartitionInfo(tp.topic, tp.partition, tuple(p.replicas), p.leader, tuple(p.isr))
                 for tp, p in sorted(self.partitions.items()) if tp.topic in wanted]
 
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """Like a cluster without ListOffsets: write rates then come from log sizes alone."""
+        return None
+
     def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
                       partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
         self._enter("log_dir_sizes")

@@ -27,6 +27,7 @@ from kreassign.throttle.configs import (
 from kreassign.execute.auto_throttle import AutoThrottlePolicy
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+from kreassign.cluster.write_sample import OFFSETS_MISSING
 from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
@@ -230,3 +231,25 @@ def test_pace_dry_run_names_the_first_wave(tmp_path: Path) -> None:
     # t-0: 1 sends to 3; t-1: 3 sends to 2. One move per broker each way: both fit.
     assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: t-0,t-1. Nothing was changed.\n"
     assert fake.list_reassignments() == {}
+
+
+def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -> None:
+    etas = {}
+    for sample in (0.0, 10.0):
+        fake = GrowingCluster()
+        store = JournalStore(tmp_path / str(sample))
+        fake.alter_reassignments({TP: [1, 3]})
+        apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
+                              store=store)
+        fake.advance(10.0 - sample)  # both first polls see the same state: 110 MB written, 40 MB copied
+        _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=sample),
+                        store)
+        first = next(e for e in events if isinstance(e, ProgressEvent))
+        assert first.view.moves[0].lag == 70 * MB and first.model is not None
+        etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
+    # without a sample the model takes the writes as 0: 70 MB at the 5 MB/s leader rate; with it, the
+    # quota also carries the in-sync follower's 1 MB/s and the lag grows by 1 MB/s: 70 MB at 3 MB/s
+    assert etas[0.0][0] == pytest.approx(70 / 5, rel=0.01) and etas[0.0][1]["known"] is False
+    assert etas[10.0][0] == pytest.approx(70 / 3, rel=0.01)
+    assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
+                             "measured_at": None, "note": OFFSETS_MISSING}

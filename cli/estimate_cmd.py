@@ -113,6 +113,11 @@ def render_estimate(result: EstimateResult) -> RenderableType:
         if len(result.stalled) > _MAX_STALLED_ROWS:
             table.caption = f"... and {len(result.stalled) - _MAX_STALLED_ROWS} more (use --output json for all)"
         parts.append(table)
+        if result.fix_rate is not None and result.fix_eta_s is not None:
+            parts.append(Text(f"--throttle {result.fix_rate} ({format_rate(result.fix_rate)}) lets every move finish: "
+                              f"ETA {format_duration(result.fix_eta_s)}."))
+        else:
+            parts.append(Text("No throttle alone lets these moves finish: a network or fetch limit holds them."))
     table = Table(title="Per broker", title_justify="left")
     for col in ("broker", "leader rate", "follower rate", "bytes in", "bytes out", "busy until"):
         table.add_column(col, justify="right")

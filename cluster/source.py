@@ -42,6 +42,12 @@ def load_cluster_state(
         )
     from kreassign.cluster.admin import open_admin
     from kreassign.cluster.capture import snapshot_state
+    from kreassign.cluster.time_scale import cluster_timing, read_time_scale
 
     with open_admin(bootstrap_server, command_config=command_config, timeout_s=timeout_s) as admin:
-        return snapshot_state(admin, with_sizes=with_sizes)
+        if sample_s > 0 and clock is not None and sleep is not None:
+            ids = [b.id for b in admin.describe_brokers().brokers]
+            clock, sleep = cluster_timing(clock, sleep, read_time_scale(admin, ids))
+            return snapshot_state(admin, with_sizes=with_sizes, sample_s=sample_s, clock=clock, sleep=sleep,
+                                  warn=warn)
+        return snapshot_state(admin, with_sizes=with_sizes, warn=warn)

@@ -72,8 +72,8 @@ def test_estimate_with_enough_rate_completes_and_respects_the_lower_bound(state:
 def test_json_schema_is_stable_and_strict(state: ClusterState) -> None:
     doc = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), max_moves_per_broker=1).to_dict()
     assert list(doc) == ["schema", "eta_s", "completes", "completable_eta_s", "lower_bound", "ratio_to_lower_bound",
-                         "moves", "partitions", "bytes", "schedule", "critical", "stalled", "write_rates", "brokers",
-                         "model"]
+                         "moves", "partitions", "bytes", "schedule", "critical", "stalled", "write_rates", "fix",
+                         "brokers", "model"]
     assert doc["schema"] == "kreassign.estimate/2" and doc["eta_s"] is None
     assert doc["write_rates"] == {"known": True, "source": "given", "window_s": None, "method": None,
                                   "measured_at": None, "note": None}
@@ -138,6 +138,7 @@ def test_stalled_move_names_the_throttle_that_lets_it_finish(state: ClusterState
     result = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), fetch=NO_FETCH_LIMITS, tolerance=0)
     (stuck,) = result.stalled
     assert stuck.suggested_rate == 75 * MB  # needs more than 60 MB/s, plus 25%
+    assert result.fix_rate == 75 * MB and result.fix_eta_s == pytest.approx(100 / 15)  # clicks-0: 75 - 30 in sync - 30 writes
     fixed = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB, broker_rates={2: stuck.suggested_rate}),
                           fetch=NO_FETCH_LIMITS, tolerance=0)
     assert fixed.completes and not fixed.stalled
@@ -161,9 +162,10 @@ def test_plan_names_moves_that_never_finish_before_they_start(state: ClusterStat
 
     report = build_plan_report(state, PLAN, rate=50 * MB)
     assert report.eta_s == math.inf and [str(s.tp) for s in report.stalled] == ["clicks-0"]
-    assert report.warnings[-1] == (
+    assert report.warnings[-2:] == (
         "clicks-0 (new replica on broker 4) never finishes: its partition takes 30.0 MB/s of writes, more than "
-        "its share of the leader-throttle on broker 2; --leader-rate 75000000 (75.0 MB/s) on broker 2 lets it finish")
+        "its share of the leader-throttle on broker 2; --leader-rate 75000000 (75.0 MB/s) on broker 2 lifts that limit",
+        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 6.7s)")
     doc = report.to_dict()
     assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
     assert doc["write_rates"]["source"] == "given"

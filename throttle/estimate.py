@@ -43,6 +43,9 @@ def nice_ceil(value: float) -> int:
     step = 10 ** max(int(math.floor(math.log10(value))) - 1, 0)
     return int(math.ceil(value / step) * step)
 
+EXACT_UP_TO = 2_000
+"""plans with at most this many moves are modelled event by event (tolerance 0: milliseconds);
+bigger ones batch completions (DEFAULT_TOLERANCE), which can overstate the tail a few percent"""
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
 
@@ -128,7 +131,7 @@ class StalledMove:
         if self.suggested_rate is not None and self.broker is not None:
             side = "leader" if self.limit == Limit.LEADER_THROTTLE else "follower"
             return text + f"; --{side}-rate {self.suggested_rate} ({format_rate(self.suggested_rate)}) on broker " \
-                          f"{self.broker} lets it finish"
+                          f"{self.broker} lifts that limit"
         if self.needed_bps is not None:
             return text + f" (which must exceed {format_rate(self.needed_bps)})"
         return text
@@ -182,6 +185,10 @@ class EstimateResult:
     model: ModelResult
     write_rates: WriteRates | None = None
     """where the partitions' write rates came from; None: unknown (taken as 0)"""
+    fix_rate: int | None = None
+    """when moves stall: a throttle (leader and follower, on every broker) with which every move
+    finishes, found by raising the binding limits and running the model again"""
+    fix_eta_s: float | None = None
 
     @property
     def completes(self) -> bool:
@@ -206,6 +213,7 @@ class EstimateResult:
             "critical": [c.to_dict() for c in self.critical],
             "stalled": [s.to_dict() for s in self.stalled],
             "write_rates": rates_to_dict(self.write_rates),
+            "fix": None if self.fix_rate is None else {"throttle": self.fix_rate, "eta_s": _finite(self.fix_eta_s or 0.0)},
             "brokers": [b.to_dict() for b in self.brokers],
             "model": {"tolerance": self.tolerance, "steps": self.model.steps,
                       "fetch": {"replica_fetch_max_bytes": self.fetch.partition_max_bytes,
@@ -224,29 +232,62 @@ def estimate_moves(
     max_inflight_bytes: float | None = None,
     order: Order = "plan",
     fetch: FetchLimits | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float | None = None,
+    released_bps: np.ndarray | None = None,
 ) -> EstimateResult:
-    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` (the planner's Moves).
+    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` (the planner's Moves);
+    `released_bps` as `from_moves` takes it (`released_writes` computes it for a plan).
 
     Raises:
         InputError: bad rates or limits, or moves that do not fit the cluster.
     """
+    if tolerance is None:
+        tolerance = 0.0 if len(moves.row) <= EXACT_UP_TO else DEFAULT_TOLERANCE
     leader, follower = resolve_rates(state, rates or RateRequest())
-    inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch)
+    inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch, released_bps=released_bps)
     if max_moves_per_broker is None and max_inflight_bytes is None:
         result = simulate(inp, tolerance=tolerance)
     else:
         result = schedule_waves(inp, max_moves_per_broker=max_moves_per_broker,
                                 max_inflight_bytes=max_inflight_bytes, order=order, tolerance=tolerance).result
     rows = np.asarray(moves.row, dtype=np.int64)
+    stalled = _stalled(state, inp, result, rows)
+    fix_rate, fix_eta = _fix(inp, stalled, max_moves_per_broker, max_inflight_bytes, order, tolerance)
     return EstimateResult(
         eta_s=result.makespan, completable_eta_s=result.completable_makespan, lower=result.lower,
-        critical=result.critical, stalled=_stalled(state, inp, result, rows),
+        critical=result.critical, stalled=stalled,
         brokers=_brokers(inp, result), moves=len(inp), partitions=int(len(np.unique(rows))),
         bytes=int(inp.bytes.sum()), max_moves_per_broker=max_moves_per_broker,
         max_inflight_bytes=max_inflight_bytes, order=order, fetch=inp.fetch, tolerance=tolerance,
-        model=result, write_rates=state.rates_origin(),
+        model=result, write_rates=state.rates_origin(), fix_rate=fix_rate, fix_eta_s=fix_eta,
     )
+
+
+_FIX_ROUNDS = 4
+
+
+def _fix(inp: ModelInput, stalled: Sequence[StalledMove], max_moves: int | None, max_bytes: float | None,
+         order: Order, tolerance: float) -> tuple[int | None, float | None]:
+    """One throttle for both sides of every broker with which the stalled moves finish: the
+    largest suggested rate, raised again while the model finds another limit (the follower side
+    after the leader side); None when no throttle can do it (a NIC or fetch limit binds)."""
+    rate = max((s.suggested_rate for s in stalled if s.suggested_rate is not None), default=None)
+    for _ in range(_FIX_ROUNDS):
+        if rate is None:
+            return None, None
+        trial = inp.with_rates(leader_rate=np.maximum(inp.leader_rate, rate), follower_rate=np.maximum(inp.follower_rate, rate))
+        if max_moves is None and max_bytes is None:
+            result = simulate(trial, tolerance=tolerance)
+        else:
+            result = schedule_waves(trial, max_moves_per_broker=max_moves, max_inflight_bytes=max_bytes, order=order,
+                                    tolerance=tolerance).result
+        if not result.stalled.any():
+            return rate, result.makespan
+        needed = result.needed_bps[result.stalled & np.isin(result.limit, [int(Limit.LEADER_THROTTLE),
+                                                                           int(Limit.FOLLOWER_THROTTLE)])]
+        needed = needed[~np.isnan(needed)]
+        rate = max(rate, nice_ceil(float(needed.max()) * SUGGESTION_MARGIN)) if len(needed) else None
+    return None, None
 
 
 def estimate_plan(
@@ -262,7 +303,33 @@ def estimate_plan(
     """
     from kreassign.planner.diff import diff_plan
 
-    return estimate_moves(state, diff_plan(state, targets).moves, **options)
+    diff = diff_plan(state, targets)
+    return estimate_moves(state, diff.moves, released_bps=released_writes(state, diff), **options)
+
+
+def released_writes(state: ClusterState, diff: Any) -> np.ndarray:
+    """Per move of a plan diff: the in-sync replication its leader stops sending when the
+    partition's reassignment completes. The followers the plan removes fetch the partition's
+    writes (and the leader quota counts them) until then; Kafka drops them when every new replica
+    is in sync, so each of the partition's moves releases an equal share."""
+    moves = diff.moves
+    out = np.zeros(len(moves))
+    if not len(moves):
+        return out
+    by_row: dict[int, list[int]] = {}
+    for i, row in enumerate(moves.row.tolist()):
+        by_row.setdefault(row, []).append(i)
+    for change in diff.partition_changes:
+        if not change.removing:
+            continue
+        row = state.find_row(change.tp.topic, change.tp.partition)
+        mine = by_row.get(row)
+        if not mine:
+            continue
+        isr = set(state.isr(row))
+        gone = [b for b in change.removing if b in isr and b != change.leader_before]
+        out[mine] = float(state.produce_bps[row]) * len(gone) / len(mine)
+    return out
 
 
 def _stalled(state: ClusterState, inp: ModelInput, result: ModelResult, rows: np.ndarray) -> tuple[StalledMove, ...]:

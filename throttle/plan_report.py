@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartitionReplica, WriteRates
+from kreassign.cluster.units import format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import PlanDiff, diff_plan
 from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
-from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves
+from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves, released_writes
 
 _MAX_WARNED = 5
 
@@ -97,14 +98,20 @@ def build_plan_report(
                    leaders_after=diff.leaders_after.get(b, 0))
         for b in brokers
     )
-    eta, stalled = None, ()
+    eta, stalled, fix = None, (), ""
     if rate is not None or leader_rate is not None or follower_rate is not None:
         estimate = estimate_moves(state, diff.moves, rates=RateRequest(
-            throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate))
+            throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate),
+            released_bps=released_writes(state, diff))
         eta, stalled = estimate.eta_s, estimate.stalled
+        if estimate.fix_rate is not None and estimate.fix_eta_s is not None:
+            fix = (f"--throttle {estimate.fix_rate} ({format_rate(estimate.fix_rate)}) lets every move finish "
+                   f"(ETA {format_duration(estimate.fix_eta_s)})")
     warnings = plan_warnings(state, diff) + [s.message() for s in stalled[:_MAX_WARNED]]
     if len(stalled) > _MAX_WARNED:
         warnings.append(f"... and {len(stalled) - _MAX_WARNED} more move(s) never finish (see --output json)")
+    if fix:
+        warnings.append(fix)
     return PlanReport(diff=diff, throttles=throttles, brokers=loads, warnings=tuple(warnings), eta_s=eta,
                       stalled=stalled, write_rates=state.rates_origin())
 

@@ -1,10 +1,12 @@
 """Options shared by several commands, defined once as decorators."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,12 +127,21 @@ def request_timeout_option(f: F) -> F:
 
 def source_options(f: F) -> F:
     """--bootstrap-server / --snapshot / --command-config / --request-timeout: where cluster state
-    comes from."""
-    f = request_timeout_option(f)
-    f = command_config_option(f)
-    f = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
-                     help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(f)
-    return bootstrap_option(f)
+    comes from. A --snapshot on the command line wins over KREASSIGN_BOOTSTRAP_SERVER from the
+    environment (the variable is a default, not a second source)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        if kwargs.get("snapshot") and ctx.get_parameter_source("bootstrap_server") is ParameterSource.ENVIRONMENT:
+            kwargs["bootstrap_server"] = None
+        return f(*args, **kwargs)
+
+    g = request_timeout_option(command)
+    g = command_config_option(g)
+    g = click.option("--snapshot", "snapshot", type=click.Path(dir_okay=False),
+                     help="Read cluster state from a snapshot file (JSON or Parquet) instead of a cluster.")(g)
+    return bootstrap_option(g)  # type: ignore[return-value]
 
 
 DEFAULT_SAMPLE_S = 10.0

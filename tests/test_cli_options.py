@@ -3,7 +3,10 @@ and --timeout only where Kafka's tool has it (the log-dir start wait of execute 
 sends log-dir moves back the same way)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+import pytest
 
 from kreassign.cli.main import cli
 
@@ -52,3 +55,19 @@ def test_request_timeout_is_only_ever_the_deadline_of_a_cluster_request() -> Non
     for name, command in leaf_commands().items():
         if option(command, "--request-timeout") is not None:
             assert option(command, "--bootstrap-server") is not None, name
+
+
+def test_a_snapshot_on_the_command_line_wins_over_the_bootstrap_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kreassign.cli.main import main
+
+    monkeypatch.setenv("KREASSIGN_BOOTSTRAP_SERVER", "127.0.0.1:1")
+    snapshot = Path(__file__).resolve().parents[1] / "demo" / "sample-snapshot.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["snapshot", "--snapshot", str(snapshot), "--output-file", str(tmp_path / "copy.json")])
+    assert exit_info.value.code == 0
+    assert (tmp_path / "copy.json").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["snapshot", "--snapshot", str(snapshot), "--bootstrap-server", "127.0.0.1:1",
+              "--output-file", str(tmp_path / "again.json")])
+    assert exit_info.value.code != 0

@@ -141,3 +141,11 @@ def test_rate_for_deadline_is_the_smallest_that_works() -> None:
     assert rate is not None
     assert finish_at_rate(inp, rate, None, 0.0) <= 100.0 < finish_at_rate(inp, rate / 1.01, None, 0.0)
     assert rate_for_deadline(inp, 0.5, high=float(np.float64(50 * MB))) is None
+
+
+def test_a_share_above_the_limit_never_prints_as_the_limit() -> None:
+    from kreassign.throttle.suggest import _share
+
+    assert _share(0.204, 0.20) == "20.4%"
+    assert _share(0.35, 0.20) == "35%"
+    assert _share(0.2001, 0.20) == "20.01%"

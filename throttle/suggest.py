@@ -273,7 +273,7 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
             cap = np.minimum(inp.network_in, inp.network_out)
             worst = float(np.max(np.where(cap > 0, rate / cap, 0.0), initial=0.0))
             out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
-                                      f"finish in time, using up to {worst:.0%} of a broker's capacity "
+                                      f"finish in time, using up to {_share(worst, request.max_impact)} of a broker's capacity "
                                       f"(above the allowed {request.max_impact:.0%})", float(math.ceil(rate))))
         if admission is not None:
             out.append(_concurrency(inp, request, deadline))
@@ -297,3 +297,13 @@ def _concurrency(inp: ModelInput, request: SuggestRequest, deadline: float) -> R
 
 __all__ = ["INF", "BrokerSuggestion", "Remedy", "SuggestRequest", "Suggestion", "finish_at_rate",
            "impact_budgets", "rate_for_deadline", "suggest_throttle"]
+
+
+def _share(value: float, limit: float) -> str:
+    """`value` as a percentage with enough decimals to read as above `limit` (20.4%, not 20%)."""
+    for decimals in range(0, 4):
+        text = f"{value:.{decimals}%}"
+        if round(value * 100, decimals) != round(limit * 100, decimals):
+            return text
+    return f"{value:.3%}"
+

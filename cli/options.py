@@ -173,6 +173,13 @@ def log_dir_timeout_option(f: F) -> F:
                              "(default 10s).")(f)
 
 
+def units_option(f: F) -> F:
+    """--units: one unit system for every size and rate on a screen."""
+    return click.option("--units", type=click.Choice(["decimal", "binary"]), default="decimal", show_default=True,
+                        help="Show sizes and rates in decimal units (MB, MB/s, as Kafka's rate configs count) "
+                             "or binary ones (MiB, MiB/s).")(f)
+
+
 def output_option(f: F) -> F:
     """--output text|json."""
     return click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",

@@ -14,10 +14,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DEFAULT_SAMPLE_S, DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.options import (
+    DEFAULT_SAMPLE_S,
+    DURATION,
+    PERCENT,
+    RATE,
+    SIZE,
+    cluster_options,
+    output_option,
+    units_option,
+)
 from kreassign.cli.runtime import connect, journal_store, runtime, timing
 
 if TYPE_CHECKING:
+    from kreassign.cluster.units import Units
     from kreassign.execute.watch import WatchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,6 +82,7 @@ def rate_options(f: F) -> F:
 @click.option("--sample", type=DURATION, default=DEFAULT_SAMPLE_S, show_default=True,
               help="Before the first poll, measure the watched partitions' write rates over this long, so "
                    "the first model ETA counts their writes (0: learn them from the polls).")
+@units_option
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
@@ -81,7 +92,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          time_scale: float | None, sample: float, dry_run: bool, output: str) -> int:
+          time_scale: float | None, sample: float, units: Units, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
@@ -132,7 +143,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
         sample_s=sample)
     clock, sleep = timing()
-    emit, close = event_printer(output)
+    emit, close = event_printer(output, units)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
             result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep, emit=emit)
@@ -154,14 +165,9 @@ def echo_first_wave(result: WatchResult, partitions: int, output: str) -> None:
                    f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
 
 
-def time_header(scale: float) -> str | None:
-    """The header that says times are not wall-clock times (None on a cluster that runs in real time)."""
-    return None if scale == 1 else f"kreassign watch (sandbox time, x{scale:g})"
-
-
-def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
-    """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
-    from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
+def event_printer(output: str, units: Units = "decimal") -> tuple[Callable[[Any], None], Callable[[], None]]:
+    """How events reach the operator: JSON lines, one live screen (a terminal), or a line per poll."""
+    from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line, time_header, write_json_event
     from kreassign.execute.watch import ProgressEvent
 
     if output == "json":
@@ -174,27 +180,21 @@ def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None
 
         def plain(event: Any) -> None:
             nonlocal headed
-            lines = event_lines(event)
+            lines = event_lines(event, units)
             if isinstance(event, ProgressEvent):
                 header = time_header(event.time_scale)
-                lines = ([header] if header and not headed else []) + [summary_line(event)]
+                lines = ([header] if header and not headed else []) + [summary_line(event, units)]
                 headed = True
             for line in lines:
                 click.echo(line)
         return plain, (lambda: None)
-    from rich.console import Group
     from rich.live import Live
-    from rich.text import Text
 
+    screen = WatchScreen(units=units)
     live = Live(console=console, auto_refresh=False, transient=False)
     live.start()
 
     def show(event: Any) -> None:
-        if isinstance(event, ProgressEvent):
-            header = time_header(event.time_scale)
-            body = render_progress(event)
-            live.update(Group(Text(header, style="bold"), body) if header else body, refresh=True)
-        else:
-            for line in event_lines(event):
-                live.console.print(line, markup=False, highlight=False)
+        screen.update(event)
+        live.update(screen.render(), refresh=True)
     return show, live.stop

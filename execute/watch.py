@@ -97,7 +97,49 @@ class WatchRequest:
         return self.network_capacity if self.network_capacity is not None else (None, None)
 
 
+STALL_CLEAR_POLLS = 2
+"""a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
+move that stalls and recovers on alternate polls is reported once, not on every poll)"""
+
+
 # ---- events -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BrokerRow:
+    """One broker's part in the moves now: catch-up bytes/s sent and received, its throttles, and
+    the share of them the catch-up uses (None where unthrottled or idle)."""
+
+    broker: int
+    out_bps: float
+    in_bps: float
+    leader_rate: int | None
+    follower_rate: int | None
+
+    @property
+    def share_used(self) -> float | None:
+        shares = [used / rate for used, rate in ((self.out_bps, self.leader_rate), (self.in_bps, self.follower_rate))
+                  if rate]
+        return max(shares) if shares else None
+
+    def to_dict(self) -> dict[str, Any]:
+        share = self.share_used
+        return {"broker": self.broker, "out_bps": round(self.out_bps, 3), "in_bps": round(self.in_bps, 3),
+                "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
+                "share_used": None if share is None else round(share, 4)}
+
+
+def broker_rows(view: ProgressView, throttles: ThrottleView) -> tuple[BrokerRow, ...]:
+    """Per broker involved in the active moves: what it sends and receives, against its throttles."""
+    out: dict[int, float] = {}
+    into: dict[int, float] = {}
+    for m in view.active:
+        rate = max(m.copy_bps or 0.0, 0.0)
+        into[m.key.broker] = into.get(m.key.broker, 0.0) + rate
+        if m.leader is not None:
+            out[m.leader] = out.get(m.leader, 0.0) + rate
+    return tuple(BrokerRow(b, out.get(b, 0.0), into.get(b, 0.0), throttles.broker(b).leader_rate,
+                           throttles.broker(b).follower_rate) for b in sorted(set(out) | set(into)))
+
+
 @dataclass(frozen=True)
 class ProgressEvent:
     at: float
@@ -109,11 +151,17 @@ class ProgressEvent:
     """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
     write_rates: WriteRates | None = None
     """how the write rates behind the model's ETA were measured; None: not yet known"""
+    brokers: tuple[BrokerRow, ...] = ()
+    stalls: tuple[StallDiagnosis, ...] = ()
+    """the stalls reported before this poll and not cleared (this poll's changes follow as
+    `stalled` and `stall-cleared` events)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
                                "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
-                               "write_rates": rates_to_dict(self.write_rates)}
+                               "write_rates": rates_to_dict(self.write_rates),
+                               "brokers": [b.to_dict() for b in self.brokers],
+                               "stalls": [s.to_dict() for s in self.stalls]}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -127,6 +175,26 @@ class StalledEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": self.kind, "at": round(self.at, 3), **self.stall.to_dict()}
+
+
+@dataclass(frozen=True)
+class StallClearedEvent:
+    """A reported stall is over: its move progressed for `STALL_CLEAR_POLLS` polls, or finished."""
+
+    at: float
+    stall: StallDiagnosis
+    finished: bool
+    kind: str = "stall-cleared"
+
+    def message(self) -> str:
+        k = self.stall.key
+        how = "finished" if self.finished else "makes progress again"
+        return f"{k.topic}-{k.partition} (new replica on broker {k.broker}) {how}"
+
+    def to_dict(self) -> dict[str, Any]:
+        k = self.stall.key
+        return {"event": self.kind, "at": round(self.at, 3), "topic": k.topic, "partition": k.partition,
+                "broker": k.broker, "finished": self.finished, "message": self.message()}
 
 
 @dataclass(frozen=True)
@@ -187,7 +255,8 @@ class TimeoutEvent:
                 "fraction": round(self.view.fraction, 6)}
 
 
-WatchEvent = ProgressEvent | StalledEvent | WaveEvent | ThrottleEvent | CompleteEvent | TimeoutEvent
+WatchEvent = (ProgressEvent | StalledEvent | StallClearedEvent | WaveEvent | ThrottleEvent | CompleteEvent
+              | TimeoutEvent)
 
 
 @dataclass(frozen=True)
@@ -223,7 +292,10 @@ class _Loop:
     broker_ids: list[int]
     pacer: Pacer | None = None
     tracker: ProgressTracker = field(default_factory=ProgressTracker)
-    reported: set[MoveKey] = field(default_factory=set)
+    reported: dict[MoveKey, StallDiagnosis] = field(default_factory=dict)
+    """stalls reported and not cleared yet"""
+    moving_again: dict[MoveKey, int] = field(default_factory=dict)
+    """polls in a row in which a reported stall's move progressed"""
     stalls: list[StallDiagnosis] = field(default_factory=list)
     last_change_s: float | None = None
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
@@ -291,22 +363,36 @@ class _Loop:
         return live, diagnose(live)
 
     def check_stalls(self, now: float, view: ProgressView, eta: ModelEta | None) -> list[StallDiagnosis]:
-        """Stalls seen for the first time: observed (the lag did not shrink over the window),
-        explained by the model when it agrees."""
+        """Stalls that start now, reported once: observed (the lag did not shrink over the window,
+        and the move copies no faster than its partition is written, so the message holds), and
+        explained by the model when it agrees. A reported stall clears, also once, when its move
+        finishes or has progressed for `STALL_CLEAR_POLLS` polls in a row."""
         by_model = {s.key: s for s in (eta.stalls if eta is not None else ())}
+        active = {m.key: m for m in view.active}
+        for key in sorted(set(self.reported) - set(active)):
+            self.emit(StallClearedEvent(now, self.reported.pop(key), finished=True))
+            self.moving_again.pop(key, None)
         fresh = []
         for m in view.active:
-            if not m.stalled:
-                self.reported.discard(m.key)
-                continue
             if m.key in self.reported:
+                if m.stalled:
+                    self.moving_again.pop(m.key, None)
+                    continue
+                self.moving_again[m.key] = self.moving_again.get(m.key, 0) + 1
+                if self.moving_again[m.key] >= STALL_CLEAR_POLLS:
+                    self.emit(StallClearedEvent(now, self.reported.pop(m.key), finished=False))
+                    del self.moving_again[m.key]
+                continue
+            if not m.stalled:
                 continue
             found = by_model.get(m.key)
+            if found is None and m.copy_bps is not None and m.write_bps is not None and m.copy_bps > m.write_bps:
+                continue  # it copies faster than it is written: the lag will shrink, not a stall yet
             diagnosis = found if found is not None else observed_stall(m.key, m.write_bps, m.copy_bps)
             if found is not None and m.copy_bps is not None:
                 diagnosis = StallDiagnosis(found.key, found.reason, found.write_bps, found.limit, found.broker,
                                            found.needed_bps, found.fixes, m.copy_bps)
-            self.reported.add(m.key)
+            self.reported[m.key] = diagnosis
             fresh.append(diagnosis)
             self.emit(StalledEvent(now, diagnosis))
         self.stalls.extend(fresh)
@@ -423,8 +509,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale,
-                           write_rates=loop.rates_now(view)))
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
+                           brokers=broker_rows(view, throttles), stalls=tuple(loop.reported.values())))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kreassign.cli.runtime import Runtime
-from kreassign.cli.watch_cmd import time_header
+from kreassign.cli.watch_render import time_header
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
 from kreassign.cluster.errors import ClusterError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from fake_cluster import FakeCluster
-from kreassign.cli.watch_render import event_lines, render_progress, summary_line
+from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
@@ -33,6 +34,7 @@ from kreassign.execute.watch import (
     ProgressEvent,
     StalledEvent,
     ThrottleEvent,
+    TimeoutEvent,
     WatchEvent,
     WatchRequest,
     watch,
@@ -187,16 +189,63 @@ def test_rendering() -> None:
     _, events = run(fake, WatchRequest(interval_s=5, timeout_s=5), None)
     progress = [e for e in events if isinstance(e, ProgressEvent)][1]
     # 25 MB of 105 MB; 5 MB/s against 1 MB/s of writes leaves 80 MB at 4 MB/s: 20 s either way.
-    assert summary_line(progress) == ("[5.0s] 23.8% 23.8 MiB/100.1 MiB, 1 moving, 0 done, throughput 5.0 MB/s, "
+    assert summary_line(progress) == ("[5.0s] 23.8% 25.0 MB/105.0 MB, 1 moving, 0 done, throughput 5.0 MB/s, "
                                       "ETA observed 20s, model 20s")
-    console = Console(file=io.StringIO(), width=100, color_system=None)
-    console.print(render_progress(progress))
-    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
-    assert lines[0].split() == ["move", "progress", "copied", "rate", "writes", "eta"]
-    assert lines[1].startswith("t-0->3 ") and lines[1].split()[-9:] == [
-        "23.8%", "23.8", "MiB/100.1", "MiB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
-    assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
-    assert lines[3] == summary_line(progress)
+    assert summary_line(progress, "binary").startswith("[5.0s] 23.8% 23.8 MiB/100.1 MiB, 1 moving, 0 done, "
+                                                       "throughput 4.8 MiB/s")
+    screen = WatchScreen()
+    screen.update(progress)
+    lines = screen_text(screen).splitlines()
+    assert lines[0].startswith("overall ") and lines[0].endswith("23.8% 25.0 MB/105.0 MB 1 moving, 0 done")
+    assert lines[1] == ("ETA 20s (replication model; writes measured from the polls); observed 20s; "
+                        "throughput 5.0 MB/s")
+    assert lines[2].split() == ["broker", "sends", "receives", "leader", "throttle", "follower", "throttle",
+                                "throttle", "used"]
+    assert lines[3].split() == ["1", "5.0", "MB/s", "0", "B/s", "none", "none", "-"]
+    assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
+    assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
+        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+
+
+def screen_text(screen: WatchScreen) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(screen.render())
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_screen_at_three_moments_reports_a_stall_once_and_its_end_once() -> None:
+    fake = stalled_cluster()
+    screen = WatchScreen(units="binary")
+    shots: dict[str, str] = {}
+
+    def emit(event: WatchEvent) -> None:
+        screen.update(event)
+        if isinstance(event, ProgressEvent) and int(event.at) in (20, 90):
+            shots["before" if event.at < 30 else "stalled"] = screen_text(screen)
+        if isinstance(event, (CompleteEvent, TimeoutEvent)):
+            shots["after"] = screen_text(screen)
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now >= 100 and fake.broker_configs[3][FOLLOWER_RATE] == "1000000":
+            fake.broker_configs[3][FOLLOWER_RATE] = "10000000"  # the operator raises the throttle
+
+    watch(fake, WatchRequest(interval_s=10, stall_after_s=30, timeout_s=150), store=None, clock=lambda: fake.now,
+          sleep=sleep, emit=emit)
+    assert set(shots) == {"before", "stalled", "after"}
+    assert "Stalled now" not in shots["before"] and "STALLED" not in shots["before"]
+    during = shots["stalled"]
+    # six polls into the stall it is listed once as in force and logged once, and the message's
+    # numbers agree with the rows above it (2 MB/s of writes, a 1 MB/s follower throttle)
+    assert during.count("Stalled now:") == 1 and during.count("STALLED:") == 1
+    assert during.count("t-0 (new replica on broker 3) cannot finish") == 2
+    assert "takes 1.9 MiB/s of writes, more than its share of the follower-throttle on broker 3" in during
+    assert "none        976.6 KiB/s           100%" in during  # broker 3: a 1 MB/s follower throttle, all used
+    after = shots["after"]
+    assert "Stalled now" not in after and after.count("STALLED:") == 1
+    assert after.count("Stall over: t-0 (new replica on broker 3)") == 1
+    for shot in shots.values():  # one unit system: binary sizes and rates only
+        assert not re.search(r"\d (kB|MB|GB)(/s)?\b", shot), shot
 
 
 def test_auto_throttle_toward_a_deadline_is_journaled(tmp_path: Path) -> None:

@@ -113,13 +113,8 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
             else:
                 _emit({"dry_run": True, "plan": plan.as_dict()})
             return 0
-        if text:
-            out.write(kafka_live.render_current_assignment(plan.current))
-            if request.throttled:
-                out.write(kafka_live.VERIFY_WARNING + "\n")
         try:
-            result = apply_execute(port, plan, store=store, clock=clock, sleep=sleep, progress=(
-                (lambda event: kafka_live.print_execute_event(event, plan, out, err)) if text else None))
+            result = apply_execute(port, plan, store=store, clock=clock, sleep=sleep)
         except KeyboardInterrupt:
             err.write(kafka_live.interrupted_hint(store, plan))
             raise
@@ -127,6 +122,10 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     if not text:
         _emit(result.as_dict())
         return 0 if result.ok else 1
+    if result.ok:
+        from kreassign.cli.execute_render import execute_summary
+
+        out.write("".join(f"{line}\n" for line in execute_summary(result, plan_file)))
     return kafka_live.finish_execute(result, err)
 
 

@@ -82,6 +82,12 @@ def rate_options(f: F) -> F:
 @click.option("--sample", type=DURATION, default=DEFAULT_SAMPLE_S, show_default=True,
               help="Before the first poll, measure the watched partitions' write rates over this long, so "
                    "the first model ETA counts their writes (0: learn them from the polls).")
+@click.option("--metrics-url", "metrics_urls", multiple=True, metavar="ID=URL|@FILE",
+              help="A broker's Prometheus endpoint (the JMX exporter's /metrics), repeatable, or a file of 'ID URL' "
+                   "lines: shows produce latency, client throttle time, under-replicated partitions and "
+                   "replication traffic per broker.")
+@click.option("--metrics-names", type=click.Path(dir_okay=False),
+              help="JSON mapping of the metric names to read, over Strimzi's example rule names.")
 @units_option
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
@@ -92,7 +98,8 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          time_scale: float | None, sample: float, units: Units, dry_run: bool, output: str) -> int:
+          time_scale: float | None, sample: float, metrics_urls: tuple[str, ...], metrics_names: str | None,
+          units: Units, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
@@ -141,7 +148,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
-        sample_s=sample)
+        sample_s=sample, **metrics_request(metrics_urls, metrics_names))
     clock, sleep = timing()
     emit, close = event_printer(output, units)
     try:
@@ -163,6 +170,22 @@ def echo_first_wave(result: WatchResult, partitions: int, output: str) -> None:
     else:
         click.echo(f"Would submit {partitions} partition(s) in waves; the first wave: "
                    f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
+
+
+def metrics_request(urls: tuple[str, ...], names_file: str | None) -> dict[str, Any]:
+    """The `WatchRequest` fields for --metrics-url and --metrics-names."""
+    from kreassign.cli.runtime import read_text
+    from kreassign.cluster.broker_metrics import MetricNames
+    from kreassign.cluster.metrics_source import MetricsEndpoints
+
+    if names_file and not urls:
+        raise click.UsageError("--metrics-names maps the names read from --metrics-url; add --metrics-url")
+    out: dict[str, Any] = {}
+    if urls:
+        out["metrics"] = MetricsEndpoints.parse(urls, read_text)
+    if names_file:
+        out["metric_names"] = MetricNames.from_mapping(read_text(names_file), names_file)
+    return out
 
 
 def event_printer(output: str, units: Units = "decimal") -> tuple[Callable[[Any], None], Callable[[], None]]:

@@ -76,8 +76,7 @@ class WatchScreen:
         event = self.progress
         if event is not None:
             parts.extend(self._progress(event))
-        parts.append(Text("Client impact: not measured (no canary and no --metrics-url); the admin API shows "
-                          "replication only.", style="dim"))
+        parts.extend(self._client(event))
         if self.stalls:
             parts.append(Text("Stalled now:", style="bold red"))
             parts.extend(Text(f"  {s.message(self.units)}") for _, s in sorted(self.stalls.items()))
@@ -85,6 +84,27 @@ class WatchScreen:
             parts.append(Text("Recent:", style="bold"))
             parts.extend(Text(f"  {line}") for line in self.log)
         return Group(*parts)
+
+    def _client(self, event: ProgressEvent | None) -> list[RenderableType]:
+        """Client impact: per broker produce latency, its remote (acks=all) part, client throttle
+        time, under-replicated partitions and replication traffic, from the brokers' metrics."""
+        out: list[RenderableType] = []
+        if event is not None and event.client:
+            table = Table(box=None, pad_edge=False, header_style="bold", title="Client impact (broker metrics)",
+                          title_justify="left")
+            for name in ("broker", "produce p50", "produce p99", "remote p99", "throttled p99", "under-replicated",
+                         "replication in", "replication out", "client latency"):
+                table.add_column(name, justify="right")
+            for m in event.client:
+                table.add_row(str(m.broker), _ms(m.produce_p50_ms), _ms(m.produce_p99_ms), _ms(m.remote_p99_ms),
+                              _ms(m.throttle_p99_ms), "-" if m.under_replicated is None else f"{m.under_replicated:g}",
+                              _rate(m.replication_in_bps, self.units), _rate(m.replication_out_bps, self.units),
+                              _ms(m.client_latency_avg_ms))
+            out.append(table)
+        note = event.client_note if event is not None else None
+        if note or not out:
+            out.append(Text(f"Client impact: {note or 'not measured yet'}.", style="dim"))
+        return out
 
     def _progress(self, event: ProgressEvent) -> list[RenderableType]:
         view, u = event.view, self.units
@@ -141,6 +161,10 @@ def eta_line(event: ProgressEvent, units: Units = "decimal") -> str:
 
 def _rate(value: float | None, units: Units = "decimal") -> str:
     return "-" if value is None else format_rate(max(value, 0.0), units)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
 
 
 def _throttle(value: int | None, units: Units) -> str:

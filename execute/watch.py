@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import ClusterError, ExitStatus
+from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, MetricNames, broker_metrics, missing_note
 from kreassign.cluster.capture import take_reading
+from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.cluster.time_scale import cluster_timing, read_time_scale
@@ -86,6 +88,9 @@ class WatchRequest:
     sample_s: float = 0.0
     """before the first poll, measure the watched partitions' write rates over this many cluster
     seconds, so the model's first ETA counts their writes (0: learn them from the polls)"""
+    metrics: MetricsEndpoints | None = None
+    """brokers' Prometheus endpoints, read at every poll for what clients see"""
+    metric_names: MetricNames = field(default_factory=MetricNames)
 
     @property
     def stall_window_s(self) -> float:
@@ -152,6 +157,10 @@ class ProgressEvent:
     write_rates: WriteRates | None = None
     """how the write rates behind the model's ETA were measured; None: not yet known"""
     brokers: tuple[BrokerRow, ...] = ()
+    client: tuple[BrokerMetrics, ...] = ()
+    """per broker, from its Prometheus endpoint (empty without --metrics-url, or before two reads)"""
+    client_note: str | None = None
+    """what the metrics could not show (not exported, or no endpoint given)"""
     stalls: tuple[StallDiagnosis, ...] = ()
     """the stalls reported before this poll and not cleared (this poll's changes follow as
     `stalled` and `stall-cleared` events)"""
@@ -161,6 +170,7 @@ class ProgressEvent:
                                "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
                                "write_rates": rates_to_dict(self.write_rates),
                                "brokers": [b.to_dict() for b in self.brokers],
+                               "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
                                "stalls": [s.to_dict() for s in self.stalls]}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
@@ -303,6 +313,20 @@ class _Loop:
     sampled: dict[TopicPartition, float] = field(default_factory=dict)
     """write rates measured before the first poll; the polls' own estimates replace them"""
     rates_origin: WriteRates | None = None
+    scraped: dict[int, BrokerReading] = field(default_factory=dict)
+
+    def client_metrics(self, now: float) -> tuple[tuple[BrokerMetrics, ...], str | None]:
+        """Per broker, what its metrics say since the previous poll; and what is missing."""
+        endpoints = self.request.metrics
+        if endpoints is None:
+            return (), "no --metrics-url: client latency is not measured (the admin API shows replication only)"
+        notes: list[str] = []
+        readings = read_brokers(endpoints, self.request.metric_names, now, warn=notes.append)
+        out = {b: broker_metrics(self.scraped[b], r) for b, r in readings.items()
+               if b in self.scraped and r.at > self.scraped[b].at}
+        self.scraped.update(readings)
+        note = missing_note(out)
+        return tuple(out[b] for b in sorted(out)), "; ".join(notes + ([note] if note else [])) or None
 
     def sample_writes(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
         """Measure the watched partitions' write rates over `sample_s` before the first poll."""
@@ -509,8 +533,10 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
+        client, client_note = loop.client_metrics(now)
         emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
-                           brokers=broker_rows(view, throttles), stalls=tuple(loop.reported.values())))
+                           brokers=broker_rows(view, throttles), client=client, client_note=client_note,
+                           stalls=tuple(loop.reported.values())))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

@@ -27,6 +27,7 @@ NO_REASSIGNMENT_IN_PROGRESS = 85
 class ResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
+    CLIENT_METRICS = 16
 
 
 class ConfigSource(IntEnum):
@@ -35,6 +36,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
 
 
 class ConfigType(IntEnum):

@@ -15,6 +15,7 @@ import numpy as np
 
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
 from kreassign.sandbox import codes
+from kreassign.sandbox.client_metrics import ClientMetricsStore
 from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.replication import Replication
@@ -64,6 +65,7 @@ class Engine:
         self.log_end = np.zeros(0)
         self.produce_bps = np.zeros(0)
         self.configs = ConfigStore()
+        self.client_metrics = ClientMetricsStore()
         self.fetch = fetch if fetch is not None else FetchConfig()
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0

@@ -13,7 +13,8 @@ from kafka.protocol.admin import (
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
     ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    ListConfigResourcesRequest, ListConfigResourcesResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
@@ -37,6 +38,7 @@ APIS: dict[int, tuple[Any, Any]] = {
         (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         (DescribeClusterRequest, DescribeClusterResponse),
         (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+        (ListConfigResourcesRequest, ListConfigResourcesResponse),
     )
 }
 

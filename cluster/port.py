@@ -217,5 +217,17 @@ class ClusterPort(Protocol):
         """Run a preferred (or unclean) leader election; None means the leader is as wanted."""
         ...
 
+    def list_client_metrics(self) -> list[str] | None:
+        """Names of the KIP-714 CLIENT_METRICS resources; None when the cluster cannot list them."""
+        ...
+
+    def describe_client_metrics(self, names: Iterable[str]) -> dict[str, dict[str, ConfigEntry]]:
+        """The set configs of each named CLIENT_METRICS resource (empty: it does not exist)."""
+        ...
+
+    def alter_client_metrics(self, name: str, ops: ConfigOps, *, validate_only: bool = False) -> ApiError | None:
+        """SET/DELETE keys of one CLIENT_METRICS resource; None means applied."""
+        ...
+
     def close(self) -> None:
         ...

@@ -44,9 +44,12 @@ def sandbox() -> None:
               help="Kafka's replica.fetch.response.max.bytes: what one follower fetch takes in all.")
 @click.option("--num-replica-fetchers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
+@click.option("--log-dirs", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Log dirs per broker (JBOD), for AlterReplicaLogDirs moves between them.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
-          replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int) -> None:
+          replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
+          log_dirs: int) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
     import threading
     from pathlib import Path
@@ -60,7 +63,7 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
-                             num_replica_fetchers=num_replica_fetchers)
+                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs)
     options.fetch  # refuse bad limits before anything starts
     if daemon:
         directory = Path(state_dir) if state_dir else default_state_dir()

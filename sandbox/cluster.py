@@ -11,21 +11,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import InputError
+from kreassign.sandbox.client_quota_hook import ClientQuotaHook
 from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
+from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
 
 STATE_FILE = "state.json"
+LOGS_DIR = "logs"
 
 
 def rack_names(brokers: int, racks: int) -> dict[int, str | None]:
@@ -50,6 +56,11 @@ class SandboxCluster:
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
+        client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: none).
+        log_dirs: log dirs per broker (a saved state keeps its own).
+
+    Records that clients produce live in segment files under `<state_dir>/logs` (a temporary
+    directory, removed on stop, without a state dir).
 
     Every broker reports the time scale (sandbox seconds per wall second: the speed of a scaled
     clock, 1 with a manual one) as the read-only config `kreassign.sandbox.time.scale`.
@@ -59,9 +70,12 @@ class SandboxCluster:
                  speed: float = 60.0, clock: Clock | None = None, seed: int = 0, port_base: int = 0,
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
-                 fresh: bool = False, fetch: FetchConfig | None = None) -> None:
+                 fresh: bool = False, fetch: FetchConfig | None = None,
+                 client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
+        if log_dirs < 1:
+            raise InputError("each broker needs at least one log dir")
         if racks < 0:
             raise InputError("the number of racks must not be negative")
         if port_base and not 1024 <= port_base <= 65535 - brokers:
@@ -82,15 +96,26 @@ class SandboxCluster:
                     raise InputError(f"topic {s.name} wants {s.replication_factor} replicas but the sandbox has "
                                      f"only {brokers} brokers")
             self.engine = Engine(rack_names(brokers, racks), seed=seed, tick=tick, network_bps=network_bps,
+                                 log_dirs_per_broker=log_dirs,
                                  controller=controller, fetch=fetch)
             self.engine.add_topics(specs)
         if fetch is not None:
             self.engine.set_fetch(fetch)
         self.engine.time_scale = self.clock.speed if isinstance(self.clock, ScaledClock) else 1.0
         self.clock.reset(self.engine.now)
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if self.state_dir is not None:
+            logs = self.state_dir / LOGS_DIR
+            if saved is None and logs.exists():
+                shutil.rmtree(logs)  # a fresh state must not resurrect old records
+        else:
+            self._scratch = tempfile.TemporaryDirectory(prefix="kreassign-sandbox-")
+            logs = Path(self._scratch.name)
+        self.data = DataPlane(self.engine, logs)
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
-                                    ports=ports, on_save=self.save if self.state_dir is not None else None)
+                                    ports=ports, on_save=self.save if self.state_dir is not None else None,
+                                    data=self.data, quotas=client_quotas)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -112,6 +137,11 @@ class SandboxCluster:
             self._running = False
             if self.state_dir is not None:
                 self.save()
+        with self.lock:
+            self.data.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> SandboxCluster:
         return self.start()
@@ -126,6 +156,11 @@ class SandboxCluster:
     @property
     def ports(self) -> dict[int, int]:
         return self.server.ports
+
+    @property
+    def timings(self) -> RequestTimings:
+        """Per-request queue/local/remote/throttle times the brokers recorded (`timings.py`)."""
+        return self.server.timings
 
     @property
     def bootstrap(self) -> str:
@@ -145,12 +180,16 @@ class SandboxCluster:
         with self.lock:
             self.engine.run_until(self.clock.now() if isinstance(self.clock, ManualClock)
                                   else self.engine.now + seconds)
+            self.data.tick(self.engine.now)
+        self.server.notify()
 
     def catch_up(self) -> None:
         """Run the engine up to the clock's time now, as the ticker would on its next beat (tests
         that drive a `ScaledClock` from an injected monotonic clock call this after moving it)."""
         with self.lock:
             self.engine.run_until(self.clock.now())
+            self.data.tick(self.engine.now)
+        self.server.notify()
 
     @property
     def now(self) -> float:
@@ -225,6 +264,7 @@ class SandboxCluster:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self.lock:
             data = self.engine.to_json()
+            self.data.checkpoint()
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)

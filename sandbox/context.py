@@ -1,21 +1,28 @@
-"""What a request handler knows besides the request: the engine, which broker it is, and where
-every broker listens. Shared by every handler module."""
+"""What a request handler knows besides the request: the engine, which broker it is, where
+every broker listens, and for the data path the partition logs, the sandbox time, the client and
+its quotas. Shared by every handler module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a handler knows besides the request: the engine, who it is, and where everyone listens."""
+    """What a handler knows besides the request (see the module docstring)."""
 
     engine: Engine
     broker_id: int
     ports: dict[int, int]
     ranges: dict[int, tuple[int, int]]
     host: str = "127.0.0.1"
+    data: DataPlane | None = None
+    now: float = 0.0
+    client_id: str = ""
+    quotas: ClientQuotaHook = NoClientQuotas()
 
     @property
     def is_controller(self) -> bool:

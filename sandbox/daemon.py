@@ -53,6 +53,7 @@ class SandboxOptions:
     fetch_response_max_bytes: int = FetchConfig.response_max_bytes
     num_replica_fetchers: int = FetchConfig.num_fetchers
     fetch_round_s: float = FetchConfig.round_s
+    log_dirs: int = 1
 
     @property
     def fetch(self) -> FetchConfig:
@@ -72,7 +73,7 @@ class SandboxOptions:
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
                               port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
-                              fetch=self.fetch)
+                              fetch=self.fetch, log_dirs=self.log_dirs)
 
 
 @dataclass(frozen=True)

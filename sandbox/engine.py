@@ -441,16 +441,6 @@ class Engine:
         return sum(self.replica_size(p, broker_id) for p in self.rows
                    if broker_id in p.replicas and p.log_dirs.get(broker_id, b.log_dirs[0]) == log_dir)
 
-    def alter_replica_log_dir(self, broker_id: int, path: str, topic: str, index: int) -> int:
-        """Move a replica between a broker's log dirs (modelled as instant)."""
-        if path not in self.brokers[broker_id].log_dirs:
-            return codes.LOG_DIR_NOT_FOUND
-        p = self.partition(topic, index)
-        if p is None or broker_id not in p.replicas:
-            return codes.REPLICA_NOT_AVAILABLE
-        p.log_dirs[broker_id] = path
-        return codes.NONE
-
     # ---- views --------------------------------------------------------------------------------
     def to_cluster_state(self) -> ClusterState:
         """A `ClusterState` snapshot of the sandbox (sizes are the leaders' log sizes)."""

@@ -207,32 +207,62 @@ def describe_log_dirs(ctx: Context, v: int, req: Any) -> Any:
     T = D.DescribeLogDirsTopic
     P = T.DescribeLogDirsPartition
     eng = ctx.engine
+    data = ctx.data
     wanted = _wanted(req.topics, "topic", "partitions")
     results = []
+    futures = list(data.log_dir_moves.moves.values()) if data is not None else []
     for log_dir, replicas in eng.describe_log_dirs(ctx.broker_id, wanted).items():
         grouped: dict[str, list[Any]] = defaultdict(list)
         used = 0
         for r in replicas:
-            grouped[r.topic].append(P(version=v, partition_index=r.partition, partition_size=r.size, offset_lag=0,
-                                      is_future_key=False))
+            grouped[r.topic].append(P(version=v, partition_index=r.partition, partition_size=r.size,
+                                      offset_lag=_replica_lag(ctx, r.topic, r.partition), is_future_key=False))
             used += r.size
+        for f in futures:
+            if f.broker == ctx.broker_id and f.target_dir == log_dir and (
+                    wanted is None or f.index in wanted.get(f.topic, ())):
+                grouped[f.topic].append(P(version=v, partition_index=f.index, partition_size=int(f.copied),
+                                          offset_lag=_future_lag(ctx, f), is_future_key=True))
+                used += int(f.copied)
         if wanted is not None:
-            used = eng.used_bytes(ctx.broker_id, log_dir)
+            used = eng.used_bytes(ctx.broker_id, log_dir) + sum(
+                int(f.copied) for f in futures if f.broker == ctx.broker_id and f.target_dir == log_dir)
         results.append(D(version=v, error_code=codes.NONE, log_dir=log_dir,
                          topics=[T(version=v, name=t, partitions=ps) for t, ps in grouped.items()],
                          total_bytes=eng.disk_bytes, usable_bytes=max(eng.disk_bytes - used, 0), is_cordoned=False))
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, results=results)
 
 
+def _replica_lag(ctx: Context, topic: str, index: int) -> int:
+    """Kafka's offset lag of a current replica: the high watermark minus its log end offset."""
+    data = ctx.data
+    p = ctx.engine.partition(topic, index)
+    if data is None or p is None or data.existing(p) is None:
+        return 0
+    return max(data.high_watermark(p, ctx.now) - data.replica_leo(p, ctx.broker_id, ctx.now), 0)
+
+
+def _future_lag(ctx: Context, f: Any) -> int:
+    """Offsets the future replica still lacks behind the current one (Kafka's offset lag)."""
+    data = ctx.data
+    p = ctx.engine.partition(f.topic, f.index)
+    if data is None or p is None:
+        return 0
+    log = data.log(p)
+    current = data.replica_leo(p, f.broker, ctx.now)
+    return max(current - log.offset_at_bytes(f.copied), 0)
+
+
 def alter_replica_log_dirs(ctx: Context, v: int, req: Any) -> Any:
     R = _resp(34)
     T = R.AlterReplicaLogDirTopicResult
     P = T.AlterReplicaLogDirPartitionResult
+    assert ctx.data is not None
     grouped: dict[str, list[Any]] = defaultdict(list)
     for d in req.dirs:
         for t in d.topics:
             for i in t.partitions:
-                code = ctx.engine.alter_replica_log_dir(ctx.broker_id, d.path, t.name, i)
+                code = ctx.data.log_dir_moves.start(ctx.broker_id, d.path, t.name, i)
                 grouped[t.name].append(P(version=v, partition_index=i, error_code=code))
     return R(version=v, throttle_time_ms=0,
              results=[T(version=v, topic_name=t, partitions=ps) for t, ps in grouped.items()])

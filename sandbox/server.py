@@ -1,8 +1,11 @@
 """The network side: one asyncio listener per broker on 127.0.0.1, all in one background thread.
 
 Each connection is served strictly in order (read, answer, write), as Kafka's muted channels
-do, so pipelined requests get their responses in request order. Engine access goes through
-one lock shared with the test thread (`SandboxCluster.advance`).
+do, so pipelined requests get their responses in request order. A request parked in a
+purgatory (acks=all produce, fetch waiting for min_bytes) holds its connection until it
+completes, and a response carrying a quota throttle keeps the connection muted for that long
+(KIP-219). Engine access goes through one lock shared with the test thread
+(`SandboxCluster.advance`).
 """
 from __future__ import annotations
 
@@ -11,21 +14,38 @@ import contextlib
 import logging
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kreassign.sandbox.clock import Clock
+from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.clock import Clock, ScaledClock
+from kreassign.sandbox.context import Context
+from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
-from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
-from kreassign.sandbox.wire import API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
+from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
+from kreassign.sandbox.purgatory import Delayed, Purgatory
+from kreassign.sandbox.timings import RequestTiming, RequestTimings
+from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
 
 log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
+CLOSE = object()
+TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
+
+
+@dataclass
+class Parked:
+    """A request waiting in the purgatory; `future` gets its encoded response (or NO_RESPONSE)."""
+
+    op: Delayed
+    future: asyncio.Future[Any]
+    broker_id: int
 
 
 @dataclass
@@ -41,8 +61,16 @@ class SandboxServer:
 
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
-                 on_save: Callable[[], object] | None = None, save_every: float = 2.0) -> None:
+                 on_save: Callable[[], object] | None = None, save_every: float = 2.0,
+                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None) -> None:
         self.engine = engine
+        self.data = data
+        self.quotas: ClientQuotaHook = quotas if quotas is not None else NoClientQuotas()
+        self.purgatory = Purgatory()
+        self.parked: dict[int, Parked] = {}
+        self.timings = RequestTimings()
+        self._wake_handle: asyncio.TimerHandle | None = None
+        self._wake_at: float | None = None
         self.lock = lock
         self.clock = clock
         self.faults = faults
@@ -84,6 +112,12 @@ class SandboxServer:
     @property
     def ports(self) -> dict[int, int]:
         return {b: lst.port for b, lst in self.listeners.items()}
+
+    def notify(self) -> None:
+        """Sandbox time moved (or state changed) from another thread: re-check parked requests."""
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.poke)
 
     # ---- loop thread ------------------------------------------------------------------------
     def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
@@ -127,6 +161,7 @@ class SandboxServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self._close_all()
+        await asyncio.sleep(0)  # let cancelled connections unwind
         assert self._stopped is not None
         self._stopped.set()
 
@@ -157,6 +192,13 @@ class SandboxServer:
                 for w in list(lst.writers):
                     w.transport.abort()
                 lst.writers.clear()
+        for key, parked in list(self.parked.items()):
+            if broker_id in (None, parked.broker_id):
+                with self.lock:
+                    self.purgatory.cancel(parked.op)
+                del self.parked[key]
+                if not parked.future.done():
+                    parked.future.set_exception(ConnectionResetError("connection closed"))
 
     async def release(self) -> None:
         assert self._release is not None
@@ -170,12 +212,78 @@ class SandboxServer:
             with self.lock:
                 limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
                 self.engine.run_until(min(target, limit))
+                if self.data is not None:
+                    self.data.tick(self.engine.now)
+            self.poke()
 
     async def _saver(self) -> None:
         assert self.on_save is not None
         while True:
             await asyncio.sleep(self.save_every)
             self.on_save()
+
+    # ---- purgatory --------------------------------------------------------------------------
+    def poke(self) -> None:
+        """Complete the parked requests that are ready or expired; arm the next wake-up."""
+        if not self.parked:
+            return
+        with self.lock:
+            now = self.clock.now()
+            done = self.purgatory.poke(now)
+            wake = self.purgatory.next_wake(now)
+        for op, response in done:
+            parked = self.parked.pop(id(op), None)
+            if parked is None or parked.future.done():
+                continue
+            if isinstance(response, Exception):
+                log.error("closing connection: a parked request failed", exc_info=response)
+                parked.future.set_exception(ConnectionAbortedError("the request failed"))
+            else:
+                parked.future.set_result((response, (now - op.parked_at) * 1000.0))
+        self._arm(wake, now)
+
+    def _arm(self, wake: float | None, now: float) -> None:
+        """Call `poke` again when sandbox time reaches `wake` (scaled clocks only: a manual clock
+        moves through `advance`, which notifies)."""
+        if wake is None or not isinstance(self.clock, ScaledClock) or self.loop is None:
+            return
+        if self._wake_handle is not None and self._wake_at is not None and self._wake_at <= wake:
+            return
+        if self._wake_handle is not None:
+            self._wake_handle.cancel()
+        self._wake_at = wake
+        self._wake_handle = self.loop.call_later(max(wake - now, 0.0) / self.clock.speed, self._woken)
+
+    def _woken(self) -> None:
+        self._wake_handle = None
+        self._wake_at = None
+        self.poke()
+
+    async def _mute(self, broker_id: int, throttle_ms: int) -> None:
+        """Keep the connection muted for a quota throttle, measured on the sandbox clock."""
+        with self.lock:
+            start = self.clock.now()
+        end = start + throttle_ms / 1000.0
+        op = Delayed(start, end, lambda now: now >= end, lambda now, expired: None, lambda now: end)
+        await self._park(op, broker_id)
+
+    async def _park(self, op: Delayed, broker_id: int) -> tuple[Any, float]:
+        assert self.loop is not None
+        future: asyncio.Future[Any] = self.loop.create_future()
+        with self.lock:
+            self.purgatory.park(op)
+            now = self.clock.now()
+            wake = self.purgatory.next_wake(now)
+        self.parked[id(op)] = Parked(op, future, broker_id)
+        self._arm(wake, now)
+        try:
+            result: tuple[Any, float] = await future
+        except asyncio.CancelledError:
+            with self.lock:
+                self.purgatory.cancel(op)
+            self.parked.pop(id(op), None)
+            raise
+        return result
 
     # ---- connections --------------------------------------------------------------------------
     async def _serve(self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -185,47 +293,96 @@ class SandboxServer:
             while True:
                 (size,) = struct.unpack(">i", await reader.readexactly(4))
                 if not 8 <= size <= MAX_FRAME:
+                    log.info("closing connection: frame of %d bytes", size)
                     break
                 payload = await reader.readexactly(size)
+                received = time.perf_counter()
                 head = peek(payload)
                 if self.faults.take("drop", head.api_key, broker_id):
                     break
-                data = self._answer(broker_id, head, payload)
-                if data is None:
+                data, throttle_ms = await self._respond(broker_id, head, payload, received)
+                if data is CLOSE:
                     break
+                if data is NO_RESPONSE:
+                    continue
                 delay = self.faults.take("delay", head.api_key, broker_id)
                 if delay is not None:
                     await self._hold(delay.seconds)
                 writer.write(data)
                 await writer.drain()
+                if throttle_ms > 0:
+                    await self._mute(broker_id, throttle_ms)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             lst.writers.discard(writer)
             writer.transport.abort()
 
+    async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float) -> tuple[Any, int]:
+        """(encoded response | CLOSE | NO_RESPONSE, throttle ms), parking the request if it must wait."""
+        started = time.perf_counter()
+        outcome, client_id, name = self._answer(broker_id, head, payload)
+        local_ms = (time.perf_counter() - started) * 1000.0
+        remote_ms = 0.0
+        if isinstance(outcome, _Encoded):
+            return bytes(outcome), 0
+        if isinstance(outcome, Delayed):
+            response, remote_ms = await self._park(outcome, broker_id)
+        else:
+            response = outcome
+        if response is CLOSE or response is NO_RESPONSE:
+            return response, 0
+        throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
+        self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
+                                       (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
+        rule = self.faults.take("error", head.api_key, broker_id)
+        if rule is not None:
+            overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
+        if head.api_key == 0 and response is not None:
+            self.poke()  # an append may complete parked fetches
+        return encode_response(response, head.correlation_id), throttle
+
     async def _hold(self, seconds: float | None) -> None:
         assert self._release is not None
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._release.wait(), timeout=seconds)
 
-    def _answer(self, broker_id: int, head: Any, payload: bytes) -> bytes | None:
-        """The framed response, or None to close the connection as Kafka does on a bad request."""
+    def _answer(self, broker_id: int, head: Any, payload: bytes) -> tuple[Any, str, str]:
+        """(response, Delayed, NO_RESPONSE or CLOSE; client id; request name); CLOSE closes the connection as
+        Kafka does on a request it cannot parse or an API version it does not serve."""
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:
             if head.api_key == API_VERSIONS:
-                return unsupported_api_versions(head.correlation_id, self.ranges)
+                return _Encoded(unsupported_api_versions(head.correlation_id, self.ranges)), "", "ApiVersions"
             log.info("closing connection: unsupported API %s v%s", head.api_key, head.api_version)
-            return None
+            return CLOSE, "", ""
         try:
             request = decode_request(payload, head)
         except Exception:  # noqa: BLE001 - a malformed request closes the connection, like Kafka
             log.info("closing connection: cannot decode API %s v%s", head.api_key, head.api_version)
-            return None
-        ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host)
+            return CLOSE, "", ""
+        client_id = request.header.client_id or ""
+        name = request_name(head.api_key, request)
         with self.lock:
-            response = dispatch(ctx, head.api_key, head.api_version, request)
-        rule = self.faults.take("error", head.api_key, broker_id)
-        if rule is not None:
-            overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
-        return encode_response(response, head.correlation_id)
+            ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
+                          now=self.clock.now(), client_id=client_id, quotas=self.quotas)
+            try:
+                outcome = dispatch(ctx, head.api_key, head.api_version, request)
+                if self.data is not None and head.api_key in TRUNCATING_APIS:
+                    self.data.follow_truncations()
+                return outcome, client_id, name
+            except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker
+                log.exception("closing connection: failed to handle API %s v%s", head.api_key, head.api_version)
+                return CLOSE, client_id, name
+
+
+def request_name(api_key: int, request: Any) -> str:
+    """Kafka's request metric name: the API name, with Fetch split into FetchConsumer/FetchFollower."""
+    if api_key == 1:
+        return "FetchConsumer" if replica_id(request, request.API_VERSION) < 0 else "FetchFollower"
+    return str(APIS[api_key][0].__name__.removesuffix("Request"))
+
+
+class _Encoded(bytes):
+    """An already framed response (the KIP-511 ApiVersions fallback)."""
+

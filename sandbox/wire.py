@@ -16,7 +16,12 @@ from kafka.protocol.admin import (
     ListConfigResourcesRequest, ListConfigResourcesResponse, ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.consumer import (
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
@@ -39,6 +44,11 @@ APIS: dict[int, tuple[Any, Any]] = {
         (DescribeClusterRequest, DescribeClusterResponse),
         (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
         (ListConfigResourcesRequest, ListConfigResourcesResponse),
+        (ProduceRequest, ProduceResponse),
+        (FetchRequest, FetchResponse),
+        (ListOffsetsRequest, ListOffsetsResponse),
+        (InitProducerIdRequest, InitProducerIdResponse),
+        (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     )
 }
 

@@ -97,7 +97,7 @@ def test_injected_errors(sandbox: SandboxCluster, sandbox_admin: Any) -> None:
 
 def test_unknown_fault_targets_are_refused(sandbox: SandboxCluster) -> None:
     with pytest.raises(ValueError, match="unknown API name"):
-        sandbox.inject_error("Produce", 1)
+        sandbox.inject_error("EndTxn", 1)
     from kreassign.cluster.errors import InputError
 
     with pytest.raises(InputError, match="broker 9 is not part of the sandbox"):

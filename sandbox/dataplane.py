@@ -1,0 +1,182 @@
+"""The sandbox's data path state: a log per partition under `<root>/<topic>-<partition>/`, joined
+to the replication engine's byte positions.
+
+The engine moves *bytes*: a partition's leader log grows by its synthetic background rate and
+by every batch clients produce, and a lagging replica holds the first `size` bytes of that
+stream. Each batch remembers where it ends in the stream, so a replica's log end offset is the
+end of the last batch it fully holds. In-sync followers are exactly as long as the leader in the
+engine; here they also lag by one follower fetch round (`FetchConfig.round_s`, the engine's
+own round trip assumption), because Kafka's high watermark only moves when a follower's *next*
+fetch reports its new log end offset (broker-semantics Part B §4.3). The high watermark is the
+minimum log end offset over the ISR, and never moves back except by truncation.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kreassign.sandbox.batches import BatchHeader
+from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.log import SEGMENT_BYTES, Appended, PartitionLog
+from kreassign.sandbox.logdir_moves import LogDirMoves
+from kreassign.sandbox.state import PartitionState
+
+CHECKPOINT = "checkpoint.json"
+DEFAULT_MIN_ISR = 1
+MAX_MESSAGE_BYTES = 1_048_588  # message.max.bytes / max.message.bytes default
+
+
+class DataPlane:
+    """Partition logs of one sandbox; every method expects the engine lock to be held."""
+
+    def __init__(self, engine: Engine, root: Path, *, segment_bytes: int = SEGMENT_BYTES) -> None:
+        self.engine = engine
+        self.root = root
+        self.segment_bytes = segment_bytes
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.next_producer_id = 1000
+        self.log_dir_moves = LogDirMoves(engine)
+        self.root.mkdir(parents=True, exist_ok=True)
+        saved = self._read_checkpoint()
+        moves = saved.get("log_dir_moves")
+        if isinstance(moves, list):
+            self.log_dir_moves.load(moves)
+        for d in sorted(self.root.iterdir()):
+            topic, _, index = d.name.rpartition("-")
+            if d.is_dir() and index.isdigit() and engine.partition(topic, int(index)) is not None:
+                log = self._open(topic, int(index))
+                log.hw = min(int(saved.get("hw", {}).get(d.name, log.leo)), log.leo)
+                pids = [pid for pid in log.producers]
+                self.next_producer_id = max([self.next_producer_id, *(p + 1 for p in pids)])
+        self.next_producer_id = max(self.next_producer_id, int(saved.get("next_producer_id", 0)))
+
+    # ---- logs ------------------------------------------------------------------------------------
+    def _open(self, topic: str, index: int) -> PartitionLog:
+        log = PartitionLog(self.root / f"{topic}-{index}", segment_bytes=self.segment_bytes)
+        p = self.engine.partition(topic, index)
+        assert p is not None
+        # Records are the truth: a state file saved before the last appends must not hide them.
+        if self.engine.log_end[p.row] < log.byte_end:
+            self.engine.log_end[p.row] = log.byte_end
+        self.logs[(topic, index)] = log
+        return log
+
+    def log(self, p: PartitionState) -> PartitionLog:
+        """The partition's log, truncated first if an unclean election shrank the leader's bytes."""
+        log = self.logs.get((p.topic, p.index))
+        if log is None:
+            return self._open(p.topic, p.index)
+        end = float(self.engine.log_end[p.row])
+        if end < log.byte_end:
+            log.truncate_to_bytes(end)
+        return log
+
+    def follow_truncations(self) -> None:
+        """Truncate every open log whose leader lost bytes (an unclean election or a cancel just
+        ran), before synthetic writes could grow the partition past the lost batches again."""
+        for (topic, index) in list(self.logs):
+            p = self.engine.partition(topic, index)
+            if p is not None:
+                self.log(p)
+
+    def existing(self, p: PartitionState) -> PartitionLog | None:
+        """The partition's log if clients ever wrote or read it (no files are created)."""
+        return self.log(p) if (p.topic, p.index) in self.logs else None
+
+    def tick(self, now: float) -> None:
+        """Sandbox time moved: log-dir moves copy their share."""
+        self.log_dir_moves.advance(now)
+
+    def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        return iter(self.logs.items())
+
+    # ---- offsets of replicas ---------------------------------------------------------------------
+    def replica_leo(self, p: PartitionState, broker_id: int, now: float) -> int:
+        """A replica's log end offset, from its byte position (lagging) or the fetch round (in sync)."""
+        log = self.log(p)
+        if broker_id == p.leader:
+            return log.leo
+        if broker_id in p.lagging:
+            return min(log.offset_at_bytes(self.engine.replica_size(p, broker_id)), log.leo)
+        return log.offset_appended_by(now - self.engine.fetch.round_s)
+
+    def high_watermark(self, p: PartitionState, now: float) -> int:
+        """Advance and return the high watermark: the smallest log end offset in the ISR."""
+        log = self.log(p)
+        isr = [b for b in p.isr if b == p.leader or self.engine.brokers[b].alive]
+        hw = min((self.replica_leo(p, b, now) for b in isr), default=log.leo)
+        if hw > log.hw:
+            log.hw = min(hw, log.leo)
+        return log.hw
+
+    def next_hw_change(self, p: PartitionState, now: float) -> float | None:
+        """When in-sync followers will next report a new log end offset (None: no such event
+        pending; lagging replicas move only on engine ticks)."""
+        log = self.log(p)
+        if log.hw >= log.leo or not any(b != p.leader for b in p.isr):
+            return None
+        first = log.next_append_after(now - self.engine.fetch.round_s)
+        return first + self.engine.fetch.round_s if first is not None else None
+
+    def min_insync_replicas(self, topic: str) -> int:
+        value = self.engine.configs.topic.get(topic, {}).get("min.insync.replicas")
+        try:
+            return int(value) if value is not None else DEFAULT_MIN_ISR
+        except ValueError:
+            return DEFAULT_MIN_ISR
+
+    def max_message_bytes(self, topic: str) -> int:
+        value = self.engine.configs.topic.get(topic, {}).get("max.message.bytes")
+        try:
+            return int(value) if value is not None else MAX_MESSAGE_BYTES
+        except ValueError:
+            return MAX_MESSAGE_BYTES
+
+    # ---- writing ---------------------------------------------------------------------------------
+    def append(self, p: PartitionState, data: bytes, headers: list[BatchHeader], now: float) -> Appended:
+        """Append a checked record set on the leader; the partition grows by its size, so the
+        bytes count in DescribeLogDirs and in what new replicas must copy.
+
+        Raises:
+            SequenceError: an idempotent producer's batch is out of order or fenced.
+        """
+        log = self.log(p)
+        dup = log.check_sequence(headers[0])
+        if dup is not None:
+            return dup
+        start = float(self.engine.log_end[p.row])
+        appended = log.append(data, headers, leader_epoch=p.leader_epoch, now=now, byte_start=start)
+        self.engine.log_end[p.row] = start + len(data)
+        if len(p.isr) == 1 and p.isr[0] == p.leader:
+            log.hw = log.leo  # a leader alone in the ISR advances the HW on append
+        return appended
+
+    def allocate_producer_id(self) -> int:
+        pid = self.next_producer_id
+        self.next_producer_id += 1
+        return pid
+
+    # ---- persistence -----------------------------------------------------------------------------
+    def _read_checkpoint(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.root / CHECKPOINT).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def checkpoint(self) -> None:
+        """Write the high watermarks and the next producer id (Kafka's replication-offset-checkpoint)."""
+        data = {"hw": {f"{t}-{i}": log.hw for (t, i), log in self.logs.items()},
+                "next_producer_id": self.next_producer_id, "log_dir_moves": self.log_dir_moves.to_json()}
+        tmp = self.root / (CHECKPOINT + ".tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, self.root / CHECKPOINT)
+
+    def close(self) -> None:
+        for log in self.logs.values():
+            log.close()
+        self.logs.clear()
+

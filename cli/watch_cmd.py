@@ -66,6 +66,9 @@ def rate_options(f: F) -> F:
 @click.option("--target-headroom", type=PERCENT, default=None,
               help="With --auto-throttle: share of each broker's network to keep free, e.g. 30%.")
 @click.option("--deadline", default=None, help="With --auto-throttle: finish by then: 2h, 06:00, or a date-time.")
+@click.option("--max-impact", type=PERCENT, default=None,
+              help="With --auto-throttle and --metrics-url: keep clients' produce p99 within this much above its "
+                   "first reading (e.g. 20%): raise the rates below the bound, lower them above it.")
 @click.option("--min-rate", type=RATE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
 @click.option("--max-rate", type=RATE, default=None, help="Auto-throttle's highest rate.")
 @click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,
@@ -96,7 +99,8 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
           follower_rate: int | None, additional: bool, interval: float, stop_after: float | None,
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
-          target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
+          target_headroom: float | None, deadline: str | None, max_impact: float | None, min_rate: int,
+          max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
           time_scale: float | None, sample: float, metrics_urls: tuple[str, ...], metrics_names: str | None,
           units: Units, dry_run: bool, output: str) -> int:
@@ -122,8 +126,11 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     pacing = max_moves_per_broker is not None or max_inflight_bytes is not None or order != "plan"
     if pacing and not pace_file:
         raise click.UsageError("--max-moves-per-broker, --max-inflight-bytes and --order need --pace PLAN_FILE")
-    if not auto_throttle and (target_headroom is not None or deadline is not None):
-        raise click.UsageError("--target-headroom and --deadline steer --auto-throttle; add --auto-throttle")
+    if not auto_throttle and (target_headroom is not None or deadline is not None or max_impact is not None):
+        raise click.UsageError("--target-headroom, --deadline and --max-impact steer --auto-throttle; "
+                               "add --auto-throttle")
+    if max_impact is not None and not metrics_urls:
+        raise click.UsageError("--max-impact is measured from the brokers' metrics: add --metrics-url ID=URL")
     targets = None
     source = pace_file or plan_file
     if source:
@@ -134,12 +141,13 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     rt = runtime()
     policy = None
     if auto_throttle:
-        if target_headroom is None and deadline is None:
-            raise InputError("--auto-throttle needs --target-headroom 30% or --deadline 06:00 (or both)")
+        if target_headroom is None and deadline is None and max_impact is None:
+            raise InputError("--auto-throttle needs --max-impact 20%, --target-headroom 30% or --deadline 06:00")
         deadline_s = parse_deadline(deadline, (rt.now or datetime.now().astimezone)()) if deadline else None
         policy = AutoThrottlePolicy(target_headroom=target_headroom, deadline_s=deadline_s, min_rate=min_rate,
                                     max_rate=max_rate, change_threshold=change_threshold,
-                                    min_interval_s=adjust_every, consumer_fanout=consumer_fanout)
+                                    min_interval_s=adjust_every, consumer_fanout=consumer_fanout,
+                                    max_impact=max_impact)
     capacity = (float(network_capacity), float(network_capacity)) if network_capacity else None
     request = WatchRequest(
         targets=targets, interval_s=interval, timeout_s=stop_after, keep_throttles=keep_throttles,

@@ -31,8 +31,10 @@ from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.cluster.time_scale import cluster_timing, read_time_scale
 from kreassign.cluster.write_sample import rates_to_dict, sampled_rates
+from kreassign.execute.impact_throttle import ImpactBound, impact_step
 from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
+    Rates,
     RateDecision,
     WriteRateMeter,
     client_traffic_of,
@@ -314,6 +316,8 @@ class _Loop:
     """write rates measured before the first poll; the polls' own estimates replace them"""
     rates_origin: WriteRates | None = None
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
+    baseline_p99: dict[int, float] = field(default_factory=dict)
+    """each broker's first measured produce p99: the baseline of --max-impact"""
 
     def client_metrics(self, now: float) -> tuple[tuple[BrokerMetrics, ...], str | None]:
         """Per broker, what its metrics say since the previous poll; and what is missing."""
@@ -422,7 +426,52 @@ class _Loop:
         self.stalls.extend(fresh)
         return fresh
 
-    def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView) -> None:
+    def scrape_baseline(self, now: float) -> None:
+        """Each broker's produce p99 before the first poll: the baseline of --max-impact."""
+        if self.request.metrics is None or self.request.auto is None or self.request.auto.max_impact is None:
+            return
+        for b, r in read_brokers(self.request.metrics, self.request.metric_names, now).items():
+            if r.produce_ms.get("0.99"):
+                self.baseline_p99[b] = r.produce_ms["0.99"]
+
+    def impact_rates(self, policy: AutoThrottlePolicy, sides: Mapping[int, tuple[bool, bool]], current: Rates,
+                     client: Sequence[BrokerMetrics], rows: Sequence[BrokerRow], deadline: Rates | None,
+                     ) -> tuple[dict[int, tuple[int | None, int | None]], str]:
+        """Per broker, one impact step of the sides its moves use (`sides`: sends, receives), by
+        the worst broker's produce p99 over its baseline. An unthrottled side gets a throttle only
+        when the impact is over the bound (from what it carries now)."""
+        assert policy.max_impact is not None
+        for m in client:
+            if m.produce_p99_ms is not None:
+                self.baseline_p99.setdefault(m.broker, m.produce_p99_ms)
+        now_p99 = {m.broker: m.produce_p99_ms for m in client if m.produce_p99_ms is not None}
+        rises = [p / self.baseline_p99[b] - 1 for b, p in now_p99.items() if self.baseline_p99.get(b, 0) > 0]
+        measured = max(rises) if rises else None
+        bound = ImpactBound(policy.max_impact)
+        seen = {r.broker: r for r in rows}
+        out: dict[int, tuple[int | None, int | None]] = {}
+        reasons: list[str] = []
+        for b, used_sides in sorted(sides.items()):
+            row = seen.get(b)
+            new: list[int | None] = []
+            for i, (rate, used, steer) in enumerate(zip(current.get(b, (None, None)),
+                                                        (row.out_bps if row else 0.0, row.in_bps if row else 0.0),
+                                                        used_sides)):
+                if not steer:
+                    new.append(None)
+                    continue
+                start = rate if rate is not None else policy.clamp(used)
+                need = None if deadline is None or b not in deadline else deadline[b][i]
+                step = impact_step(bound, start, measured, min_rate=policy.min_rate, max_rate=policy.max_rate,
+                                   deadline_rate=need)
+                new.append(None if rate is None and step.rate >= start else step.rate)
+                reasons.append(step.conflict or step.reason)
+            out[b] = (new[0], new[1])
+        reason = next((r for r in reasons if "cannot both hold" in r), reasons[0] if reasons else "")
+        return out, reason
+
+    def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView,
+                      client: Sequence[BrokerMetrics] = (), rows: Sequence[BrokerRow] = ()) -> None:
         policy = self.request.auto
         if policy is None or live is None or (view.active and view.throughput_bps is None):
             return  # decide on measured write rates, not on the first sample
@@ -446,7 +495,16 @@ class _Loop:
             client_in, client_out = client_traffic_of(brokers, infos, rates, policy.consumer_fanout)
             cap = headroom_rates(policy, involved_ids, {b: self.request.capacity(b) for b in involved_ids},
                                  client_in, client_out, leader_bases(live))
-        if policy.deadline_s is not None:
+        if policy.max_impact is not None:
+            needed = deadline_rates(policy, live, now)[0] if policy.deadline_s is not None else None
+            sending = {ids[i] for i in set(live.inp.source[live.inp.source >= 0].tolist())}
+            receiving = {ids[i] for i in set(live.inp.dest.tolist())}
+            sides = {b: (b in sending, b in receiving) for b in involved_ids}
+            proposed, reason = self.impact_rates(policy, sides, current, client, rows, needed)
+            if cap is not None:
+                proposed = {b: tuple(min(x, c) if x is not None and c is not None else x  # type: ignore[misc]
+                                     for x, c in zip(r, cap.get(b, (None, None)))) for b, r in proposed.items()}
+        elif policy.deadline_s is not None:
             proposed, reason = deadline_rates(policy, live, now, cap)
             proposed = {b: proposed[b] for b in involved_ids if b in proposed}
         else:
@@ -500,6 +558,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     clock, sleep = cluster_timing(clock, sleep, scale)
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
     loop.sample_writes(clock, sleep)
+    loop.scrape_baseline(clock())
     start = clock()
     if request.pace is not None:
         if request.targets is None:
@@ -534,13 +593,13 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
         client, client_note = loop.client_metrics(now)
+        rows = broker_rows(view, throttles)
         emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
-                           brokers=broker_rows(view, throttles), client=client, client_note=client_note,
-                           stalls=tuple(loop.reported.values())))
+                           brokers=rows, client=client, client_note=client_note, stalls=tuple(loop.reported.values())))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)
-        loop.auto_throttle(now, view, live, throttles)
+        loop.auto_throttle(now, view, live, throttles, client, rows)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
             done = loop.finish(now, view, poll)
             emit(done)

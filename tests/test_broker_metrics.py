@@ -131,3 +131,50 @@ def test_watch_without_metrics_says_what_is_missing(tmp_path: Path) -> None:
                  "--journal-dir", str(tmp_path), runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
     first = json.loads(ran.stdout.splitlines()[0])
     assert first["client"] == [] and first["client_note"].startswith("no --metrics-url: client latency is not measured")
+
+
+class LoadedExporter(Exporter):
+    """Broker 1's produce p99 grows with the catch-up it sends: 10 ms idle, +2 ms per MB/s."""
+
+    def __init__(self, fake: GrowingCluster) -> None:
+        super().__init__()
+        self.fake = fake
+
+    def collect(self) -> Iterator[Any]:
+        copying = self.fake.rate(TP, 3) if self.fake.list_reassignments() else 0.0
+        self.p99 = 10.0 * (1 + copying / 5_000_000)
+        yield from super().collect()
+
+
+@pytest.mark.e2e
+def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    fake.size[TP] = 5_000 * 1_000_000  # long enough to steer
+    fake.alter_reassignments({TP: [1, 3]})
+    # 2 MB/s on the leader, of which its in-sync follower's 1 MB/s of writes takes half: 1 MB/s of catch-up
+    fake.broker_configs[1]["leader.replication.throttled.rate"] = "2000000"
+    fake.topic_configs["t"] = {"leader.replication.throttled.replicas": "0:1,0:2"}
+    exporter = LoadedExporter(fake)
+    registry = CollectorRegistry()
+    registry.register(exporter)  # type: ignore[arg-type]
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        ran = invoke(fake, "watch", "--interval", "10s", "--stop-after", "600s", "--sample", "0", "--metrics-url",
+                     f"1={url}", "--auto-throttle", "--max-impact", "20%", "--adjust-every", "30s",
+                     "--change-threshold", "5%", "--output", "json", "--journal-dir", str(tmp_path),
+                     runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+        assert ran.exit_code == 3, ran.output[-3000:]
+        events = [json.loads(line) for line in ran.stdout.splitlines()]
+        changes = [e for e in events if e["event"] == "throttle"]
+        assert changes and all(e["journal"] for e in changes)  # every change is journaled
+        times = [e["at"] for e in changes]
+        assert all(b - a >= 30 for a, b in zip(times, times[1:]))  # rate-limited
+        assert all(set(e["rates"]) == {"1"} for e in changes)  # only the sending side of broker 1 moves
+        p99 = [m["produce_p99_ms"] for e in events if e["event"] == "progress" for m in e["client"]]
+        # baseline 12 ms (1 MB/s of catch-up), bound 14.4 ms: the rate rose while below, then held under it
+        assert max(p99) <= 12.0 * 1.2 and p99[-1] > 13.0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "throttle": "kreassign.cli.throttle_cmd:throttle",
     "estimate": "kreassign.cli.estimate_cmd:estimate",
     "client-metrics": "kreassign.cli.client_metrics_cmd:client_metrics",
+    "canary": "kreassign.cli.canary_cmd:canary",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
 }
 

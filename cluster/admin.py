@@ -383,6 +383,28 @@ class KafkaAdmin:
                 out[replica] = (None if error is None or error is Errors.NoError else api_error(error))
         return out
 
+    # ---- topics the tool owns (the canary) ------------------------------------------------------
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
+        """CreateTopics with an explicit replica assignment (partition -> replicas, first leads)."""
+        spec = {name: {"assignments": {p: list(r) for p, r in sorted(assignment.items())}}}
+        try:
+            self._call(f"create topic {name}", lambda: self._client.create_topics(
+                spec, timeout_ms=self._request_timeout_ms(), wait_for_metadata=True))
+        except ClusterError as exc:
+            cause = exc.__cause__
+            return api_error(cause if isinstance(cause, Errors.KafkaError) else Errors.KafkaError(str(exc)))
+        return None
+
+    def delete_topic(self, name: str) -> ApiError | None:
+        """DeleteTopics of one topic; an error value when the cluster refuses or cannot."""
+        try:
+            self._call(f"delete topic {name}", lambda: self._client.delete_topics(
+                [name], timeout_ms=self._request_timeout_ms()))
+        except ClusterError as exc:
+            cause = exc.__cause__
+            return api_error(cause if isinstance(cause, Errors.KafkaError) else Errors.KafkaError(str(exc)))
+        return None
+
     # ---- KIP-714 client-metrics subscriptions -----------------------------------------------
     def list_client_metrics(self) -> list[str] | None:
         """Names of the CLIENT_METRICS resources (ListConfigResources); None when the cluster

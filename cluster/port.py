@@ -217,6 +217,14 @@ class ClusterPort(Protocol):
         """Run a preferred (or unclean) leader election; None means the leader is as wanted."""
         ...
 
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
+        """Create a topic with this replica assignment (partition -> replicas); None: created."""
+        ...
+
+    def delete_topic(self, name: str) -> ApiError | None:
+        """Delete a topic; None: deleted."""
+        ...
+
     def list_client_metrics(self) -> list[str] | None:
         """Names of the KIP-714 CLIENT_METRICS resources; None when the cluster cannot list them."""
         ...

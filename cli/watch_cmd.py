@@ -89,6 +89,11 @@ def rate_options(f: F) -> F:
               help="A broker's Prometheus endpoint (the JMX exporter's /metrics), repeatable, or a file of 'ID URL' "
                    "lines: shows produce latency, client throttle time, under-replicated partitions and "
                    "replication traffic per broker.")
+@click.option("--canary", "use_canary", is_flag=True,
+              help="Measure clients with a canary producer and consumer (acks=all) on a topic with a partition "
+                   "led by each broker (created and removed by watch): a baseline before the first poll, a "
+                   "measurement at every poll.")
+@click.option("--canary-topic", default=None, help="With --canary: an existing topic to use instead.")
 @click.option("--metrics-names", type=click.Path(dir_okay=False),
               help="JSON mapping of the metric names to read, over Strimzi's example rule names.")
 @units_option
@@ -102,7 +107,8 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           target_headroom: float | None, deadline: str | None, max_impact: float | None, min_rate: int,
           max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          time_scale: float | None, sample: float, metrics_urls: tuple[str, ...], metrics_names: str | None,
+          time_scale: float | None, sample: float, metrics_urls: tuple[str, ...], use_canary: bool,
+          canary_topic: str | None, metrics_names: str | None,
           units: Units, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
@@ -129,8 +135,10 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     if not auto_throttle and (target_headroom is not None or deadline is not None or max_impact is not None):
         raise click.UsageError("--target-headroom, --deadline and --max-impact steer --auto-throttle; "
                                "add --auto-throttle")
-    if max_impact is not None and not metrics_urls:
-        raise click.UsageError("--max-impact is measured from the brokers' metrics: add --metrics-url ID=URL")
+    if max_impact is not None and not metrics_urls and not use_canary:
+        raise click.UsageError("--max-impact needs a measure of client impact: add --canary or --metrics-url ID=URL")
+    if canary_topic and not use_canary:
+        raise click.UsageError("--canary-topic names the topic of --canary; add --canary")
     targets = None
     source = pace_file or plan_file
     if source:
@@ -161,7 +169,16 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     emit, close = event_printer(output, units)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
-            result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep, emit=emit)
+            closing = None
+            if use_canary:
+                request, closing = with_canary(port, request, bootstrap_server, command_config, request_timeout,
+                                               canary_topic)
+            try:
+                result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep,
+                                   emit=emit)
+            finally:
+                for note in closing() if closing is not None else []:
+                    click.echo(f"Note: {note}", err=True)
     finally:
         close()
     if dry_run and request.pace is not None:
@@ -178,6 +195,21 @@ def echo_first_wave(result: WatchResult, partitions: int, output: str) -> None:
     else:
         click.echo(f"Would submit {partitions} partition(s) in waves; the first wave: "
                    f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
+
+
+def with_canary(port: Any, request: Any, bootstrap_server: str | None, command_config: str | None,
+                request_timeout: float | None, topic: str | None) -> tuple[Any, Callable[[], list[str]]]:
+    """The request with a canary measurement, and the function that closes the canary."""
+    import dataclasses
+
+    from kreassign.cluster.canary import open_canary
+    from kreassign.cluster.client_config import load_client_config
+    from kreassign.cluster.time_scale import read_time_scale
+
+    config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
+    scale = request.time_scale or read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
+    probe, close = open_canary(port, config, topic=topic, scale=scale)
+    return dataclasses.replace(request, canary=probe.measure), close
 
 
 def metrics_request(urls: tuple[str, ...], names_file: str | None) -> dict[str, Any]:

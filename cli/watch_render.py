@@ -101,6 +101,19 @@ class WatchScreen:
                               _rate(m.replication_in_bps, self.units), _rate(m.replication_out_bps, self.units),
                               _ms(m.client_latency_avg_ms))
             out.append(table)
+        if event is not None and event.canary:
+            rise = {i.broker: i for i in event.canary_impact}
+            table = Table(box=None, pad_edge=False, header_style="bold", title="Client impact (canary)",
+                          title_justify="left")
+            for name in ("broker", "produce p50", "produce p99", "vs baseline", "end-to-end p99", "throttled",
+                         "timeouts"):
+                table.add_column(name, justify="right")
+            for c in event.canary:
+                i = rise.get(c.broker)
+                table.add_row(str(c.broker), _ms(c.p50_ms), _ms(c.p99_ms),
+                              "-" if i is None or i.p99_increase is None else f"{i.p99_increase:+.0%}",
+                              _ms(c.end_to_end_p99_ms), _ms(c.throttle_max_ms), str(c.timeouts))
+            out.append(table)
         note = event.client_note if event is not None else None
         if note or not out:
             out.append(Text(f"Client impact: {note or 'not measured yet'}.", style="dim"))

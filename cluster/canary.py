@@ -11,7 +11,7 @@ import struct
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.client_config import ClientConfig
@@ -30,77 +30,77 @@ def canary_assignment(brokers: Sequence[int], replication_factor: int = 2) -> di
     return {i: tuple(ids[(i + k) % len(ids)] for k in range(rf)) for i in range(len(ids))}
 
 
-@dataclass
-class CanaryRun:
-    """What one canary run measured (samples per broker) and what it could not."""
+class CanaryProbe:
+    """Open producer and consumer on the canary topic; each `measure` sends `rounds` records to
+    every partition and reads them back (so `watch --canary` measures at every poll without
+    reconnecting). Close it when done."""
 
-    samples: list[LatencySample] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, config: ClientConfig, topic: str, leaders: Mapping[int, int], *, scale: float = 1.0,
+                 timeout_s: float = 10.0, payload_bytes: int = 256, clock: Callable[[], float] = time.time) -> None:
+        """Raises ClusterError when the clients cannot start (no broker reachable)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from kafka import KafkaConsumer, KafkaProducer
+            from kafka import TopicPartition as KafkaTopicPartition
+            from kafka.errors import KafkaError
 
+        self.topic, self.leaders, self.scale, self.timeout_s, self.clock = topic, dict(leaders), scale, timeout_s, clock
+        self.notes: list[str] = []
+        self._filler = b"\0" * max(payload_bytes - _HEADER.size, 0)
+        common: dict[str, Any] = {k: v for k, v in config.admin_kwargs().items()
+                                  if k not in ("client_id", "request_timeout_ms", "bootstrap_timeout_ms", "api_version")}
+        try:
+            self.producer = KafkaProducer(acks="all", linger_ms=0, retries=0, request_timeout_ms=int(timeout_s * 1000),
+                                          client_id="kreassign-canary", **common)
+            self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, client_id="kreassign-canary",
+                                          fetch_max_wait_ms=10, **common)
+        except KafkaError as exc:
+            raise ClusterError(f"Could not start the canary clients: {exc}") from exc
+        parts = [KafkaTopicPartition(topic, p) for p in sorted(leaders)]
+        self.consumer.assign(parts)
+        self.consumer.seek_to_end(*parts)
+        for p in parts:
+            self.consumer.position(p)
+        for p in sorted(leaders):  # connections and metadata first: not what clients see in steady state
+            try:
+                self.producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
+            except KafkaError as exc:
+                self.notes.append(f"partition {p}: the warm-up record failed: {exc}")
+        self.consumer.poll(timeout_ms=0)
 
-def run_canary(config: ClientConfig, topic: str, leaders: Mapping[int, int], *, rounds: int, interval_s: float,
-               scale: float = 1.0, timeout_s: float = 10.0, payload_bytes: int = 256,
-               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> CanaryRun:
-    """Produce one record to every partition per round (`leaders`: partition -> its leader),
-    wait for each acks=all answer, and read them back with a consumer.
-
-    Raises:
-        ClusterError: the clients could not start (no broker reachable).
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka import KafkaConsumer, KafkaProducer
-        from kafka import TopicPartition as KafkaTopicPartition
+    def measure(self, rounds: int = 1, *, interval_s: float = 0.0,
+                sleep: Callable[[float], None] = time.sleep) -> list[LatencySample]:
+        """Send `rounds` records to every partition (acks=all) and read them back."""
         from kafka.errors import KafkaError, KafkaTimeoutError
 
-    common: dict[str, Any] = {k: v for k, v in config.admin_kwargs().items()
-                              if k not in ("client_id", "request_timeout_ms", "bootstrap_timeout_ms", "api_version")}
-    out = CanaryRun()
-    try:
-        producer = KafkaProducer(acks="all", linger_ms=0, retries=0, request_timeout_ms=int(timeout_s * 1000),
-                                 client_id="kreassign-canary", **common)
-        consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, client_id="kreassign-canary",
-                                 fetch_max_wait_ms=10, **common)
-    except KafkaError as exc:
-        raise ClusterError(f"Could not start the canary clients: {exc}") from exc
-    try:
-        parts = [KafkaTopicPartition(topic, p) for p in sorted(leaders)]
-        consumer.assign(parts)
-        consumer.seek_to_end(*parts)
-        for p in parts:
-            consumer.position(p)
-        for p in sorted(leaders):  # connections and metadata first: not part of what clients see in steady state
-            try:
-                producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
-            except KafkaError as exc:
-                out.notes.append(f"partition {p}: the warm-up record failed: {exc}")
-        consumer.poll(timeout_ms=0)
+        samples: list[LatencySample] = []
         sent: dict[tuple[int, int], tuple[int, float | None]] = {}
         received: dict[tuple[int, int], float] = {}
-        filler = b"\0" * max(payload_bytes - _HEADER.size, 0)
         for n in range(rounds):
-            for p, leader in sorted(leaders.items()):
-                start = clock()
+            for p, leader in sorted(self.leaders.items()):
+                start = self.clock()
                 try:
-                    meta = producer.send(topic, _HEADER.pack(start) + filler, partition=p).get(timeout=timeout_s)
-                    sent[(p, meta.offset)] = (leader, (clock() - start) * 1000 * scale)
+                    meta = self.producer.send(self.topic, _HEADER.pack(start) + self._filler,
+                                              partition=p).get(timeout=self.timeout_s)
+                    sent[(p, meta.offset)] = (leader, (self.clock() - start) * 1000 * self.scale)
                 except KafkaTimeoutError:
-                    out.samples.append(LatencySample(leader, None))
+                    samples.append(LatencySample(leader, None))
                 except KafkaError as exc:
-                    out.notes.append(f"partition {p} (leader {leader}): {exc}")
-            received.update(_drain(consumer, len(sent) - len(received), 0.0, clock))  # read as we go
+                    self.notes.append(f"partition {p} (leader {leader}): {exc}")
+            received.update(_drain(self.consumer, len(sent) - len(received), 0.0, self.clock))  # read as we go
             if n + 1 < rounds:
                 sleep(interval_s)
-        throttle = _throttle_ms(producer.metrics()) * scale
-        received.update(_drain(consumer, len(sent) - len(received), timeout_s, clock))
+        throttle = _throttle_ms(self.producer.metrics()) * self.scale
+        received.update(_drain(self.consumer, len(sent) - len(received), self.timeout_s, self.clock))
         for key, (leader, produce_ms) in sorted(sent.items()):
             e2e = received.get(key)
-            out.samples.append(LatencySample(leader, produce_ms, None if e2e is None else e2e * 1000 * scale,
-                                             throttle))
-    finally:
-        producer.close(timeout=timeout_s)
-        consumer.close()
-    return out
+            samples.append(LatencySample(leader, produce_ms, None if e2e is None else e2e * 1000 * self.scale,
+                                         throttle))
+        return samples
+
+    def close(self) -> None:
+        self.producer.close(timeout=self.timeout_s)
+        self.consumer.close()
 
 
 def _drain(consumer: Any, want: int, timeout_s: float, clock: Callable[[], float]) -> dict[tuple[int, int], float]:
@@ -136,11 +136,10 @@ class CanaryReport:
                 "notes": list(self.notes)}
 
 
-def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None, rounds: int, interval_s: float,
-                   scale: float, timeout_s: float = 10.0, sleep: Callable[[float], None] = time.sleep,
-                   clock: Callable[[], float] = time.time) -> CanaryReport:
-    """Run the canary: on the operator's topic, or on one the tool creates (a partition led by
-    each broker) and removes afterwards.
+def open_canary(port: ClusterPort, config: ClientConfig, *, topic: str | None, scale: float,
+                timeout_s: float = 10.0) -> tuple[CanaryProbe, Callable[[], list[str]]]:
+    """A probe on the operator's topic, or on one the tool creates (a partition led by each
+    broker); and the function that ends it (removing a created topic) and returns its notes.
 
     Raises:
         InputError: the named topic does not exist.
@@ -149,8 +148,8 @@ def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None
     created = topic is None
     name = CANARY_TOPIC if topic is None else topic
     notes: list[str] = []
+    brokers = [b.id for b in port.describe_brokers().brokers]
     if created:
-        brokers = [b.id for b in port.describe_brokers().brokers]
         error = port.create_topic(name, canary_assignment(brokers))
         if error is not None and error.name != "TOPIC_ALREADY_EXISTS":
             raise ClusterError(f"Could not create the canary topic {name}: {error.message}")
@@ -158,15 +157,28 @@ def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None
     if not infos:
         raise InputError(f"the canary topic {name} has no partitions")
     leaders = {p.partition: p.leader for p in infos if p.leader is not None}
-    missing = sorted({b.id for b in port.describe_brokers().brokers} - set(leaders.values()))
+    missing = sorted(set(brokers) - set(leaders.values()))
     if missing:
         notes.append(f"no partition of {name} is led by broker(s) {','.join(map(str, missing))}: not measured")
-    try:
-        run = run_canary(config, name, leaders, rounds=rounds, interval_s=interval_s, scale=scale,
-                         timeout_s=timeout_s, sleep=sleep, clock=clock)
-    finally:
+    probe = CanaryProbe(config, name, leaders, scale=scale, timeout_s=timeout_s)
+
+    def close() -> list[str]:
+        probe.close()
         if created:
             error = port.delete_topic(name)
             if error is not None:
                 notes.append(f"could not remove the canary topic {name} ({error.message}); delete it by hand")
-    return CanaryReport(name, summarize(run.samples), tuple(notes + run.notes))
+        return notes + probe.notes
+
+    return probe, close
+
+
+def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None, rounds: int, interval_s: float,
+                   scale: float, timeout_s: float = 10.0, sleep: Callable[[float], None] = time.sleep) -> CanaryReport:
+    """Run the canary once (see `open_canary`) and summarize it per broker."""
+    probe, close = open_canary(port, config, topic=topic, scale=scale, timeout_s=timeout_s)
+    try:
+        samples = probe.measure(rounds, interval_s=interval_s, sleep=sleep)
+    finally:
+        notes = close()
+    return CanaryReport(probe.topic, summarize(samples), tuple(notes))

@@ -26,6 +26,7 @@ from typing import Any
 from kreassign.cluster.errors import ClusterError, ExitStatus
 from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, MetricNames, broker_metrics, missing_note
 from kreassign.cluster.capture import take_reading
+from kreassign.cluster.client_latency import BrokerLatency, Impact, LatencySample, impact, summarize, worst
 from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
@@ -93,6 +94,9 @@ class WatchRequest:
     metrics: MetricsEndpoints | None = None
     """brokers' Prometheus endpoints, read at every poll for what clients see"""
     metric_names: MetricNames = field(default_factory=MetricNames)
+    canary: Callable[[], Sequence[LatencySample]] | None = None
+    """one canary measurement (a record to every broker's canary partition, read back); taken
+    before the first poll for the baseline and at every poll after"""
 
     @property
     def stall_window_s(self) -> float:
@@ -104,6 +108,7 @@ class WatchRequest:
         return self.network_capacity if self.network_capacity is not None else (None, None)
 
 
+_CANARY_BASELINE_ROUNDS = 3
 STALL_CLEAR_POLLS = 2
 """a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
 move that stalls and recovers on alternate polls is reported once, not on every poll)"""
@@ -163,6 +168,10 @@ class ProgressEvent:
     """per broker, from its Prometheus endpoint (empty without --metrics-url, or before two reads)"""
     client_note: str | None = None
     """what the metrics could not show (not exported, or no endpoint given)"""
+    canary: tuple[BrokerLatency, ...] = ()
+    """per broker, what the canary measured at this poll"""
+    canary_impact: tuple[Impact, ...] = ()
+    """per broker, the canary's p99 against its baseline (before the first poll)"""
     stalls: tuple[StallDiagnosis, ...] = ()
     """the stalls reported before this poll and not cleared (this poll's changes follow as
     `stalled` and `stall-cleared` events)"""
@@ -173,6 +182,8 @@ class ProgressEvent:
                                "write_rates": rates_to_dict(self.write_rates),
                                "brokers": [b.to_dict() for b in self.brokers],
                                "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
+                               "canary": [c.to_dict() for c in self.canary],
+                               "canary_impact": [i.to_dict() for i in self.canary_impact],
                                "stalls": [s.to_dict() for s in self.stalls]}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
@@ -318,6 +329,18 @@ class _Loop:
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
     baseline_p99: dict[int, float] = field(default_factory=dict)
     """each broker's first measured produce p99: the baseline of --max-impact"""
+    canary_baseline: dict[int, float] = field(default_factory=dict)
+    canary_worst: float | None = None
+    """the canary's worst impact at the last poll (None: no canary)"""
+
+    def canary_now(self) -> tuple[tuple[BrokerLatency, ...], tuple[Impact, ...]]:
+        """This poll's canary per broker and its impact against the baseline."""
+        if self.request.canary is None:
+            return (), ()
+        now = summarize(self.request.canary())
+        impacts = impact(self.canary_baseline, now)
+        self.canary_worst = worst(impacts)
+        return tuple(now.values()), tuple(impacts.values())
 
     def client_metrics(self, now: float) -> tuple[tuple[BrokerMetrics, ...], str | None]:
         """Per broker, what its metrics say since the previous poll; and what is missing."""
@@ -427,7 +450,12 @@ class _Loop:
         return fresh
 
     def scrape_baseline(self, now: float) -> None:
-        """Each broker's produce p99 before the first poll: the baseline of --max-impact."""
+        """Each broker's produce p99 before the first poll (canary and metrics): the baselines of
+        the client impact."""
+        if self.request.canary is not None:
+            self.canary_baseline = {b: lat.p99_ms for b, lat in summarize(
+                [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).items()
+                if lat.p99_ms is not None}
         if self.request.metrics is None or self.request.auto is None or self.request.auto.max_impact is None:
             return
         for b, r in read_brokers(self.request.metrics, self.request.metric_names, now).items():
@@ -446,7 +474,7 @@ class _Loop:
                 self.baseline_p99.setdefault(m.broker, m.produce_p99_ms)
         now_p99 = {m.broker: m.produce_p99_ms for m in client if m.produce_p99_ms is not None}
         rises = [p / self.baseline_p99[b] - 1 for b, p in now_p99.items() if self.baseline_p99.get(b, 0) > 0]
-        measured = max(rises) if rises else None
+        measured = self.canary_worst if self.canary_worst is not None else (max(rises) if rises else None)
         bound = ImpactBound(policy.max_impact)
         seen = {r.broker: r for r in rows}
         out: dict[int, tuple[int | None, int | None]] = {}
@@ -593,9 +621,13 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
         client, client_note = loop.client_metrics(now)
+        canary, canary_impact = loop.canary_now()
+        if canary:
+            client_note = None if client else "from the canary (no --metrics-url)"
         rows = broker_rows(view, throttles)
         emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
-                           brokers=rows, client=client, client_note=client_note, stalls=tuple(loop.reported.values())))
+                           brokers=rows, client=client, client_note=client_note, canary=canary,
+                           canary_impact=canary_impact, stalls=tuple(loop.reported.values())))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

@@ -89,6 +89,13 @@ def impact(baseline: Mapping[int, float], now: Mapping[int, BrokerLatency]) -> d
     return out
 
 
+def idle_round_trip_ms(baseline: Iterable[BrokerLatency]) -> float | None:
+    """The idle acks=all round trip a canary baseline shows: the median of the brokers' produce
+    p50 (a produce waits for one follower fetch cycle), for the simulator's client model."""
+    values = sorted(b.p50_ms for b in baseline if b.p50_ms is not None and b.p50_ms > 0)
+    return percentile(values, 0.5)
+
+
 def worst(impacts: Mapping[int, Impact]) -> float | None:
     """The largest impact over the brokers (inf when clients were throttled or timed out); None
     when nothing is measured."""

@@ -3,6 +3,7 @@ impact-steered throttle step (hysteresis, bounds, the deadline conflict)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -63,3 +64,23 @@ def test_steering_converges_inside_the_bound() -> None:
         rate = impact_step(bound, rate, measured, min_rate=1_000_000, max_rate=None).rate
         seen.append(measured)
     assert max(seen[-10:]) <= 0.2 and min(seen[-10:]) >= 0.1 and len(set(seen[-5:])) == 1
+
+
+def test_a_canary_baseline_gives_the_simulators_idle_round_trip() -> None:
+    from kreassign.cluster.client_latency import idle_round_trip_ms
+
+    lat = summarize([LatencySample(1, 2.0), LatencySample(2, 4.0), LatencySample(3, 3.0), LatencySample(4, None)])
+    assert idle_round_trip_ms(lat.values()) == 3.0
+    assert idle_round_trip_ms([]) is None
+
+
+def test_simulate_reads_the_canary_baseline(tmp_path: Path) -> None:
+    import json
+
+    from kreassign.cli.simulate_cmd import _baseline
+
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"topic": "c", "notes": [], "brokers": [
+        {"broker": 1, "requests": 5, "timeouts": 0, "p50_ms": 4.0, "p99_ms": 9.0, "end_to_end_p99_ms": 12.0,
+         "throttle_max_ms": 0.0}]}), encoding="utf-8")
+    assert _baseline(str(path)) == {"fetch_rtt_ms": 4.0} and _baseline(None) == {}

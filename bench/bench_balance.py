@@ -8,6 +8,13 @@ process so peak memory is its own. Recorded per scenario: wall and CPU time (the
 shared, so CPU time is the steadier number), peak RSS, moves and bytes against the lower bounds
 the plan reports (method in `LowerBounds.method`), balance reached, and the same numbers for
 `generate` (all topics laid out anew on all brokers, rack-aware, seed 0) with our/their ratios.
+
+Decommission scenarios (issue 16): heavy-tailed sizes, a few brokers removed from a medium and
+a large cluster, from the skewed synthetic start and from a balanced one (the skewed cluster
+after its rebalance plan), plain and with --rebalance-rest. Recorded: bytes max/mean before
+(all brokers) and after (the brokers left), the same against each rack's mean (rack diversity
+fixes each rack's share), bytes max over the plan's fair-share target, moved bytes and moves
+over their lower bounds, count and leader spread, rack violations, time.
 """
 from __future__ import annotations
 
@@ -27,6 +34,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                            skew_sigma=0.3, budget_s=5.0),
     "add-10pct-1000b-300k": dict(brokers=900, partitions=300_000, rack_sizes=[250, 300, 350],
                                  new_brokers=100, skew_sigma=0.0, budget_s=10.0),
+}
+DECOMMISSION: dict[str, dict[str, Any]] = {
+    "decommission-300b-150k": dict(brokers=300, partitions=150_000, rack_sizes=[90, 100, 110], remove=6,
+                                   budget_s=5.0),
+    "decommission-1000b-300k": dict(brokers=1000, partitions=300_000, rack_sizes=[300, 330, 370], remove=20,
+                                    budget_s=5.0),
 }
 LARGE = {
     "rebalance-3m-replicas": dict(brokers=300, partitions=1_000_000, rack_sizes=[90, 100, 110],
@@ -107,14 +120,69 @@ def run_scenario(name: str, spec: dict[str, Any], queue: Any) -> None:
     })
 
 
+def run_decommission(name: str, spec: dict[str, Any], queue: Any) -> None:
+    from kreassign.cluster.model import TopicPartition
+    from kreassign.planner.balance import decommission, rebalance
+    from kreassign.simulate.synthetic_state import synthetic_cluster
+
+    skewed = synthetic_cluster(brokers=spec["brokers"], partitions=spec["partitions"], rf=3,
+                               rack_sizes=spec["rack_sizes"], seed=11)
+    balanced_plan = rebalance(skewed)
+    starts = {"skewed": skewed, "balanced": skewed.with_assignment(
+        {TopicPartition(t.topic, t.partition): t.replicas for t in balanced_plan.targets})}
+    ids = np.array(skewed.broker_ids)
+    racks = np.array([b.rack for b in skewed.brokers])
+    gone = np.random.default_rng(7).choice(ids, spec["remove"], replace=False)
+    keep = ~np.isin(ids, gone)
+    rows = []
+    for start, state in starts.items():
+        before = state.replica_matrix().astype(np.int64)
+        for rest in (False, True):
+            wall, cpu = time.perf_counter(), time.process_time()
+            plan = decommission(state, sorted(gone.tolist()), rebalance_rest=rest)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            after = before.copy()
+            changed = state.find_rows([t.topic for t in plan.targets], [t.partition for t in plan.targets])
+            after[changed] = np.array([t.replicas for t in plan.targets], dtype=np.int64).reshape(len(changed), -1)
+            was = balance_of(state, before, ids, racks)
+            now = balance_of(state, after, ids[keep], racks[keep])
+            lb = plan.lower_bounds
+            rows.append({
+                "start": start, "rebalance_rest": rest, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                "bytes_max_over_mean_before": was["bytes_max_over_mean"],
+                "bytes_max_over_mean_after": now["bytes_max_over_mean"],
+                "bytes_max_over_rack_mean_before": was["bytes_max_over_rack_mean"],
+                "bytes_max_over_rack_mean_after": now["bytes_max_over_rack_mean"],
+                "bytes_over_target_after": round(plan.after.bytes_over_target, 4),
+                "replica_moves": plan.replica_moves, "lower_bound_moves": lb.replica_moves,
+                "bytes_moved": plan.bytes_moved, "lower_bound_bytes": lb.bytes_moved,
+                "bytes_over_lower_bound": round(plan.bytes_moved / max(lb.bytes_moved, 1), 4),
+                "replica_spread_in_rack_after": now["replica_spread_in_rack"],
+                "replica_spread_after": plan.after.replicas.spread,
+                "replica_spread_allowed": plan.after.replica_spread_allowed,
+                "leader_spread_after": plan.after.leaders.spread,
+                "rack_violations_before": plan.before.rack_violations,
+                "rack_violations_after": plan.after.rack_violations, "warnings": list(plan.warnings),
+            })
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put({"scenario": name, "brokers": len(ids), "partitions": len(skewed), "rack_sizes": spec["rack_sizes"],
+               "removed": sorted(gone.tolist()), "budget_s": spec["budget_s"], "peak_rss_mb": round(rss_mb),
+               "runs": rows, "wall_s": max(r["wall_s"] for r in rows), "cpu_s": max(r["cpu_s"] for r in rows)})
+
+
 def main() -> None:
     scenarios = dict(SCENARIOS)
     if os.environ.get("BENCH_BALANCE_LARGE"):
         scenarios.update(LARGE)
+    scenarios.update(DECOMMISSION)
+    only = os.environ.get("BENCH_BALANCE_ONLY")
     ctx = mp.get_context("spawn")
     for name, spec in scenarios.items():
+        if only and only not in name:
+            continue
         queue = ctx.Queue()
-        proc = ctx.Process(target=run_scenario, args=(name, spec, queue))
+        target = run_decommission if name in DECOMMISSION else run_scenario
+        proc = ctx.Process(target=target, args=(name, spec, queue))
         proc.start()
         row = queue.get()
         proc.join()

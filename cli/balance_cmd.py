@@ -37,6 +37,9 @@ def plan_options(f: F) -> F:
         click.option("--disk-headroom", type=click.FloatRange(0, 1, max_open=True), default=0.0,
                      show_default=True, help="Fraction of each broker's known disk that must stay free."),
         click.option("--seed", type=int, default=0, show_default=True, help="Breaks ties between equal brokers."),
+        click.option("--allow-partial", is_flag=True,
+                     help="Write the plan even if some replicas that must move find no broker "
+                          "(otherwise exit 6 and write nothing)."),
         click.option("--write-plan", type=click.Path(dir_okay=False),
                      help="Write the reassignment JSON here and the rollback to FILE.rollback.json."),
         output_option,
@@ -76,7 +79,7 @@ def build_options(kw: dict[str, Any]) -> BalanceOptions:
         exclude_topics=frozenset(t.strip() for t in kw["exclude_topics"].split(",") if t.strip()),
         exclude_brokers=_ids(kw["exclude_brokers"]), pinned=frozenset(pins),
         max_moves=kw["max_moves"], max_bytes=kw["max_bytes"], disk_tolerance=kw["disk_tolerance"],
-        disk_headroom=kw["disk_headroom"], seed=kw["seed"],
+        disk_headroom=kw["disk_headroom"], seed=kw["seed"], allow_partial=kw["allow_partial"],
     )
 
 
@@ -153,7 +156,13 @@ def render_summary(plan: BalancePlan, console: Console) -> None:
 @click.command()
 @plan_options
 def rebalance(**kw: Any) -> None:
-    """Balance racks, replicas, disk and leaders, moving as little as possible."""
+    """Balance racks, replicas, disk and leaders, moving as little as possible.
+
+    Rack diversity comes first: each partition's replicas span min(RF, racks) racks with
+    per-rack counts within one of each other (Kafka's rule); partitions off it are repaired and
+    no move ever narrows a partition's spread. Warnings name racks too small for their forced
+    share (a hotspot no plan can lift), topics that cannot be balanced within a rack, and
+    brokers over their disk capacity."""
     from kreassign.planner import balance
 
     run(kw, balance.rebalance)
@@ -175,7 +184,15 @@ def add_brokers(brokers: tuple[int, ...], only_new: bool, **kw: Any) -> None:
 @click.option("--rebalance-rest", is_flag=True, help="Also rebalance the remaining brokers.")
 @plan_options
 def decommission(brokers: tuple[int, ...], rebalance_rest: bool, **kw: Any) -> None:
-    """Empty brokers before removing them."""
+    """Empty brokers before removing them.
+
+    Their replicas go largest first to the brokers furthest below their byte share (in the
+    same rack when rack diversity fixes each rack's share), so bytes stay as balanced as moving
+    only those replicas allows. With --rebalance-rest the removed brokers drain through the
+    replica-count phase of a full rebalance instead. If some replica has no broker that may
+    take it (RF larger than the brokers left, rack diversity, disk headroom, a budget) the
+    command names the partitions and the constraint, writes nothing and exits 6, unless
+    --allow-partial."""
     from kreassign.planner import balance
 
     run(kw, lambda s, o: balance.decommission(s, list(brokers), o, rebalance_rest=rebalance_rest))
@@ -186,7 +203,10 @@ def decommission(brokers: tuple[int, ...], rebalance_rest: bool, **kw: Any) -> N
 @click.option("--to", "new", required=True, type=int, help="The broker that takes its replicas.")
 @plan_options
 def replace_broker(old: int, new: int, **kw: Any) -> None:
-    """Move every replica of one broker to another, keeping replica order."""
+    """Move every replica of one broker to another, keeping replica order.
+
+    Replicas the new broker cannot take go to the broker furthest below its byte share; if
+    none may take one, the command exits 6 and writes nothing, unless --allow-partial."""
     from kreassign.planner import balance
 
     run(kw, lambda s, o: balance.replace_broker(s, old, new, o))

@@ -23,6 +23,9 @@ EXIT_TEXT = {
     ExitStatus.IN_PROGRESS: "verify or watch with --exit-status ended while moves are still running",
     ExitStatus.CANNOT_COMPLETE: "a move cannot complete: its partition's write rate exceeds its throttled share",
     ExitStatus.CLUSTER_UNREACHABLE: "no broker could be reached in time",
+    ExitStatus.INFEASIBLE_PLAN: "a planner could not place replicas that must move (a hard constraint "
+                                "such as RF larger than the brokers left, rack diversity or disk "
+                                "headroom); nothing was written unless --allow-partial",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C); the execution journal says how to resume or abort",
 }
 

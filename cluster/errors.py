@@ -20,6 +20,8 @@ class ExitStatus(IntEnum):
     CANNOT_COMPLETE = 4
     """a move cannot finish: its partition's write rate exceeds its throttled share."""
     CLUSTER_UNREACHABLE = 5
+    INFEASIBLE_PLAN = 6
+    """a planner could not satisfy a hard constraint; no plan was written (without --allow-partial)."""
     INTERRUPTED = 130
 
 
@@ -64,6 +66,12 @@ class UnknownTopicError(ClusterError):
         noun = "Topic" if len(self.topics) == 1 else "Topics"
         super().__init__(f"{noun} {names} not found in the cluster. "
                          "Check the spelling, or list topics with kafka-topics.sh --list.")
+
+
+class InfeasiblePlanError(KreassignError):
+    """A plan would leave replicas that must move without a broker that may take them."""
+
+    exit_code = ExitStatus.INFEASIBLE_PLAN
 
 
 class JournalError(KreassignError):

@@ -73,3 +73,38 @@ def test_user_errors_are_one_line(snap: Path) -> None:
     assert code == 1 and "unknown goal 'speed'" in err
     code, _, err = invoke(["rebalance", "--snapshot", str(snap), "--pin", "nope"])
     assert code == 1 and "TOPIC:PARTITION:BROKER" in err
+
+
+def rackless_rf3(tmp_path: Path) -> Path:
+    from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
+
+    parts = [PartitionInfo("orders", p, (1 + p % 4, 1 + (p + 1) % 4, 1 + (p + 2) % 4), size_bytes=10)
+             for p in range(4)]
+    path = tmp_path / "four.json"
+    write_snapshot(ClusterState.from_partitions([Broker(i) for i in (1, 2, 3, 4)], parts), path)
+    return path
+
+
+def test_an_infeasible_plan_exits_6_and_writes_nothing(tmp_path: Path) -> None:
+    snap, plan_file = rackless_rf3(tmp_path), tmp_path / "plan.json"
+    code, out, err = invoke(["decommission", "--snapshot", str(snap), "--brokers", "1,2",
+                             "--write-plan", str(plan_file)])
+    assert code == 6
+    assert err.strip() == (
+        "Error: decommission: 4 replica(s) of 4 partition(s) (orders-0, orders-1, orders-2, orders-3) "
+        "have no broker: replication factor 3 is larger than the 2 broker(s) that may hold it; nothing "
+        "was written. Keep more brokers or relax the constraint, or give --allow-partial to write the rest")
+    assert out == "" and not plan_file.exists() and not (tmp_path / "plan.rollback.json").exists()
+
+
+def test_allow_partial_writes_what_can_be_placed(tmp_path: Path) -> None:
+    snap, plan_file = rackless_rf3(tmp_path), tmp_path / "plan.json"
+    code, _, err = invoke(["decommission", "--snapshot", str(snap), "--brokers", "1,2",
+                           "--write-plan", str(plan_file), "--allow-partial"])
+    assert code == 0
+    assert "Warning: 4 replica(s) of 4 partition(s)" in err
+    assert "Warning: broker(s) 1, 2 still hold replicas after the plan" in err
+    # orders-0 (1,2,3) and orders-3 (4,1,2) each got one replica onto the free broker; orders-1
+    # only changed its preferred leader (leaders are balanced too).
+    moved = {p["partition"]: p["replicas"] for p in json.loads(plan_file.read_text())["partitions"]}
+    assert moved == {0: [4, 2, 3], 1: [3, 2, 4], 3: [4, 3, 2]}

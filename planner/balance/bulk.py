@@ -84,6 +84,9 @@ class _BulkCounts:
         self.size_of_rank = layout.size_by_rank_np
         self.topic = layout.topic_np
         self.rack_cap = layout.rack_cap_np
+        self.rack_lo = layout.rack_lo_np
+        self.live_rack = np.asarray(layout.live_rack, dtype=bool)
+        self.crowded = np.fromiter(layout.crowded, dtype=np.int64, count=len(layout.crowded))
         self.disk_cap = np.asarray(layout.disk_cap, dtype=np.float64)
         self.disk_on = bool(np.isfinite(self.disk_cap[sinks]).any())
         srcs = np.flatnonzero(self.is_src)
@@ -266,8 +269,15 @@ class _BulkCounts:
         ok: np.ndarray = ~(rows == d[:, None]).any(axis=1)
         if self.lay.rack_on:
             racks = np.where(rows >= 0, self.rack[np.maximum(rows, 0)], -1)
-            same = ((racks == self.rack[d][:, None]) & (rows != s[:, None])).sum(axis=1)
+            others = rows != s[:, None]
+            rd, rs = self.rack[d], self.rack[s]
+            same = ((racks == rd[:, None]) & others).sum(axis=1)
             ok &= same < self.rack_cap[p]
+            # Leaving a live rack may not take it below the partition's floor there.
+            left = ((racks == rs[:, None]) & others).sum(axis=1)
+            ok &= (rs == rd) | (left >= self.rack_lo[p]) | ~self.live_rack[rs]
+            if self.lay.crowded:
+                ok &= ~np.isin(p, self.crowded)
         if self.topic_on:
             t = self.topic[p]
             ok &= self.tcount[t, self.sink_ix[d]] < self.lay.topic_cap[t, self.rack[d]]

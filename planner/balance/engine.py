@@ -21,6 +21,7 @@ from kreassign.planner.balance.arrays import by_broker_then_size
 
 SCAN = 24  # candidates looked at around the wanted size before trying another sink
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
+DEEP_SINKS = 192  # most sinks per rack `place` takes from its heaps before sorting every broker
 
 
 @dataclass
@@ -170,6 +171,10 @@ class Layout:
         self.tcounts = TopicCounts(n_topics, nb, topic[part], brk)
         self.rack_cap: list[int] = [n] * n
         self.rack_cap_np = np.full(n, n, dtype=np.int64)
+        self.rack_lo: list[int] = [0] * n
+        self.rack_lo_np = np.zeros(n, dtype=np.int64)
+        self.live_rack: list[bool] = [True] * (self.racks + 1)
+        self.fixing: set[tuple[int, int]] = set()  # (p, s) rack fixes: must lower the deviation
         self.set_topic_caps(np.full((max(n_topics, 1), max(self.racks + 1, 1)), n, dtype=np.int64))
         self.rack_locked = False
         self.crowded: set[int] = set()
@@ -178,9 +183,14 @@ class Layout:
         self.warnings: list[str] = []
 
     # ---- constraints ----------------------------------------------------------------------
-    def set_rack_caps(self, caps: np.ndarray, locked: bool) -> None:
+    def set_rack_caps(self, lows: np.ndarray, caps: np.ndarray, live: np.ndarray, locked: bool) -> None:
+        """Per partition the least and most replicas of it a live rack holds (`racks`), which
+        rack groups are live, and whether every move must stay inside its rack."""
         self.rack_cap_np = caps.astype(np.int64)
         self.rack_cap = caps.tolist()
+        self.rack_lo_np = lows.astype(np.int64)
+        self.rack_lo = lows.tolist()
+        self.live_rack = live.tolist()
         self.rack_locked = locked
 
     def set_topic_caps(self, caps: np.ndarray) -> None:
@@ -207,16 +217,49 @@ class Layout:
         return self.tcounts.get(t, d) < self.topic_cap_list[t][self.rack[d]]
 
     def rack_fits(self, p: int, s: int, d: int) -> bool:
+        """Does moving p's replica from s (or adding one, s < 0) to d keep its rack diversity?
+
+        A partition that follows the rule keeps following it; one that does not (`crowded`)
+        may not get further from it, and a rack fix (`fixing`) must bring it closer."""
         rd = self.rack[d]
-        # A move inside one rack leaves the partition's rack counts as they were, which is fine
-        # unless that rack is the one holding too many of it.
-        if not self.rack_on or (s >= 0 and self.rack[s] == rd and p not in self.crowded):
+        rs = self.rack[s] if s >= 0 else -1
+        # A move inside one rack leaves the partition's rack counts as they were.
+        if not self.rack_on or (rs == rd and p not in self.crowded):
             return True
-        same = 0
+        if p in self.crowded:
+            delta = self._deviation_change(p, s, d)
+            return delta < 0 if (p, s) in self.fixing else delta <= 0
+        rack = self.rack
+        in_d = in_s = 0
         for b in self.rows[p]:
-            if b != s and self.rack[b] == rd:
-                same += 1
-        return same < self.rack_cap[p]
+            if b != s:
+                r = rack[b]
+                if r == rd:
+                    in_d += 1
+                elif r == rs:
+                    in_s += 1
+        if in_d >= self.rack_cap[p]:
+            return False
+        # Leaving a live rack must not take it below its floor (that narrows the spread).
+        return rs < 0 or in_s >= self.rack_lo[p] or not self.live_rack[rs]
+
+    def _deviation_change(self, p: int, s: int, d: int) -> int:
+        """Change in p's rack deviation (see `racks`) if its replica on s goes to d."""
+        lo, hi = self.rack_lo[p], self.rack_cap[p]
+        per: dict[int, int] = {}
+        for b in self.rows[p]:
+            per[self.rack[b]] = per.get(self.rack[b], 0) + 1
+
+        def cost(r: int, c: int) -> int:
+            return max(c - hi, 0) + max(lo - c, 0) if self.live_rack[r] else 0
+
+        rd = self.rack[d]
+        delta = cost(rd, per.get(rd, 0) + 1) - cost(rd, per.get(rd, 0))
+        if s >= 0:
+            rs = self.rack[s]
+            c = per.get(rs, 0) + (1 if rs == rd else 0)  # counts after d gained one
+            delta += cost(rs, c - 1) - cost(rs, c)
+        return delta
 
     def _cost(self, p: int, s: int, d: int) -> int:
         """Change in replicas moved (against the original assignment) if p goes from s to d."""
@@ -274,10 +317,13 @@ class Layout:
         self.bytes = (np.asarray(self.bytes, dtype=np.float64) + np.bincount(d, weights=z, minlength=nb)
                       - np.bincount(s, weights=z, minlength=nb)).tolist()
         n = self.n
-        owner, ranks = self._lists_of(np.unique(s))
+        sources = np.unique(s)
+        owner, ranks = self._lists_of(sources)
         keys = owner * n + ranks
         keep = np.ones(len(keys), dtype=bool)
         keep[np.searchsorted(keys, s * n + r)] = False
+        for b in sources.tolist():  # a source left with nothing gets no entry below
+            self.lists[b] = []
         self._set_lists(owner[keep], ranks[keep])
         owner, ranks = self._lists_of(np.unique(d))
         owner, ranks = np.concatenate([owner, d]), np.concatenate([ranks, r])
@@ -398,16 +444,39 @@ class Layout:
             if self.recv[b]:
                 heaps[self.rack[b]].push(self._key_for_place(b, count_goal), b)
         failed: list[tuple[int, int]] = []
+        # (topic, rack or -1 for all) at its cap on every receiver there: skip the capped search.
+        full: set[tuple[int, int]] = set()
         items = sorted(items, key=lambda it: (-self.zs[it[0]], it[0], it[1]))
         for p, s in items:
-            d = self._first_host(p, s, self._candidate_sinks(heaps, -1, TOP_SINKS))
-            if d < 0:
-                d = self._first_host(p, s, self._all_sinks(count_goal))
+            d = -1
+            if p in self.crowded:
+                # A replica of a partition off the rack rule goes where it brings the partition
+                # closest to the rule (the topic cap ranks below), if there is such a broker.
+                fix = (p, s) in self.fixing
+                self.fixing.add((p, s))
+                self.topic_check = False
+                d = self._first_host(p, s, self._by_rack_gain(p, s, count_goal))
+                self.topic_check = self.topic_on
+                if not fix:
+                    self.fixing.discard((p, s))
+            t = self.topic_of[p]
+            where = (t, self.rack[s] if self.rack_locked and s >= 0 else -1)
+            # The best sinks of each rack (of s's rack only when racks are locked), then more.
+            depth = TOP_SINKS
+            while d < 0 and depth <= DEEP_SINKS:
+                d = self._first_host(p, s, self._candidate_sinks(heaps, s, depth))
+                depth *= 8
+            if d < 0 and where not in full:
+                if self.topic_on and self._topic_full(*where):
+                    full.add(where)
+                else:
+                    d = self._first_host(p, s, self._all_sinks(count_goal))
             if d < 0 and self.topic_on:
                 # These moves are mandatory; the topic cap ranks below them.
                 self.topic_check = False
                 d = self._first_host(p, s, self._all_sinks(count_goal))
                 self.topic_check = True
+            self.fixing.discard((p, s))
             if d < 0:
                 failed.append((p, s))
                 continue
@@ -416,6 +485,8 @@ class Layout:
                 stamps[s] += 1
                 if self.recv[s]:
                     heaps[self.rack[s]].push(self._key_for_place(s, count_goal), s)
+                    full.discard((t, self.rack[s]))  # a receiver lost one of the topic's replicas
+                    full.discard((t, -1))
             else:
                 self.add_replica(p, d)
             stamps[d] += 1
@@ -425,6 +496,18 @@ class Layout:
     def _key_for_place(self, b: int, count_goal: bool) -> tuple[float, ...]:
         key = self._sink_key(b)
         return key if count_goal else (key[1], key[0], key[2])
+
+    def _topic_full(self, t: int, rack: int) -> bool:
+        """Does every receiver (in `rack`, or anywhere if -1) hold as many of topic t's replicas
+        as its cap allows?"""
+        caps = self.topic_cap_list[t]
+        get = self.tcounts.get
+        return all(get(t, b) >= caps[self.rack[b]] for b in range(self.nb)
+                   if self.recv[b] and (rack < 0 or self.rack[b] == rack))
+
+    def _by_rack_gain(self, p: int, s: int, count_goal: bool) -> list[int]:
+        """Every sink, those that bring p closest to the rack rule first (then by load)."""
+        return sorted(self._all_sinks(count_goal), key=lambda d: self._deviation_change(p, s, d))
 
     def _first_host(self, p: int, s: int, sinks: list[int]) -> int:
         for d in sinks:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kreassign.planner.balance.arrays import by_broker_then_size
+from kreassign.planner.balance.racks import rack_deviation
 from kreassign.planner.balance.values import BalanceMetrics, BrokerLoad, LowerBounds, Spread
 
 
@@ -25,7 +26,9 @@ class MetricContext:
     byte_target: np.ndarray  # per dense index
     count_lo: np.ndarray
     count_hi: np.ndarray
+    rack_lo: np.ndarray  # per partition: least replicas a live rack should hold
     rack_cap: np.ndarray  # per partition: most replicas one rack may hold
+    live_rack: np.ndarray  # per rack group: still has brokers after the plan
     rack_on: bool
     topic: np.ndarray  # topic index per partition
     topic_cap: np.ndarray  # topic x rack: most replicas of the topic per broker in that rack
@@ -58,13 +61,12 @@ def per_broker(matrix: np.ndarray, ctx: MetricContext) -> tuple[np.ndarray, np.n
 
 
 def rack_violations(matrix: np.ndarray, ctx: MetricContext) -> int:
-    """Partitions with more replicas in one rack than an even rack spread allows."""
+    """Partitions whose replicas do not spread over the live racks as evenly as possible
+    (min(RF, racks) racks, per-rack counts within one of each other)."""
     if not ctx.rack_on or not matrix.size:
         return 0
-    racks = np.where(matrix >= 0, ctx.rack[np.maximum(matrix, 0)], -1)
-    same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
-    worst = same.sum(axis=2).max(axis=1)
-    return int((worst > ctx.rack_cap).sum())
+    dev = rack_deviation(matrix, ctx.rack, ctx.live_rack, ctx.rack_lo, ctx.rack_cap)
+    return int((dev > 0).sum())
 
 
 def topic_excess(matrix: np.ndarray, ctx: MetricContext) -> int:

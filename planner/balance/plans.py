@@ -6,7 +6,11 @@ How a plan is made:
    to disk capacity when every broker reports one; counts rounded to floor/ceil, with the ceilings
    going to brokers that already hold more (so a balanced cluster keeps its counts).
 2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
-   on removed or unknown brokers, extra replicas in an over-crowded rack, new replicas for set-rf.
+   on removed or unknown brokers (by bytes first, so removing brokers keeps bytes balanced; when
+   the whole cluster is balanced too they leave through the count phase instead, which fits each
+   one to its sink's byte gap), replicas of partitions off the rack rule (`racks`), new replicas
+   for set-rf. A replica that must move but finds no broker makes the plan infeasible
+   (`InfeasiblePlanError`) unless `allow_partial`; a rack fix that finds none is only counted.
 3. The data goals in the configured order: replica counts (moves from over-target to
    under-target brokers, choosing replicas whose sizes best fit both brokers' byte gaps; most of
    them in vectorised rounds (`bulk`) on big plans, the rest one by one),
@@ -22,11 +26,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InfeasiblePlanError, InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.engine import Layout, Targets
+from kreassign.planner.balance.hints import over_capacity, rack_hotspots, topic_rack_limits
 from kreassign.planner.balance.metrics import MetricContext, lower_bounds, metrics
+from kreassign.planner.balance.racks import rack_deviation, rack_limits
 from kreassign.planner.balance.targets import integer_shares_by_group, rack_bounds, waterfill
 from kreassign.planner.balance.values import BalanceOptions, BalancePlan
 from kreassign.planner.balance.leaders import LeaderBalancer
@@ -74,12 +80,14 @@ def decommission(
     *,
     rebalance_rest: bool = False,
 ) -> BalancePlan:
-    """Empty brokers: their replicas go to the most under-loaded brokers allowed.
+    """Empty brokers: their replicas go, largest first, to the brokers furthest below their
+    byte share that may take them.
 
     With `rebalance_rest` the rest of the cluster is rebalanced in the same plan.
 
     Raises:
         InputError: an unknown broker, or removing every broker.
+        InfeasiblePlanError: a replica has no broker that may take it (and not `allow_partial`).
     """
     _require_known(state, brokers, "decommission")
     if set(brokers) >= set(state.broker_ids):
@@ -101,6 +109,7 @@ def replace_broker(
 
     Raises:
         InputError: unknown brokers, or `old` equal to `new`.
+        InfeasiblePlanError: a replica has no broker that may take it (and not `allow_partial`).
     """
     new_id = new.id if isinstance(new, Broker) else new
     _require_known(state, [old], "replace")
@@ -125,6 +134,7 @@ def set_replication_factor(
 
     Raises:
         InputError: unknown topic, RF < 1 or larger than the brokers that may hold it.
+        InfeasiblePlanError: a new replica has no broker that may take it (and not `allow_partial`).
     """
     if not state.has_topic(topic):
         raise InputError(f"topic '{topic}' does not exist in the cluster")
@@ -250,7 +260,9 @@ def _plan(
     movable = _movable(state, F0, br, options, is_excluded, warnings)
     rack_on = options.has("rack") and br.racks > 1 and any(r is not None for r in br.rack_names)
     K = int(np.unique(br.rack[~is_removed]).size) if (~is_removed).any() else 1
-    rack_cap = -(-rf_final // max(K, 1)) if rack_on else np.full(n, max(width, 1), dtype=np.int64)
+    rack_lo, rack_cap = rack_limits(rf_final, K, rack_on)
+    live_rack = np.zeros(int(br.rack.max()) + 1 if nb else 1, dtype=bool)
+    live_rack[br.rack[~is_removed]] = True
     locked = bool(rack_on and K > 0 and n and np.all(rf_final[movable.any(axis=1)] % K == 0))
 
     size = state.size_bytes.astype(np.int64)
@@ -262,16 +274,29 @@ def _plan(
         topic_on=options.has("topic"), tiebreak=tiebreak, max_moves=options.max_moves,
         max_bytes=options.max_bytes,
     )
-    layout.set_rack_caps(rack_cap, locked)
-    topic_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
+    layout.set_rack_caps(rack_lo, rack_cap, live_rack, locked)
+    topic_cap, even_cap = _topic_caps(topic, rf_final, len(state.topics), br, balanced, K, rack_on)
     layout.set_topic_caps(topic_cap)
+    if rack_on:
+        warnings.extend(rack_hotspots(state.size_bytes, rf_final, K, br.rack, balanced, br.rack_names,
+                                      br.ids, options.disk_tolerance))
+        if options.has("topic"):
+            warnings.extend(topic_rack_limits(topic_cap, even_cap, state.topics, br.rack, balanced,
+                                              br.rack_names, br.ids))
     targets = _targets(layout, F0, movable, size, rf_final, br, receivers, is_removed, is_excluded,
                        options, K if rack_on else 0)
     layout.set_targets(targets)
 
+    failed: list[tuple[int, int]] = []
     if move_data:
-        _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options, warnings,
-                everywhere=balance_data)
+        # With a count goal to run, replicas on removed brokers leave through it (their brokers
+        # are sources with a target of 0), which fits each one to its sink's byte gap.
+        # Under a move budget they are placed first, so the budget goes to them.
+        defer = balance_data and options.has("replicas") and options.max_moves is None \
+            and options.max_bytes is None
+        bytes_first = bool(is_removed.any()) and options.has("disk")
+        failed = _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options,
+                         warnings, everywhere=balance_data, defer_removed=defer, bytes_first=bytes_first)
         if balance_data:
             for goal in options.goals:
                 if goal == "replicas":
@@ -284,7 +309,15 @@ def _plan(
                 elif goal == "disk":
                     layout.balance_disk(keep_counts=options.before("replicas", "disk"),
                                         tolerance=options.disk_tolerance)
+        if defer:
+            failed += layout.place(_left_on(layout, is_removed), count_goal=not bytes_first)
     warnings.extend(layout.warnings)
+    if failed:
+        message = _unplaced(layout, state, failed)
+        if not options.allow_partial:
+            raise InfeasiblePlanError(f"{command}: {message}; nothing was written. Keep more brokers or "
+                                      "relax the constraint, or give --allow-partial to write the rest")
+        warnings.append(message)
     if layout.budget_hit:
         warnings.append("the move or byte budget (--max-moves / --max-bytes) stopped the plan before "
                         "it reached balance; run again after it completes")
@@ -299,7 +332,8 @@ def _plan(
     ctx = MetricContext(
         broker_ids=br.ids, rack_names=br.rack_names, rack=br.rack, real=br.real, balanced=balanced,
         byte_target=np.array(targets.bytes), count_lo=np.array(targets.count_lo),
-        count_hi=np.array(targets.count_hi), rack_cap=rack_cap, rack_on=rack_on, topic=topic,
+        count_hi=np.array(targets.count_hi), rack_lo=rack_lo, rack_cap=rack_cap, live_rack=live_rack,
+        rack_on=rack_on, topic=topic,
         topic_cap=topic_cap, topic_on=options.has("topic"), size=size,
         produce_bps=state.produce_bps.astype(np.float64),
     )
@@ -340,19 +374,20 @@ def _disk_caps(br: _Brokers, options: BalanceOptions, nb: int) -> np.ndarray:
 
 
 def _topic_caps(topic: np.ndarray, rf: np.ndarray, n_topics: int, br: _Brokers, balanced: np.ndarray,
-                K: int, rack_on: bool) -> np.ndarray:
-    """Most replicas of a topic one broker should hold: its even share, or more in a small rack
-    that rack awareness forces to hold a fixed share."""
+                K: int, rack_on: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Most replicas of a topic one broker should hold (topic x rack group): its even share, or
+    more in a small rack that rack awareness forces to hold a fixed share; and the even share."""
     groups = int(br.rack.max()) + 1 if len(br.rack) else 1
     per_topic = np.bincount(topic, weights=rf, minlength=n_topics)
     n_bal = max(int(balanced.sum()), 1)
-    cap = np.ceil(per_topic / n_bal - 1e-9)[:, None].repeat(groups, axis=1)
+    even = np.maximum(np.ceil(per_topic / n_bal - 1e-9), 1).astype(np.int64)
+    cap = even[:, None].repeat(groups, axis=1)
     if rack_on and K > 0:
         must = np.bincount(topic, weights=rf // K, minlength=n_topics)
         in_rack = np.bincount(br.rack[balanced], minlength=groups).astype(np.float64)
         forced = np.ceil(must[:, None] / np.maximum(in_rack[None, :], 1.0) - 1e-9)
-        cap = np.maximum(cap, forced)
-    return np.maximum(cap, 1).astype(np.int64)
+        cap = np.maximum(cap, forced).astype(np.int64)
+    return cap, even
 
 
 def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarray, rf: np.ndarray,
@@ -411,7 +446,9 @@ def _targets(layout: Layout, F0: np.ndarray, movable: np.ndarray, size: np.ndarr
 def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.ndarray,
             rf_changes: Mapping[int, int], is_removed: np.ndarray, direct: tuple[int, int] | None,
             id_pos: Mapping[int, int], options: BalanceOptions, warnings: list[str],
-            everywhere: bool) -> None:
+            everywhere: bool, defer_removed: bool, bytes_first: bool) -> list[tuple[int, int]]:
+    """Place what must move (replicas of removed brokers unless `defer_removed`, new replicas
+    of set-rf, rack fixes); returns the (partition, broker) items that found no broker."""
     items: list[tuple[int, int]] = []
     on_removed = movable & is_removed[np.maximum(F0, 0)] & (F0 >= 0)
     stuck = (F0 >= 0) & ~movable & is_removed[np.maximum(F0, 0)]
@@ -426,7 +463,7 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
                     layout.move(p, s, new)
                 else:
                     items.append((p, s))
-    else:
+    elif not defer_removed:
         rr, cc = np.nonzero(on_removed)
         items.extend(zip(rr.tolist(), F0[rr, cc].tolist()))
     for p, want in sorted(rf_changes.items()):
@@ -442,11 +479,52 @@ def _repair(layout: Layout, state: ClusterState, F0: np.ndarray, movable: np.nda
             touched = set(rf_changes) | set(np.flatnonzero(on_removed.any(axis=1)).tolist())
             fixes = [(p, s) for p, s in fixes if p in touched]
         items.extend(fixes)
-    count_goal = options.before("replicas", "disk") or not options.has("disk")
-    failed = layout.place(items, count_goal)
-    if failed:
-        warnings.append(f"{len(failed)} replica(s) could not be placed without breaking a constraint "
-                        "(rack awareness, distinct brokers, disk headroom or budget)")
+    # Largest first onto the broker furthest below its byte share keeps bytes even when a
+    # broker's replicas must all go somewhere; otherwise the goal order decides.
+    count_goal = not bytes_first and (options.before("replicas", "disk") or not options.has("disk"))
+    fixes = set(layout.fixing)
+    # A rack fix that finds no broker leaves the partition as it was (it is counted as a
+    # violation); only replicas that must move make the plan impossible.
+    return [it for it in layout.place(items, count_goal) if it not in fixes]
+
+
+SHOWN = 5  # partitions named per constraint in an infeasible-plan message
+
+
+def _unplaced(layout: Layout, state: ClusterState, failed: list[tuple[int, int]]) -> str:
+    """Which replicas found no broker, grouped by the constraint that stopped them."""
+    by_reason: dict[str, list[int]] = {}
+    for p, s in failed:
+        by_reason.setdefault(_blocker(layout, p, s), []).append(p)
+    parts = []
+    for reason, rows in by_reason.items():
+        uniq = sorted(set(rows))
+        names = ", ".join(f"{state.topic_of(r)}-{int(state.partition[r])}" for r in uniq[:SHOWN])
+        more = f" and {len(uniq) - SHOWN} more" if len(uniq) > SHOWN else ""
+        parts.append(f"{len(rows)} replica(s) of {len(uniq)} partition(s) ({names}{more}) have no "
+                     f"broker: {reason}")
+    return "; ".join(parts)
+
+
+def _blocker(layout: Layout, p: int, s: int) -> str:
+    """The first hard constraint, in the order they are checked, that no broker satisfies."""
+    recv = [d for d in range(layout.nb) if layout.recv[d]]
+    free = [d for d in recv if d not in layout.rows[p]]
+    if not free:
+        rf = len(layout.rows[p]) + (1 if s < 0 else 0)
+        return f"replication factor {rf} is larger than the {len(recv)} broker(s) that may hold it"
+    if layout.rack_on:
+        free = [d for d in free if layout.rack_fits(p, s, d)]
+        if not free:
+            return "rack diversity (replicas over min(RF, racks) racks, per-rack counts within one)"
+    if not any(layout.bytes[d] + layout.zs[p] <= layout.disk_cap[d] for d in free):
+        return "disk headroom (--disk-headroom of the brokers' capacity must stay free)"
+    return "the move budget (--max-moves / --max-bytes)"
+
+
+def _left_on(layout: Layout, is_removed: np.ndarray) -> list[tuple[int, int]]:
+    """Movable replicas still on removed brokers, as (partition, broker) items."""
+    return [(layout.by_rank[r], b) for b in np.flatnonzero(is_removed).tolist() for r in layout.lists[b]]
 
 
 def _shrink(layout: Layout, p: int, k: int) -> None:
@@ -468,33 +546,42 @@ def _shrink(layout: Layout, p: int, k: int) -> None:
 
 
 def _rack_fixes(layout: Layout, F0: np.ndarray, is_removed: np.ndarray) -> list[tuple[int, int]]:
-    """Replicas to move so that no rack holds more of a partition than rack awareness allows.
+    """Replicas to move so that partitions spread over their racks as evenly as possible.
 
-    Only partitions crowded in the original assignment can be crowded now: every edit made
-    before this point (replacements, drops) is rack-checked. Crowded partitions lose the
-    same-rack shortcut in `Layout.rack_fits`, so their other moves are fully checked too.
+    Only partitions off the rule in the original assignment can be off it now: every edit made
+    before this point (replacements, drops) is rack-checked. Such partitions lose the same-rack
+    shortcut in `Layout.rack_fits`, so their other moves are fully checked too. From each one,
+    the replicas above a rack's ceiling move, and as many more from the fullest racks as other
+    live racks are below their floor; each such move must lower the partition's deviation.
     """
     t = layout.targets
     assert t is not None
-    rack = np.asarray(layout.rack, dtype=np.int64)
-    racks = np.where(F0 >= 0, rack[np.maximum(F0, 0)], -1)
-    same = (racks[:, :, None] == racks[:, None, :]) & (racks[:, :, None] >= 0)
-    crowded = np.flatnonzero(same.sum(axis=2).max(axis=1, initial=0) > np.asarray(layout.rack_cap))
+    live = np.asarray(layout.live_rack, dtype=bool)
+    dev = rack_deviation(F0, np.asarray(layout.rack, dtype=np.int64), live, layout.rack_lo_np,
+                         layout.rack_cap_np)
+    crowded = np.flatnonzero(dev > 0)
     # Replicas on removed brokers move anyway, but until then they count for their rack.
     layout.crowded = set(crowded.tolist())
+    n_live = int(live.sum())
     out: list[tuple[int, int]] = []
     for p in crowded.tolist():
-        cap = layout.rack_cap[p]
+        lo, hi = layout.rack_lo[p], layout.rack_cap[p]
         per_rack: dict[int, list[int]] = {}
         for b in layout.rows[p]:
             if not is_removed[b]:
                 per_rack.setdefault(layout.rack[b], []).append(b)
-        for members in per_rack.values():
-            if len(members) <= cap:
-                continue
+        short = sum(max(lo - len(m), 0) for r, m in per_rack.items() if live[r]) \
+            + lo * (n_live - sum(1 for r in per_rack if live[r]))
+        picked: list[int] = []
+        for members in sorted(per_rack.values(), key=len, reverse=True):
             free = [b for b in members if layout.lists_contains(p, b)]
             free.sort(key=lambda b: (-(layout.count[b] - t.count[b]), layout.tb[b]))
-            out.extend((p, b) for b in free[:len(members) - cap])
+            over = max(len(members) - hi, 0)
+            spare = max(len(members) - max(lo, 1), 0) - over
+            extra = min(max(short - len(picked) - over, 0), spare) if short else 0
+            picked.extend(free[:over + extra])
+        out.extend((p, b) for b in picked)
+    layout.fixing = set(out)
     return out
 
 
@@ -543,6 +630,9 @@ def _finish(state: ClusterState, command: str, options: BalanceOptions, F0: np.n
     leader_changes = int(((F1[:, 0] != A[:, 0]) & (F1[:, 0] >= 0)).sum()) if width else 0
     before = metrics(F0, ctx)
     after = metrics(F1, ctx)
+    bytes_after = np.zeros(len(br.ids))
+    bytes_after[np.flatnonzero(br.real)] = [b.bytes for b in after.brokers]
+    warnings.extend(over_capacity(bytes_after, br.disk, options.disk_headroom, br.ids, ctx.balanced))
     left = [int(br.ids[b]) for b in np.flatnonzero(is_removed & br.real)
             if (F1 == b).any()]
     if left:

@@ -40,7 +40,9 @@ class BalanceOptions:
 
     `disk_tolerance` is the accepted relative deviation of a broker's bytes from its target;
     `disk_headroom` the fraction of a broker's known disk capacity that must stay free;
-    `leader_bytes_tolerance` the same as disk_tolerance for produce bytes/s led per broker.
+    `leader_bytes_tolerance` the same as disk_tolerance for produce bytes/s led per broker;
+    `allow_partial` returns a plan even when replicas that must move found no broker (they are
+    reported as a warning) instead of raising `InfeasiblePlanError`.
     """
 
     goals: tuple[Goal, ...] = DEFAULT_GOALS
@@ -53,6 +55,7 @@ class BalanceOptions:
     disk_headroom: float = 0.0
     leader_bytes_tolerance: float = 0.10
     seed: int = 0
+    allow_partial: bool = False
 
     def __post_init__(self) -> None:
         parse_goals(self.goals)
@@ -116,8 +119,9 @@ class BalanceMetrics:
 
     `bytes_over_target` is the largest broker's bytes divided by its target (the rack-allowed,
     capacity-weighted fair share); `replica_spread_allowed` the smallest replica-count spread
-    the racks allow; `rack_violations` the partitions with more replicas in one rack than the
-    racks force; `topic_excess` the replicas above each topic's even share per broker.
+    the racks allow; `rack_violations` the partitions whose replicas do not span min(RF, racks)
+    racks with per-rack counts within one of each other (see `racks`); `topic_excess` the
+    replicas above each topic's even share per broker.
     """
 
     brokers: tuple[BrokerLoad, ...]

@@ -1,0 +1,281 @@
+"""The planner at its edges: byte-aware decommission, infeasible plans, rack diversity when RF
+exceeds the racks, and the warnings about limits no plan can lift.
+
+Property tests draw clusters with uneven racks (a rack may have one broker), brokers without a
+rack, zero-sized partitions, RF above the number of racks, and decommissions that leave fewer
+brokers than RF. The rack rule is recomputed here independently of `planner.balance.racks`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kreassign.cluster.errors import ExitStatus, InfeasiblePlanError
+from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
+from kreassign.planner.balance import decommission, rebalance, replace_broker, set_replication_factor
+from kreassign.planner.balance.values import BalanceOptions, BalancePlan
+from kreassign.simulate.synthetic_state import synthetic_cluster
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BYTES_ONLY = BalanceOptions(goals=("replicas", "disk", "leaders"))
+
+
+@st.composite
+def edge_clusters(draw: st.DrawFn, racks: bool = True, max_rf: int = 5) -> ClusterState:
+    rack_sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    rackless = draw(st.integers(0, 2))
+    brokers = [Broker(10 + i, rack=f"r{r}") for i, r in
+               enumerate(r for r, k in enumerate(rack_sizes) for _ in range(k))]
+    if not racks or draw(st.booleans()):  # a cluster without racks
+        brokers = [Broker(b.id) for b in brokers]
+    brokers += [Broker(50 + i) for i in range(rackless if all(b.rack for b in brokers) else 0)]
+    ids = [b.id for b in brokers]
+    parts = []
+    for topic in range(draw(st.integers(1, 3))):
+        rf = draw(st.integers(1, min(max_rf, len(ids))))
+        for p in range(draw(st.integers(1, 10))):
+            replicas = draw(st.permutations(ids))[:rf]
+            size = draw(st.one_of(st.just(0), st.integers(0, 10**6)))
+            parts.append(PartitionInfo(f"t{topic}", p, tuple(replicas), size_bytes=size, produce_bps=1.0))
+    return ClusterState.from_partitions(brokers, parts)
+
+
+def final_assignment(state: ClusterState, plan: BalancePlan) -> dict[tuple[str, int], tuple[int, ...]]:
+    out = {(tp.topic, tp.partition): r for tp, r in state.assignment().items()}
+    out.update({(t.topic, t.partition): t.replicas for t in plan.targets})
+    return out
+
+
+def rack_of(state: ClusterState) -> dict[int, str]:
+    """Rack per broker; a broker without one is a rack of its own (as the planner counts it)."""
+    return {b.id: b.rack if b.rack is not None else f"own-{b.id}" for b in state.brokers}
+
+
+def deviation(replicas: tuple[int, ...], racks: dict[int, str], live: set[str]) -> int:
+    """Replicas above ceil(RF/K) plus replicas missing below floor(RF/K), over the K live racks."""
+    k = len(live)
+    rf = len(replicas)
+    per = Counter(racks[b] for b in replicas if racks.get(b) in live)
+    return sum(max(per[r] - -(-rf // k), 0) + max(rf // k - per[r], 0) for r in live)
+
+
+def live_racks(state: ClusterState, gone: frozenset[int] = frozenset()) -> set[str]:
+    racks = rack_of(state)
+    return {racks[b] for b in state.broker_ids if b not in gone}
+
+
+def check_rack_diversity(state: ClusterState, plan: BalancePlan, gone: frozenset[int] = frozenset()) -> None:
+    """No partition's rack deviation grows, and the reported violations are the partitions off
+    the rule (counted only where some broker has a rack)."""
+    racks = rack_of(state)
+    live = live_racks(state, gone)
+    before = {(tp.topic, tp.partition): r for tp, r in state.assignment().items()}
+    racked = any(b.rack is not None for b in state.brokers) and len(live) > 1
+    off = 0
+    for key, replicas in final_assignment(state, plan).items():
+        dev = deviation(replicas, racks, live)
+        assert dev <= deviation(before[key], racks, live), (key, before[key], replicas)
+        off += dev > 0
+    assert plan.after.rack_violations == (off if racked else 0)
+
+
+@SETTINGS
+@given(edge_clusters())
+def test_rebalance_never_narrows_rack_spread(state: ClusterState) -> None:
+    check_rack_diversity(state, rebalance(state))
+
+
+@SETTINGS
+@given(edge_clusters(), st.data())
+def test_decommission_is_complete_or_refused(state: ClusterState, data: st.DataObject) -> None:
+    ids = list(state.broker_ids)
+    if len(ids) < 2:
+        return
+    gone = frozenset(data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=len(ids) - 1, unique=True)))
+    rest = rebalance_rest = data.draw(st.booleans())
+    try:
+        plan = decommission(state, sorted(gone), rebalance_rest=rest)
+    except InfeasiblePlanError as err:
+        assert "have no broker" in str(err) and "nothing was written" in str(err)
+        partial = decommission(state, sorted(gone), BalanceOptions(allow_partial=True), rebalance_rest=rest)
+        assert any("have no broker" in w for w in partial.warnings)
+        check_rack_diversity(state, partial, gone)
+        return
+    assert not any(set(r) & gone for r in final_assignment(state, plan).values())
+    check_rack_diversity(state, plan, gone)
+    assert rebalance_rest is rest
+
+
+@SETTINGS
+@given(edge_clusters(), st.data())
+def test_fewer_brokers_left_than_rf_is_refused(state: ClusterState, data: st.DataObject) -> None:
+    ids = list(state.broker_ids)
+    top = max(len(r) for r in state.assignment().values())
+    if top < 2:
+        return
+    keep = data.draw(st.integers(1, top - 1))
+    gone = sorted(ids[keep:])
+    stuck = [tp for tp, r in state.assignment().items() if len(r) > keep and set(r) & set(gone)]
+    if not stuck:
+        return
+    with pytest.raises(InfeasiblePlanError) as err:
+        decommission(state, gone)
+    assert err.value.exit_code == ExitStatus.INFEASIBLE_PLAN
+    assert f"larger than the {keep} broker(s)" in str(err.value)
+    first = sorted(stuck, key=lambda tp: (tp.topic, tp.partition))[0]
+    named = str(err.value).split("(", 1)[1]
+    assert f"{first.topic}-{first.partition}" in named or "more)" in named
+
+
+@SETTINGS
+@given(edge_clusters(racks=False, max_rf=1), st.data())
+def test_decommission_places_by_bytes(state: ClusterState, data: st.DataObject) -> None:
+    """Without racks or a second replica to avoid (RF 1), each replica goes largest first to the
+    broker with the fewest bytes, so no receiving broker ends above the mean after the plan plus
+    the largest replica moved, and no other broker gains anything."""
+    ids = list(state.broker_ids)
+    if len(ids) < 2:
+        return
+    gone = frozenset(data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=len(ids) - 1, unique=True)))
+    try:
+        plan = decommission(state, sorted(gone), BYTES_ONLY)
+    except InfeasiblePlanError:
+        return
+    before = {b.broker: b.bytes for b in plan.before.brokers}
+    after = {b.broker: b.bytes for b in plan.after.brokers if b.broker not in gone}
+    sizes = {(tp.topic, tp.partition): z for tp, z in zip(state.assignment(), state.size_bytes.tolist())}
+    moved = [sizes[(t.topic, t.partition)] for t in plan.targets]
+    mean = sum(after.values()) / len(after)
+    bound = mean + max(moved, default=0)
+    for b, x in after.items():
+        assert x <= before[b] or x <= bound + 1, (b, before[b], x, bound)
+
+
+def test_removing_two_of_four_brokers_at_rf3_is_refused_with_names() -> None:
+    brokers = [Broker(i) for i in (1, 2, 3, 4)]
+    parts = [PartitionInfo("orders", p, (1 + p % 4, 1 + (p + 1) % 4, 1 + (p + 2) % 4), size_bytes=10)
+             for p in range(4)]
+    state = ClusterState.from_partitions(brokers, parts)
+    with pytest.raises(InfeasiblePlanError) as err:
+        decommission(state, [1, 2])
+    assert str(err.value) == (
+        "decommission: 4 replica(s) of 4 partition(s) (orders-0, orders-1, orders-2, orders-3) have no "
+        "broker: replication factor 3 is larger than the 2 broker(s) that may hold it; nothing was "
+        "written. Keep more brokers or relax the constraint, or give --allow-partial to write the rest")
+    partial = decommission(state, [1, 2], BalanceOptions(allow_partial=True))
+    assert partial.warnings[0].startswith("4 replica(s) of 4 partition(s)")
+    assert "broker(s) 1, 2 still hold replicas after the plan" in partial.warnings
+
+
+def rf4_on_three_racks() -> ClusterState:
+    """RF 4 over racks a, b, c of three brokers each: half the partitions start 2+2 on two racks."""
+    brokers = [Broker(i, rack="abc"[i % 3]) for i in range(9)]
+    parts = []
+    for p in range(24):
+        if p % 2:  # two racks only: a a b b
+            replicas = (0 + 3 * (p % 3), 3 + 3 * ((p + 1) % 2), 1, 4 + 3 * (p % 2))
+        else:  # all three racks: a a b c
+            replicas = (3 * (p % 3), 3 * ((p + 1) % 3), 1 + 3 * (p % 3), 2 + 3 * (p % 3))
+        parts.append(PartitionInfo("t", p, replicas, size_bytes=1000 + p))
+    return ClusterState.from_partitions(brokers, parts)
+
+
+def spans(state: ClusterState, plan: BalancePlan) -> Counter[tuple[int, ...]]:
+    racks = rack_of(state)
+    return Counter(tuple(sorted(Counter(racks[b] for b in r).values()))
+                   for r in final_assignment(state, plan).values())
+
+
+def test_rf_above_racks_spreads_over_every_rack() -> None:
+    state = rf4_on_three_racks()
+    plan = rebalance(state)
+    assert plan.before.rack_violations == 12
+    assert plan.after.rack_violations == 0
+    assert spans(state, plan) == Counter({(1, 1, 2): 24})
+
+
+def test_targeted_commands_never_narrow_the_spread_at_rf_above_racks() -> None:
+    state = rf4_on_three_racks()
+    for plan in (decommission(state, [0]), replace_broker(state, 0, 3),
+                 set_replication_factor(state, "t", 5)):
+        check_rack_diversity(state, plan, frozenset([0]) if plan.command == "decommission" else frozenset())
+        assert plan.after.rack_violations <= plan.before.rack_violations
+    grown = set_replication_factor(rebalance_applied(state), "t", 5)
+    assert grown.after.rack_violations == 0
+
+
+def rebalance_applied(state: ClusterState) -> ClusterState:
+    plan = rebalance(state)
+    return state.with_assignment({TopicPartition(t.topic, t.partition): t.replicas for t in plan.targets})
+
+
+def test_decommission_of_a_balanced_cluster_stays_byte_balanced() -> None:
+    """Where moving only the removed brokers' replicas can reach it, bytes end within 1.05 of
+    the fair share (and no worse than before)."""
+    state = rebalance_applied(synthetic_cluster(brokers=60, partitions=6_000, rack_sizes=[18, 20, 22],
+                                                seed=5))
+    plan = decommission(state, [3, 25, 47])
+    assert plan.before.bytes_over_target < 1.05
+    assert plan.after.bytes_over_target <= 1.05
+    assert plan.replica_moves == plan.lower_bounds.replica_moves
+    assert plan.after.rack_violations == 0
+
+
+def test_decommission_with_rebalance_rest_reaches_balance() -> None:
+    state = synthetic_cluster(brokers=60, partitions=6_000, rack_sizes=[18, 20, 22], seed=5)
+    plan = decommission(state, [3, 25, 47], rebalance_rest=True)
+    assert plan.after.bytes_over_target <= 1.05
+    assert plan.after.replicas.spread <= plan.after.replica_spread_allowed
+    assert plan.after.leaders.spread <= 1
+    assert plan.after.rack_violations == 0
+
+
+def test_a_one_broker_rack_is_named_as_a_hotspot() -> None:
+    brokers = [Broker(1, rack="a", disk_bytes=10**6)] + [
+        Broker(i, rack="b" if i < 6 else "c", disk_bytes=10**6) for i in range(2, 10)]
+    parts = [PartitionInfo("big", p, (1, 2 + p % 4, 6 + p % 4), size_bytes=60_000) for p in range(20)]
+    plan = rebalance(ClusterState.from_partitions(brokers, parts))
+    assert ("rack a has 1 broker(s) but rack diversity puts at least 33% of the data on it: its "
+            "brokers hold 3.00x the mean bytes per broker; add brokers to that rack (or drop the rack "
+            "goal)") in plan.warnings
+    assert ("1 topic(s) cannot be balanced within their racks, as rack diversity puts more of their "
+            "replicas on a small rack's brokers: big (rack a: up to 20 per broker, even share 7)") in plan.warnings
+    assert "1 broker(s) hold more than their disk capacity after the plan: 1 (1.20x)" in plan.warnings
+
+
+@SETTINGS
+@given(edge_clusters(), st.integers(1, 5))
+def test_set_rf_never_narrows_rack_spread(state: ClusterState, rf: int) -> None:
+    if rf > len(state.brokers):
+        return
+    try:
+        plan = set_replication_factor(state, "t0", rf)
+    except InfeasiblePlanError:
+        return
+    racks = rack_of(state)
+    before = {(tp.topic, tp.partition): r for tp, r in state.assignment().items()}
+    for key, replicas in final_assignment(state, plan).items():
+        spanned = len({racks[b] for b in replicas})
+        assert spanned >= min(len({racks[b] for b in before[key]}), len(replicas)), (key, before[key], replicas)
+        assert len(replicas) == (rf if key[0] == "t0" else len(before[key]))
+
+
+def test_hotspot_warning_starts_past_five_percent() -> None:
+    import numpy as np
+
+    from kreassign.planner.balance.hints import rack_hotspots
+
+    def warn(sizes: list[int]) -> list[str]:
+        rack = np.repeat(np.arange(len(sizes)), sizes)
+        names = tuple(f"r{r}" for r in rack.tolist())
+        return rack_hotspots(np.full(100, 10**9), np.full(100, 3), len(sizes), rack,
+                             np.ones(len(rack), dtype=bool), names, np.arange(len(rack)), 0.03)
+
+    assert warn([10, 10, 10]) == []
+    assert warn([10, 10, 11]) == []  # 31/30 = 1.03x
+    assert warn([9, 10, 11]) == [
+        "rack r0 has 9 broker(s) but rack diversity puts at least 33% of the data on it: its brokers hold "
+        "1.11x the mean bytes per broker; add brokers to that rack (or drop the rack goal)"]

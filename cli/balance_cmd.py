@@ -86,6 +86,7 @@ def build_options(kw: dict[str, Any]) -> BalanceOptions:
 def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], BalancePlan]) -> None:
     """Load the state, plan, write the files, show the summary."""
     from kreassign.cli.console import emit_json, stderr_console, stdout_console
+    from kreassign.cli.runtime import write_text
     from kreassign.cluster.kafka_json import format_reassignment
     from kreassign.cluster.source import load_cluster_state
 
@@ -97,8 +98,7 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
     if kw["write_plan"]:
         rollback_path = f"{kw['write_plan'].removesuffix('.json')}.rollback.json"
         for path, text in ((kw["write_plan"], proposed), (rollback_path, rollback)):
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            write_text(path, text + "\n")
         stderr_console().print(f"Wrote {len(plan.targets)} partition(s) to {kw['write_plan']} "
                                f"(rollback: {rollback_path})")
     if kw["output"] == "json":

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from kreassign.cluster.model import ClusterState
     from kreassign.cluster.port import ClusterPort
     from kreassign.execute.journal import JournalStore
+    from kreassign.execute.lock import LockConfig
+    from kreassign.execute.run import RunControl
 
 Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
 
@@ -31,6 +33,8 @@ class Runtime:
     clock: Callable[[], float] | None = None
     sleep: Callable[[float], None] | None = None
     now: Callable[[], datetime] | None = None
+    lock: LockConfig | None = None
+    """how runs take the cluster's execution lock (its clocks and identity)"""
 
 
 def runtime() -> Runtime:
@@ -45,6 +49,18 @@ def timing() -> tuple[Callable[[], float], Callable[[float], None]]:
 
     rt = runtime()
     return rt.clock or time.monotonic, rt.sleep or time.sleep
+
+
+def run_control(force: bool = False) -> RunControl:
+    """The lock settings and clocks of a run that writes (execute, resume, abort)."""
+    from kreassign.execute.lock import LockConfig
+    from kreassign.execute.run import RunControl
+
+    rt = runtime()
+    clock, sleep = timing()
+    # The lock's settle wait must not advance an injected clock (tests of the lock inject their own).
+    default = LockConfig(sleep=lambda seconds: None) if rt.sleep is not None else LockConfig()
+    return RunControl(lock=rt.lock or default, force=force, clock=clock, sleep=sleep)
 
 
 def open_port(bootstrap: str | None, command_config: str | None,
@@ -104,6 +120,19 @@ def read_text(path: str) -> str:
         raise AdminCommandFailed(f"{path} (Permission denied)") from None
     except UnicodeDecodeError:
         raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
+
+
+def write_text(path: str, text: str) -> None:
+    """Write a file named on the command line; a missing directory or a permission problem is
+    one clear line, not a traceback."""
+    from kreassign.cluster.errors import InputError, clip
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        hint = " (create the directory first)" if isinstance(exc, FileNotFoundError) else ""
+        raise InputError(f"cannot write {clip(path)}: {exc.strerror or exc}{hint}") from None
 
 
 def read_plan(path: str) -> ParsedReassignment:

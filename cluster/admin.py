@@ -37,7 +37,7 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError, clip
 from kreassign.cluster.model import (
     Broker,
     PartitionInfo,
@@ -588,6 +588,40 @@ class KafkaAdmin:
             topics = {t: _alter_result(raw, "topic", t) for t in sorted(topic_ops)}
         return AlterConfigsResult(brokers=brokers, topics=topics)
 
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        """DescribeConfigs of the default BROKER resource "", answered by any broker."""
+        wanted = sorted(set(keys))
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", wanted)
+
+        # kafka-python's describe_configs insists on integer broker names, so the request is
+        # built and sent with the client's own helpers (kafka-python is pinned to 3.0.12).
+        async def send() -> Any:
+            return await client._manager.send(client._describe_configs_request([resource]))
+
+        response = self._call("describe the cluster-wide configs", lambda: client._manager.run(send))
+        out: dict[str, str] = {}
+        for result in response.results:
+            if result.error_code:
+                raise _translate(Errors.for_code(result.error_code)(result.error_message),
+                                 "describe the cluster-wide configs")
+            for entry in result.configs:
+                if entry.name in wanted and entry.value is not None:
+                    out[entry.name] = entry.value
+        return out
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        """IncrementalAlterConfigs of the default BROKER resource "", sent to any broker."""
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", _alter_ops(ops))
+
+        async def send() -> Any:
+            response = await client._manager.send(client._alter_configs_request([resource], False, True))
+            return client._alter_configs_process_responses([response.responses[0]])
+
+        raw = self._call("alter the cluster-wide configs", lambda: client._manager.run(send))
+        return _alter_result(raw, "broker", "")
+
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
         # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
         # and read-only once set, so kafka-python's pre-check would reject them.
@@ -635,15 +669,48 @@ def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
 
 
 def _bootstrap_message(config: ClientConfig, last_error: BaseException | None) -> str:
+    """Why no broker could be reached, told apart: TLS, authentication, refused, or no answer."""
     servers = ",".join(config.bootstrap_servers)
-    message = (f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s. "
-               "Check --bootstrap-server and that the brokers are running.")
+    head = f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s"
+    kind = connect_failure(last_error)
+    detail = f" ({clip(last_error, 200)})" if last_error is not None else ""
+    if kind == "tls":
+        return (f"{head}: the TLS handshake failed{detail}. Check the brokers' certificates against "
+                "ssl.truststore.* / ssl.ca.location and ssl.endpoint.identification.algorithm in --command-config.")
+    if kind == "auth":
+        return (f"{head}: authentication failed{detail}. Check sasl.mechanism and the username and password "
+                "in sasl.jaas.config (--command-config).")
+    if kind == "refused":
+        return f"{head}: connection refused. Check --bootstrap-server and that the brokers are running."
+    message = f"{head}. Check --bootstrap-server and that the brokers are running."
     if config.security_protocol != "PLAINTEXT":
         message += (f" The connection uses {config.security_protocol}: also check the ssl.* and "
                     "sasl.* settings in --command-config.")
     if last_error is not None:
-        message += f" Last error: {last_error}"
+        message += f" Last error: {clip(last_error, 200)}"
+    else:
+        message += (" Nothing answered at all: a firewall dropping packets, or brokers too slow to answer; "
+                    "a longer --request-timeout waits longer.")
     return message
+
+
+def connect_failure(error: BaseException | None) -> str:
+    """The kind of a bootstrap failure: "tls", "auth", "refused" or "timeout"."""
+    import ssl
+
+    if error is None:
+        return "timeout"
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError) or any(w in str(seen) for w in ("SSL", "CERTIFICATE", "certificate",
+                                                                          "Handshake failed")):
+            return "tls"
+        if isinstance(seen, Errors.SaslAuthenticationFailedError):
+            return "auth"
+        if isinstance(seen, ConnectionRefusedError) or "Connection refused" in str(seen) or "ECONNREFUSED" in str(seen):
+            return "refused"
+        seen = seen.__cause__ or seen.__context__
+    return "timeout"
 
 
 def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],

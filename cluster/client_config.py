@@ -57,10 +57,12 @@ class AdminTimeouts:
         """These timeouts with the whole operation limited to `timeout_s` seconds."""
         if timeout_s <= 0:
             raise InputError(f"the timeout must be positive, got {timeout_s:g}s")
+        # The connect wait follows the timeout both ways: a longer timeout given on the command
+        # line also waits longer for a slow bootstrap, a shorter one gives up sooner.
         return replace(
             self, api_timeout_s=timeout_s,
             request_timeout_s=min(self.request_timeout_s, timeout_s),
-            connect_timeout_s=min(self.connect_timeout_s, timeout_s),
+            connect_timeout_s=timeout_s,
         )
 
 
@@ -269,6 +271,9 @@ def parse_jaas_config(text: str) -> JaasConfig:
                              f"(problem at '{tokens[i][1]}')")
         options[tokens[i][1]] = tokens[i + 2][1]
         i += 3
+    if i >= len(tokens):
+        raise InputError("sasl.jaas.config must end with ';' after the last option, as Kafka requires "
+                         '(e.g. ... password="secret";)')
     if i + 1 < len(tokens):
         raise InputError("sasl.jaas.config must hold exactly one login module; "
                          "kreassign found text after the first ';'")

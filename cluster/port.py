@@ -212,6 +212,15 @@ class ClusterPort(Protocol):
         """Move replicas to another log dir of their broker."""
         ...
 
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        """The dynamic cluster-wide broker configs (the default BROKER resource "") among `keys`
+        that are set, with their values."""
+        ...
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        """SET/DELETE keys of the cluster-wide broker configs (the default BROKER resource "")."""
+        ...
+
     def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,
                       preferred: bool = True) -> dict[TopicPartition, ApiError | None]:
         """Run a preferred (or unclean) leader election; None means the leader is as wanted."""

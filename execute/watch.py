@@ -81,6 +81,7 @@ class WatchRequest:
     leader_rate: int | None = None
     follower_rate: int | None = None
     additional: bool = False
+    retarget_in_flight: bool = False
     auto: AutoThrottlePolicy | None = None
     capacities: Capacities | None = None
     network_capacity: tuple[float, float] | None = None
@@ -175,6 +176,8 @@ class ProgressEvent:
     stalls: tuple[StallDiagnosis, ...] = ()
     """the stalls reported before this poll and not cleared (this poll's changes follow as
     `stalled` and `stall-cleared` events)"""
+    down: tuple[int, ...] = ()
+    """brokers of the moves that did not answer this poll (their moves cannot progress)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
@@ -184,7 +187,8 @@ class ProgressEvent:
                                "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
                                "canary": [c.to_dict() for c in self.canary],
                                "canary_impact": [i.to_dict() for i in self.canary_impact],
-                               "stalls": [s.to_dict() for s in self.stalls]}
+                               "stalls": [s.to_dict() for s in self.stalls],
+                               "brokers_not_answering": list(self.down)}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -326,6 +330,7 @@ class _Loop:
     sampled: dict[TopicPartition, float] = field(default_factory=dict)
     """write rates measured before the first poll; the polls' own estimates replace them"""
     rates_origin: WriteRates | None = None
+    guard: Callable[[str], None] | None = None
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
     baseline_p99: dict[int, float] = field(default_factory=dict)
     """each broker's first measured produce p99: the baseline of --max-impact"""
@@ -384,6 +389,8 @@ class _Loop:
         return None if self.request.targets is None else {t.tp for t in self.request.targets}
 
     def poll(self, now: float) -> _Poll:
+        if self.guard is not None and self.pacer is not None:
+            self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
         in_flight = self.port.list_reassignments()
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
@@ -571,7 +578,8 @@ class _Loop:
 
 def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | None,
           clock: Callable[[], float], sleep: Callable[[float], None],
-          emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+          emit: Callable[[WatchEvent], None] = lambda event: None,
+          guard: Callable[[str], None] | None = None) -> WatchResult:
     """Watch (and with a pace, submit) reassignments until they finish, stall or time out.
 
     Returns the exit status: OK when everything finished (throttles restored unless kept),
@@ -584,7 +592,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
-    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
+                 guard=guard)
     loop.sample_writes(clock, sleep)
     loop.scrape_baseline(clock())
     start = clock()
@@ -595,7 +604,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             raise InputError("pacing needs the plan: give the reassignment JSON file")
         loop.pacer = Pacer(port, request.targets, request.pace, leader_rate=request.leader_rate,
                            follower_rate=request.follower_rate, store=None if request.dry_run else store,
-                           additional=request.additional)
+                           additional=request.additional, interval_s=request.interval_s,
+                           retarget_in_flight=request.retarget_in_flight, guard=guard)
         loop.pacer.start()
         if request.dry_run:
             in_flight = port.list_reassignments()
@@ -627,7 +637,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         rows = broker_rows(view, throttles)
         emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
                            brokers=rows, client=client, client_note=client_note, canary=canary,
-                           canary_impact=canary_impact, stalls=tuple(loop.reported.values())))
+                           canary_impact=canary_impact, stalls=tuple(loop.reported.values()),
+                           down=tuple(sorted(poll.report.unreachable))))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

@@ -24,7 +24,7 @@ with warnings.catch_warnings():
     from kafka.structs import TopicPartition as KTP
     from kafka.structs import TopicPartitionReplica as KTPR
 
-from kreassign.cluster.admin import KafkaAdmin, api_error, open_admin
+from kreassign.cluster.admin import KafkaAdmin, api_error, connect_failure, open_admin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, ExitStatus, InputError
 from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition, TopicPartitionReplica
@@ -688,7 +688,9 @@ def test_connect_timeout_message() -> None:
     with pytest.raises(ClusterUnreachable) as err:
         KafkaAdmin.connect(config(), client_factory=factory)
     assert str(err.value) == ("Could not reach any broker at 127.0.0.1:9092 within 10s. "
-                              "Check --bootstrap-server and that the brokers are running.")
+                              "Check --bootstrap-server and that the brokers are running. Nothing answered at "
+                              "all: a firewall dropping packets, or brokers too slow to answer; a longer "
+                              "--request-timeout waits longer.")
 
 
 def test_connect_timeout_message_names_tls_and_last_error() -> None:
@@ -705,9 +707,21 @@ def test_connect_timeout_message_names_tls_and_last_error() -> None:
 
     with pytest.raises(ClusterUnreachable) as err:
         KafkaAdmin.connect(ssl_config, client_factory=factory)
-    assert str(err.value).endswith(
-        "The connection uses SSL: also check the ssl.* and sasl.* settings in --command-config. "
-        "Last error: KafkaConnectionError: Handshake failed: bad cert")
+    assert str(err.value) == (
+        "Could not reach any broker at h:9093 within 10s: the TLS handshake failed (KafkaConnectionError: "
+        "Handshake failed: bad cert). Check the brokers' certificates against ssl.truststore.* / "
+        "ssl.ca.location and ssl.endpoint.identification.algorithm in --command-config.")
+
+
+@pytest.mark.parametrize("error, expected", [
+    (None, "timeout"), (ConnectionRefusedError(111, "Connection refused"), "refused"),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), "refused"),
+    (Errors.SaslAuthenticationFailedError("bad password"), "auth"),
+    (Errors.KafkaConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), "tls"),
+    (Errors.KafkaConnectionError("socket disconnected"), "timeout"),
+])
+def test_bootstrap_failures_are_told_apart(error: BaseException | None, expected: str) -> None:
+    assert connect_failure(error) == expected
 
 
 @pytest.mark.parametrize("error, kind, text", [

@@ -205,6 +205,11 @@ def test_rendering() -> None:
     assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
     assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
         "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+    down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
+    assert summary_line(down).endswith("model 20s; brokers 3,4 not answering")
+    assert down.to_dict()["brokers_not_answering"] == [3, 4]
+    screen.update(down)
+    assert "Brokers 3,4 do not answer: their moves cannot progress." in screen_text(screen)
 
 
 def screen_text(screen: WatchScreen) -> str:

@@ -1,7 +1,9 @@
 """`kreassign execute|verify|cancel|list|resume|abort`: live operations as subcommands.
 
 Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
-extras on stderr; `--output json` prints one JSON document with a stable schema instead.
+extras on stderr, except `execute`, which prints a short summary for a person (Kafka's text stays
+on the Kafka-compatible front door); `--output json` prints one JSON document with a stable
+schema instead.
 Every command that writes has `--dry-run`. The work is done by `kreassign.execute.operations`;
 a paced `execute` and `verify --watch` run the watch loop of `kreassign.execute.watch` and print
 its events as `kreassign watch` does. Tests inject the connection, the clock and the sleeper

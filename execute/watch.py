@@ -110,6 +110,7 @@ class WatchRequest:
 
 
 _CANARY_BASELINE_ROUNDS = 3
+_MIN_METRICS_WINDOW_S = 1.0  # counters read closer together than this give no rate yet
 STALL_CLEAR_POLLS = 2
 """a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
 move that stalls and recovers on alternate polls is reported once, not on every poll)"""
@@ -330,6 +331,8 @@ class _Loop:
     sampled: dict[TopicPartition, float] = field(default_factory=dict)
     """write rates measured before the first poll; the polls' own estimates replace them"""
     rates_origin: WriteRates | None = None
+    topic_bytes_in: dict[str, float] = field(default_factory=dict)
+    """bytes/s written to each topic, from the brokers' metrics at the last poll"""
     guard: Callable[[str], None] | None = None
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
     baseline_p99: dict[int, float] = field(default_factory=dict)
@@ -355,8 +358,13 @@ class _Loop:
         notes: list[str] = []
         readings = read_brokers(endpoints, self.request.metric_names, now, warn=notes.append)
         out = {b: broker_metrics(self.scraped[b], r) for b, r in readings.items()
-               if b in self.scraped and r.at > self.scraped[b].at}
-        self.scraped.update(readings)
+               if b in self.scraped and r.at - self.scraped[b].at >= _MIN_METRICS_WINDOW_S}
+        self.scraped.update({b: r for b, r in readings.items() if b in out or b not in self.scraped})
+        topics: dict[str, float] = {}
+        for m in out.values():
+            for topic, rate in m.bytes_in_bps.items():
+                topics[topic] = topics.get(topic, 0.0) + rate
+        self.topic_bytes_in = topics
         note = missing_note(out)
         return tuple(out[b] for b in sorted(out)), "; ".join(notes + ([note] if note else [])) or None
 
@@ -372,14 +380,25 @@ class _Loop:
         second, _, note2 = take_reading(self.port, parts, clock, with_offsets=first.offsets is not None)
         self.sampled, self.rates_origin = sampled_rates(first, second, (note1, note2), None)
 
-    def write_rates(self) -> dict[TopicPartition, float]:
-        return {**self.sampled, **self.tracker.write_rates()}
+    def write_rates(self, partitions: Mapping[TopicPartition, PartitionInfo] | None = None) -> dict[TopicPartition, float]:
+        """Each partition's write rate: the polls' own estimate, else the sample, else its share of
+        its topic's bytes in from the brokers' metrics (spread evenly over the topic's partitions)."""
+        spread: dict[TopicPartition, float] = {}
+        if self.topic_bytes_in and partitions:
+            counts: dict[str, int] = {}
+            for tp in partitions:
+                counts[tp.topic] = counts.get(tp.topic, 0) + 1
+            spread = {tp: self.topic_bytes_in[tp.topic] / counts[tp.topic] for tp in partitions
+                      if tp.topic in self.topic_bytes_in}
+        return {**spread, **self.sampled, **self.tracker.write_rates()}
 
     def rates_now(self, view: ProgressView) -> WriteRates | None:
         """How the model's write rates were measured: the sample, else the polls once every
         moving partition has two of them; None while some are unknown."""
         if self.rates_origin is not None:
             return self.rates_origin
+        if self.topic_bytes_in:
+            return WriteRates("measured", method="metrics", note="bytes in per topic from the brokers' metrics")
         if view.active and all(m.write_bps is not None for m in view.active):
             return WriteRates("measured", method="sizes", note="from successive polls of the log sizes")
         return None
@@ -415,7 +434,7 @@ class _Loop:
             return None, None
         capacities = {b: self.request.capacity(b) for b in self.broker_ids}
         live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
-                                write_rates=self.write_rates(), pending=pending,
+                                write_rates=self.write_rates(poll.partitions), pending=pending,
                                 limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
                                 capacities=capacities)
         return live, diagnose(live)
@@ -463,11 +482,11 @@ class _Loop:
             self.canary_baseline = {b: lat.p99_ms for b, lat in summarize(
                 [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).items()
                 if lat.p99_ms is not None}
-        if self.request.metrics is None or self.request.auto is None or self.request.auto.max_impact is None:
+        if self.request.metrics is None:
             return
-        for b, r in read_brokers(self.request.metrics, self.request.metric_names, now).items():
-            if r.produce_ms.get("0.99"):
-                self.baseline_p99[b] = r.produce_ms["0.99"]
+        self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)  # the first poll has a window
+        if self.request.auto is not None and self.request.auto.max_impact is not None:
+            self.baseline_p99 = {b: r.produce_ms["0.99"] for b, r in self.scraped.items() if r.produce_ms.get("0.99")}
 
     def impact_rates(self, policy: AutoThrottlePolicy, sides: Mapping[int, tuple[bool, bool]], current: Rates,
                      client: Sequence[BrokerMetrics], rows: Sequence[BrokerRow], deadline: Rates | None,
@@ -595,8 +614,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
                  guard=guard)
     loop.sample_writes(clock, sleep)
-    loop.scrape_baseline(clock())
     start = clock()
+    loop.scrape_baseline(0.0)
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -629,8 +648,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         throttles = read_throttle_view(port, brokers=throttle_brokers,
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
-        live, eta = loop.model(view, poll, throttles)
         client, client_note = loop.client_metrics(now)
+        live, eta = loop.model(view, poll, throttles)
         canary, canary_impact = loop.canary_now()
         if canary:
             client_note = None if client else "from the canary (no --metrics-url)"

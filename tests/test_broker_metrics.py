@@ -178,3 +178,34 @@ def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def test_topic_bytes_in_from_metrics_are_the_write_rates_of_the_first_model_eta(tmp_path: Path) -> None:
+    """Without a sample, the brokers' bytes in per topic are a write-rate source: spread over the
+    topic's partitions, for partitions the polls have no estimate of yet (a paced plan's pending
+    ones); the progress says where the rates came from."""
+    exporter = Exporter()
+    registry = CollectorRegistry()
+    registry.register(exporter)  # type: ignore[arg-type]
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        fake = GrowingCluster()
+        fake.write[TP] = 2_000_000.0
+        fake.alter_reassignments({TP: [1, 3]})
+
+        def sleep(seconds: float) -> None:
+            fake.advance(seconds)
+            exporter.bytes_in += 4_000_000 * seconds  # topic t: 2 partitions, 2 MB/s each
+
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        ran = invoke(fake, "watch", "--interval", "5s", "--stop-after", "5s", "--sample", "0", "--metrics-url",
+                     f"1={url}", "--output", "json", "--journal-dir", str(tmp_path),
+                     runtime=Runtime(clock=lambda: fake.now, sleep=sleep))
+        progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]
+        second = progress[1]
+        assert second["client"][0]["bytes_in_bps"] == {"t": 4_000_000.0}
+        assert (second["write_rates"]["known"], second["write_rates"]["method"]) == (True, "metrics")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -307,3 +307,13 @@ def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -
     assert etas[10.0][0] == pytest.approx(70 / 3, rel=0.01)
     assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
                              "measured_at": None, "note": OFFSETS_MISSING}
+
+
+def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
+    from kreassign.execute.watch import _Loop
+
+    loop = _Loop(GrowingCluster(), WatchRequest(), None, lambda e: None, [1, 2, 3, 4])
+    loop.topic_bytes_in = {"t": 4_000_000.0}
+    loop.sampled = {TP: 1_000_000.0}
+    partitions = {TP: None, TopicPartition("t", 1): None, TopicPartition("u", 0): None}
+    assert loop.write_rates(partitions) == {TP: 1_000_000.0, TopicPartition("t", 1): 2_000_000.0}  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
     from kreassign.cluster.snapshot import write_snapshot
     from kreassign.cli.runtime import load_state
     from kreassign.cluster.units import format_bytes
+    from kreassign.cluster.write_sample import rates_line
 
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample, with_sizes=not no_sizes)
     write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
@@ -30,3 +31,4 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
         f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
         f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "
         f"{len(state.reassignments)} reassignment(s) in flight.", err=True)
+    click.echo(rates_line(state.rates_origin()), err=True)

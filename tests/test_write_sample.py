@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -75,3 +76,25 @@ def test_sample_of_the_sandbox_matches_its_write_rates(sandbox_factory: Callable
         assert notes == [OFFSETS_MISSING] and state.write_rates.note == OFFSETS_MISSING
     else:
         assert notes == [] and state.write_rates.method == "offsets+sizes"
+
+
+@pytest.mark.e2e
+def test_snapshot_command_samples_and_records_the_window(sandbox_factory: Callable[..., SandboxCluster],
+                                                         tmp_path: Path) -> None:
+    import json
+
+    from kreassign.cli.runtime import Runtime
+    from test_throttle_cmd import invoke
+
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("w", 2, 2, 10_000_000, 100_000.0)])
+    out = tmp_path / "s.json"
+    ran = invoke(None, "snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "20s", "-f", str(out),
+                 runtime=Runtime(clock=lambda: sb.now, sleep=sb.advance))
+    assert ran.exit_code == 0, ran.output
+    assert "Write rates: measured over 20s from log end offsets and sizes." in ran.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["version"] == 2 and doc["write_rates"]["window_s"] == pytest.approx(20.0)
+    truth = {p.index: float(sb.engine.produce_bps[p.row]) for p in sb.engine.rows}
+    assert {p["partition"]: p["produce_bps"] for p in doc["partitions"]} == pytest.approx(truth, rel=1e-3)
+    skipped = invoke(None, "snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "0", "-f", str(out))
+    assert "Write rates unknown, taken as 0" in skipped.stderr

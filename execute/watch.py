@@ -475,16 +475,16 @@ class _Loop:
         self.stalls.extend(fresh)
         return fresh
 
-    def scrape_baseline(self, now: float) -> None:
-        """Each broker's produce p99 before the first poll (canary and metrics): the baselines of
-        the client impact."""
+    def read_baselines(self, now: float) -> None:
+        """Before the first poll: the canary's p99 per broker and the brokers' first metrics
+        reading (the start of the counters' first window, and with --max-impact the p99 baseline)."""
         if self.request.canary is not None:
             self.canary_baseline = {b: lat.p99_ms for b, lat in summarize(
                 [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).items()
                 if lat.p99_ms is not None}
         if self.request.metrics is None:
             return
-        self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)  # the first poll has a window
+        self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)
         if self.request.auto is not None and self.request.auto.max_impact is not None:
             self.baseline_p99 = {b: r.produce_ms["0.99"] for b, r in self.scraped.items() if r.produce_ms.get("0.99")}
 
@@ -615,7 +615,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                  guard=guard)
     loop.sample_writes(clock, sleep)
     start = clock()
-    loop.scrape_baseline(0.0)
+    loop.read_baselines(0.0)
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError

@@ -210,6 +210,7 @@ class SandboxCluster:
             self.engine.stop_broker(broker_id)
         if self._running:
             self.server.call(self.server.close_listener(broker_id))
+            self.server.notify()  # a smaller ISR may complete parked produces and fetches
 
     def start_broker(self, broker_id: int) -> None:
         """Restart a stopped broker on its old port; its replicas catch up and rejoin the ISR."""

@@ -52,6 +52,19 @@ def _leader_check(ctx: Context, p: PartitionState | None, current_epoch: int = -
     return codes.NONE
 
 
+def _new_leader(ctx: Context, p: PartitionState | None, code: int) -> int | None:
+    """KIP-951: the live leader to name in a NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answer."""
+    if p is None or code not in (codes.NOT_LEADER_OR_FOLLOWER, codes.FENCED_LEADER_EPOCH):
+        return None
+    b = ctx.engine.brokers.get(p.leader)
+    return p.leader if b is not None and b.alive and p.leader != ctx.broker_id else None
+
+
+def _endpoints(ctx: Context, cls: Any, v: int, leaders: set[int]) -> list[Any]:
+    return [cls(version=v, node_id=b, host=ctx.host, port=ctx.ports[b], rack=ctx.engine.brokers[b].rack)
+            for b in sorted(leaders)]
+
+
 # ---- Produce --------------------------------------------------------------------------------------
 @dataclass
 class _Produced:
@@ -146,6 +159,7 @@ def _produce_response(v: int, results: list[_Produced], late: set[int], ctx: Con
     data = ctx.data
     assert data is not None
     by_topic: dict[tuple[str, uuid.UUID | None], list[Any]] = {}
+    leaders: set[int] = set()
     for r in results:
         code, msg = r.code, r.message
         if code == codes.NONE and id(r) in late:
@@ -156,12 +170,19 @@ def _produce_response(v: int, results: list[_Produced], late: set[int], ctx: Con
                 code, msg = codes.REQUEST_TIMED_OUT, None
         ok = code == codes.NONE and r.appended is not None
         log_start = data.log(r.partition).log_start if r.partition is not None and ok else -1
+        extra = {}
+        leader = _new_leader(ctx, r.partition, code) if v >= 10 else None
+        if leader is not None and r.partition is not None:
+            extra["current_leader"] = P.LeaderIdAndEpoch(version=v, leader_id=leader,
+                                                         leader_epoch=r.partition.leader_epoch)
+            leaders.add(leader)
         by_topic.setdefault((r.topic, r.topic_id), []).append(P(
             version=v, index=r.index, error_code=code, base_offset=r.appended.base_offset if ok and r.appended else -1,
-            log_append_time_ms=-1, log_start_offset=log_start, record_errors=[], error_message=msg))
+            log_append_time_ms=-1, log_start_offset=log_start, record_errors=[], error_message=msg, **extra))
     topics = [T(version=v, name=name, topic_id=tid or uuid.UUID(int=0), partition_responses=parts)
               for (name, tid), parts in by_topic.items()]
-    return R(version=v, responses=topics, throttle_time_ms=throttle)
+    return R(version=v, responses=topics, throttle_time_ms=throttle,
+             node_endpoints=_endpoints(ctx, R.NodeEndpoint, v, leaders))
 
 
 # ---- Fetch ------------------------------------------------------------------------------------------
@@ -245,6 +266,7 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
     assert data is not None
     budget = max_bytes
     by_topic: dict[tuple[str, uuid.UUID | None], list[Any]] = {}
+    leaders: set[int] = set()
     moved = 0
     for w in wants:
         p = ctx.engine.partition(w.topic, w.index)
@@ -260,18 +282,25 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
             if w.offset > log.leo or w.offset < start:
                 code = codes.OFFSET_OUT_OF_RANGE
             elif budget > 0 and w.offset < hw:
-                records = log.read(w.offset, min(w.max_bytes, budget), hw)
+                # KIP-74: only the first partition with data may exceed the limits with one batch
+                records = log.read(w.offset, min(w.max_bytes, budget), hw, at_least_one=moved == 0)
                 budget -= len(records)
                 moved += len(records)
+        extra = {}
+        leader = _new_leader(ctx, p, code) if v >= 12 else None
+        if leader is not None and p is not None:
+            extra["current_leader"] = P.LeaderIdAndEpoch(version=v, leader_id=leader, leader_epoch=p.leader_epoch)
+            leaders.add(leader)
         by_topic.setdefault((w.topic, w.topic_id), []).append(P(
             version=v, partition_index=w.index, error_code=code, high_watermark=hw, last_stable_offset=lso,
-            log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records))
+            log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records, **extra))
     throttle = ctx.quotas.fetch_throttle_ms(ctx.client_id, ANONYMOUS, moved, now) if consumer else 0
     if throttle > 0:
         return R(version=v, throttle_time_ms=throttle, error_code=codes.NONE, session_id=0, responses=[])
     topics = [T(version=v, topic=name, topic_id=tid or uuid.UUID(int=0), partitions=parts)
               for (name, tid), parts in by_topic.items()]
-    return R(version=v, throttle_time_ms=0, error_code=codes.NONE, session_id=0, responses=topics)
+    return R(version=v, throttle_time_ms=0, error_code=codes.NONE, session_id=0, responses=topics,
+             node_endpoints=_endpoints(ctx, R.NodeEndpoint, v, leaders) if v >= 16 else [])
 
 
 # ---- ListOffsets, InitProducerId, OffsetForLeaderEpoch ------------------------------------------------

@@ -266,10 +266,11 @@ class PartitionLog:
         self.hw = min(self.hw, self.leo)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, upper: int) -> bytes:
-        """Whole batches from the one holding `offset`, below offset `upper`, up to `max_bytes`
-        (the first batch is returned even if larger, KIP-74)."""
-        return b"".join(self._chunks(bisect.bisect_left(self.cols["last"], offset), max_bytes, upper))
+    def read(self, offset: int, max_bytes: int, upper: int, *, at_least_one: bool = True) -> bytes:
+        """Whole batches from the one holding `offset`, below offset `upper`, up to `max_bytes`;
+        with `at_least_one` the first batch comes even if larger (KIP-74's first partition)."""
+        first = bisect.bisect_left(self.cols["last"], offset)
+        return b"".join(self._chunks(first, max_bytes, upper, at_least_one))
 
     def readable_bytes(self, offset: int, upper: int) -> int:
         """How many bytes of batches lie between `offset` and `upper` (for fetch min_bytes)."""
@@ -277,7 +278,7 @@ class PartitionLog:
         end = bisect.bisect_left(self.cols["last"], upper)
         return int(sum(self.cols["size"][first:end])) if end > first else 0
 
-    def _chunks(self, first: int, max_bytes: int, upper: int) -> Iterator[bytes]:
+    def _chunks(self, first: int, max_bytes: int, upper: int, at_least_one: bool) -> Iterator[bytes]:
         """Contiguous runs of batches, one `pread` per segment touched."""
         cols = self.cols
         n = len(cols["base"])
@@ -288,11 +289,13 @@ class PartitionLog:
             full = False
             while j < n and cols["last"][j] < upper and self._segment_of(j) is seg:
                 size = int(cols["size"][j])
-                if total > 0 and total + size > max_bytes:
+                if total + size > max_bytes and (total > 0 or not at_least_one):
                     full = True
                     break
                 total += size
                 j += 1
+            if j == i:
+                return
             start = int(cols["pos"][i])
             yield os.pread(seg.log_fd, int(cols["pos"][j - 1] + cols["size"][j - 1]) - start, start)
             if full:

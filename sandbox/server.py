@@ -35,6 +35,16 @@ log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 MAX_STEPS_PER_TICK = 2000
+
+
+@dataclass
+class Listener:
+    broker_id: int
+    port: int
+    server: asyncio.Server | None = None
+    writers: set[asyncio.StreamWriter] = field(default_factory=set)
+
+
 CLOSE = object()
 TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 
@@ -46,14 +56,6 @@ class Parked:
     op: Delayed
     future: asyncio.Future[Any]
     broker_id: int
-
-
-@dataclass
-class Listener:
-    broker_id: int
-    port: int
-    server: asyncio.Server | None = None
-    writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
 
 class SandboxServer:
@@ -147,6 +149,7 @@ class SandboxServer:
                 await self.open_listener(b)
         if self.clock.ticking:
             self._tasks.append(asyncio.create_task(self._ticker()))
+            self._tasks.append(asyncio.create_task(self._data_ticker()))
         if self.on_save is not None:
             self._tasks.append(asyncio.create_task(self._saver()))
 
@@ -212,7 +215,14 @@ class SandboxServer:
             with self.lock:
                 limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
                 self.engine.run_until(min(target, limit))
-                if self.data is not None:
+
+    async def _data_ticker(self) -> None:
+        """Beside the engine's ticker: log-dir copies follow sandbox time, and parked requests are
+        looked at again (ISR changes and replica progress happen in engine ticks)."""
+        while True:
+            await asyncio.sleep(TICK_WALL_SECONDS)
+            if self.data is not None:
+                with self.lock:
                     self.data.tick(self.engine.now)
             self.poke()
 

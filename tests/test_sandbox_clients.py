@@ -84,7 +84,8 @@ class Confluent:
         return got
 
     def high_watermarks(self) -> dict[int, int]:
-        consumer = self.ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "assign-only"})
+        consumer = self.ck.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "assign-only",
+                                     "enable.auto.commit": False})
         try:
             return {p: consumer.get_watermark_offsets(self.ck.TopicPartition(TOPIC, p), timeout=10)[1]
                     for p in range(PARTITIONS)}
@@ -291,3 +292,30 @@ def test_live_confluent_clients_ride_through_a_leader_change(sandbox_factory: Ca
     assert sb.timings.count.get("OffsetForLeaderEpoch", 0) > 0  # positions were validated (KIP-320)
     for p in range(PARTITIONS):
         assert got[p] == [message(p, seq) for seq in range(2 * N // PARTITIONS)]
+
+
+@pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_stored_as_sent(compression: str, sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """The leader checks the batch header and CRC only (no recompression); consumers decompress."""
+    import confluent_kafka as ck
+
+    sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec(TOPIC, 1, 1, 0, 0.0)], clock=ScaledClock(1.0))
+    producer = ck.Producer({"bootstrap.servers": sb.bootstrap, "compression.type": compression, "linger.ms": 20})
+    values = [f"{compression}-{i}".encode() * 20 for i in range(200)]
+    for v in values:
+        producer.produce(TOPIC, value=v, partition=0)
+    assert producer.flush(10) == 0
+    with sb.locked() as eng:
+        p0 = eng.partition(TOPIC, 0)
+        assert eng.log_end[p0.row] == sb.data.log(p0).byte_end > 0  # the stored (compressed) bytes count
+    consumer = ck.Consumer({"bootstrap.servers": sb.bootstrap, "group.id": "assign-only", "enable.auto.commit": False})
+    consumer.assign([ck.TopicPartition(TOPIC, 0, ck.OFFSET_BEGINNING)])
+    got: list[bytes] = []
+    try:
+        for _ in range(POLL_LIMIT):
+            if len(got) >= len(values):
+                break
+            got += [m.value() for m in consumer.consume(num_messages=1000, timeout=0.1) if m.error() is None]
+    finally:
+        consumer.close()
+    assert got == values

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from kafka.protocol.admin import DescribeLogDirsRequest
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest
 from kafka.protocol.producer import ProduceRequest
 
 from kreassign.sandbox import codes
@@ -19,6 +19,7 @@ from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers_admin import describe_log_dirs
 from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
+from kreassign.sandbox.wire import encode_response
 from tests.test_sandbox_log import batch
 
 ROUND = 0.01  # FetchConfig.round_s: in-sync followers fetch once per round
@@ -139,6 +140,15 @@ def test_not_leader_and_leader_epochs_after_a_leader_change(world: tuple[Engine,
         codes.UNKNOWN_LEADER_EPOCH
     assert part_result(fetch(ctx(eng, data, 3, 0.0), 12, fetch_req(0, 0, epoch=old_epoch + 1))).error_code == \
         codes.NOT_LEADER_OR_FOLLOWER
+    # KIP-951: the answer names the new leader (and, from Fetch v16 / Produce v10, where it listens)
+    stale = fetch(ctx(eng, data, 3, 0.0), 16, fetch_req(0, 0, epoch=old_epoch + 1, v=16))
+    p = part_result(stale)
+    assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (2, old_epoch + 1)
+    assert [(n.node_id, n.host) for n in stale.node_endpoints] == [(2, "127.0.0.1")]
+    moved = produce(ctx(eng, data, 3, 0.0), 10, produce_req(0, batch([b"a"]), acks=1, v=10))
+    assert part_result(moved).current_leader.leader_id == 2 and [n.node_id for n in moved.node_endpoints] == [2]
+    decoded = FetchResponse.decode(encode_response(stale, 5)[4:], version=16, header=True)
+    assert part_result(decoded).current_leader.leader_id == 2  # the tagged fields survive the wire
 
 
 def test_fetch_waits_for_min_bytes_below_the_high_watermark(world: tuple[Engine, DataPlane]) -> None:

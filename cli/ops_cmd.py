@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.options import COUNT, DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _emit(data: dict[str, Any]) -> None:
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Pace the plan: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Pace the plan: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default=None,

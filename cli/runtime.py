@@ -107,7 +107,7 @@ def journal_store(journal_dir: str | None) -> JournalStore:
 
 def read_text(path: str) -> str:
     """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
-    from kreassign.cluster.errors import AdminCommandFailed
+    from kreassign.cluster.errors import AdminCommandFailed, clip
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -119,7 +119,9 @@ def read_text(path: str) -> str:
     except PermissionError:
         raise AdminCommandFailed(f"{path} (Permission denied)") from None
     except UnicodeDecodeError:
-        raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
+        raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file") from None
+    except (OSError, ValueError) as exc:
+        raise AdminCommandFailed(f"{clip(path)} ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def write_text(path: str, text: str) -> None:
@@ -130,9 +132,9 @@ def write_text(path: str, text: str) -> None:
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         hint = " (create the directory first)" if isinstance(exc, FileNotFoundError) else ""
-        raise InputError(f"cannot write {clip(path)}: {exc.strerror or exc}{hint}") from None
+        raise InputError(f"cannot write {clip(path)}: {getattr(exc, 'strerror', None) or exc}{hint}") from None
 
 
 def read_plan(path: str) -> ParsedReassignment:

@@ -29,7 +29,8 @@ def sandbox() -> None:
 @click.option("--speed", default=60.0, show_default=True, type=click.FloatRange(min=0.001),
               help="Sandbox seconds per wall second.")
 @_state_dir_option
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sizes, rates and assignments.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed for sizes, rates and assignments.")
 @click.option("--port-base", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Broker i listens on PORT_BASE+i-1 (0: free ports chosen by the OS).")
 @click.option("--network", "network_bps", default="100MB/s", show_default=True, type=RATE,

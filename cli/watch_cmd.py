@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kreassign.cli.options import (
+    COUNT,
     DEFAULT_SAMPLE_S,
     DURATION,
     PERCENT,
@@ -48,7 +49,7 @@ def rate_options(f: F) -> F:
 @click.option("--pace", "pace_file", type=click.Path(dir_okay=False),
               help="Submit this plan in waves as moves complete (with --max-moves-per-broker and/or "
                    "--max-inflight-bytes), then watch it to the end.")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="With --pace: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="With --pace: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default="plan",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 
 DEFAULT_CLIENT_ID = "reassign-partitions-tool"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -200,7 +200,10 @@ def read_properties(path: str) -> dict[str, str]:
     except IsADirectoryError:
         raise InputError(f"--command-config {path} is a directory, not a properties file") from None
     except PermissionError:
-        raise InputError(f"--command-config file {path} is not readable (permission denied)") from None
+        raise InputError(f"--command-config file {clip(path)} is not readable (permission denied)") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the --command-config file {clip(path)}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -307,8 +310,11 @@ def normalise_pem(text: str, *, key: str) -> str:
 
 
 def _is_pem_file(path: str) -> bool:
-    with open(path, "rb") as handle:
-        head = handle.read(4096)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {clip(path)}: {getattr(exc, 'strerror', None) or exc}") from None
     return b"-----BEGIN " in head
 
 

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import JournalError, KreassignError
+from kreassign.cluster.errors import JournalError, KreassignError, clip
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 
 FORMAT = "kreassign-journal/1"
@@ -183,8 +183,9 @@ class Journal:
             self._fixed_text = json.dumps(self._fixed(), separators=(",", ":"))
         try:
             self._save_checked()
-        except OSError as exc:
-            raise JournalError(f"cannot write the journal {self.path}: {exc.strerror or exc}; give a writable "
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot write the journal {clip(self.path)}: {getattr(exc, 'strerror', None) or exc}; "
+                               "give a writable "
                                f"directory with --journal-dir or ${ENV_JOURNAL_DIR}") from None
 
     def _save_checked(self) -> None:
@@ -372,9 +373,9 @@ class JournalStore:
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise JournalError(f"no journal at {file}") from None
-        except (OSError, ValueError) as exc:
-            raise JournalError(f"cannot read the journal {file}: {exc}") from None
+            raise JournalError(f"no journal at {clip(file)}") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise JournalError(f"cannot read the journal {clip(file)}: {clip(exc, 200)}") from None
         if not isinstance(data, dict):
             raise JournalError(f"{file} is not a kreassign journal")
         journal = Journal.from_json(file, data)
@@ -384,13 +385,23 @@ class JournalStore:
     def find(self, cluster_id: str | None, targets: Iterable[PartitionTarget]) -> Journal | None:
         """The journal of this plan on this cluster, if one exists."""
         path = self.path_for(cluster_id, plan_hash(targets))
-        return self.load(path) if path.exists() else None
+        try:
+            found = path.exists()
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot use the journal directory {clip(self.root)}: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+        return self.load(path) if found else None
 
     def journals(self, cluster_id: str | None, *, open_only: bool = False) -> list[Journal]:
         """Every journal of a cluster, newest first."""
         folder = self.root / _safe_name(cluster_id or UNKNOWN_CLUSTER)
-        if not folder.is_dir():
-            return []
-        found = [self.load(p) for p in folder.glob("*.json")]
+        try:
+            if not folder.is_dir():
+                return []
+            paths = sorted(folder.glob("*.json"))
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot use the journal directory {clip(self.root)}: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+        found = [self.load(p) for p in paths]
         found = [j for j in found if j.is_open or not open_only]
         return sorted(found, key=lambda j: (j.created_at, j.plan_hash), reverse=True)

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from kreassign.cluster.errors import ClusterError, JournalError, KreassignError
+from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
 from kreassign.cluster.port import ClusterPort
 
 LOCK_KEY = "kreassign.execution.lock"
@@ -310,8 +310,9 @@ class ExecutionLock:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             handle = open(self._path, "a+", encoding="utf-8")
-        except OSError as exc:
-            raise JournalError(f"cannot create the lock file {self._path}: {exc.strerror or exc}; give a writable "
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot create the lock file {clip(self._path)}: {getattr(exc, 'strerror', None) or exc}; "
+                               "give a writable "
                                "journal directory with --journal-dir or $KREASSIGN_JOURNAL_DIR") from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

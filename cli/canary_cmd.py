@@ -27,7 +27,7 @@ def canary(bootstrap_server: str | None, command_config: str | None, request_tim
     canary topic. Run it before a move for a baseline (-o json > baseline.json), and during the
     move with --baseline baseline.json to see the impact as a ratio."""
     from kreassign.cli.console import emit_json
-    from kreassign.cli.runtime import open_port, read_text
+    from kreassign.cli.runtime import connect, read_text
     from kreassign.cluster.canary import canary_session
     from kreassign.cluster.client_config import load_client_config
     from kreassign.cluster.client_latency import impact, worst
@@ -41,7 +41,7 @@ def canary(bootstrap_server: str | None, command_config: str | None, request_tim
         except (ValueError, KeyError, TypeError):
             raise click.UsageError(f"{baseline_file} is not the JSON of `kreassign canary -o json`") from None
     config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
-    with open_port(bootstrap_server, command_config, request_timeout) as port:
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         scale = read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
         report = canary_session(port, config, topic=topic, rounds=rounds, interval_s=interval / scale, scale=scale)
     impacts = impact(baseline, report.brokers) if baseline else {}

@@ -38,11 +38,11 @@ def list_subscriptions(bootstrap_server: str | None, command_config: str | None,
                        names: tuple[str, ...], output: str) -> None:
     """List the subscriptions with their metrics, interval and client selectors."""
     from kreassign.cli.console import emit_json
-    from kreassign.cli.runtime import open_port
+    from kreassign.cli.runtime import connect
     from kreassign.cluster.client_metrics import Subscription
     from kreassign.cluster.errors import InputError
 
-    with open_port(bootstrap_server, command_config, request_timeout) as admin:
+    with connect(bootstrap_server, command_config, request_timeout) as admin:
         wanted = list(names) or admin.list_client_metrics()
         if wanted is None:
             raise InputError("this cluster cannot list client-metrics subscriptions (ListConfigResources, "
@@ -76,7 +76,7 @@ def set_subscription(bootstrap_server: str | None, command_config: str | None, r
     """Create or change a subscription (only the keys given change)."""
     import uuid
 
-    from kreassign.cli.runtime import open_port
+    from kreassign.cli.runtime import connect
     from kreassign.cluster.client_metrics import LATENCY_METRICS, set_ops
     from kreassign.cluster.errors import ClusterError
 
@@ -86,7 +86,7 @@ def set_subscription(bootstrap_server: str | None, command_config: str | None, r
     if generate_name and metrics is None:
         metrics = ",".join(LATENCY_METRICS)
     ops = set_ops(metrics, None if interval is None else int(round(interval * 1000)), match)
-    with open_port(bootstrap_server, command_config, request_timeout) as admin:
+    with connect(bootstrap_server, command_config, request_timeout) as admin:
         error = admin.alter_client_metrics(target, ops)
     if error is not None:
         raise ClusterError(f"Could not set client-metrics subscription {target}: {error.message}")
@@ -99,11 +99,11 @@ def set_subscription(bootstrap_server: str | None, command_config: str | None, r
 def delete_subscription(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
                         name: str) -> None:
     """Delete a subscription (its clients stop pushing those metrics)."""
-    from kreassign.cli.runtime import open_port
+    from kreassign.cli.runtime import connect
     from kreassign.cluster.client_metrics import DELETE_ALL
     from kreassign.cluster.errors import ClusterError
 
-    with open_port(bootstrap_server, command_config, request_timeout) as admin:
+    with connect(bootstrap_server, command_config, request_timeout) as admin:
         error = admin.alter_client_metrics(name, DELETE_ALL)
     if error is not None:
         raise ClusterError(f"Could not delete client-metrics subscription {name}: {error.message}")

@@ -20,6 +20,7 @@ from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
 
 CANARY_TOPIC = "__kreassign_canary"
+_CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
 _HEADER = struct.Struct(">d")  # the send time (wall seconds) leads every canary value
 
 
@@ -49,12 +50,14 @@ class CanaryProbe:
         self._filler = b"\0" * max(payload_bytes - _HEADER.size, 0)
         common: dict[str, Any] = {k: v for k, v in config.admin_kwargs().items()
                                   if k not in ("client_id", "request_timeout_ms", "bootstrap_timeout_ms", "api_version")}
+        common["bootstrap_timeout_ms"] = int(min(config.timeouts.connect_timeout_s, _CONNECT_S) * 1000)
         try:
             self.producer = KafkaProducer(acks="all", linger_ms=0, retries=0, request_timeout_ms=int(timeout_s * 1000),
+                                          max_block_ms=int(min(timeout_s, _CONNECT_S) * 1000),
                                           client_id="kreassign-canary", **common)
             self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, client_id="kreassign-canary",
                                           fetch_max_wait_ms=10, **common)
-        except KafkaError as exc:
+        except (KafkaError, ValueError, OSError) as exc:
             raise ClusterError(f"Could not start the canary clients: {exc}") from exc
         parts = [KafkaTopicPartition(topic, p) for p in sorted(leaders)]
         self.consumer.assign(parts)
@@ -65,7 +68,9 @@ class CanaryProbe:
             try:
                 self.producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
             except KafkaError as exc:
-                self.notes.append(f"partition {p}: the warm-up record failed: {exc}")
+                self.close()
+                raise ClusterError(f"The canary could not write to {topic}-{p}: {exc}. Check that the brokers "
+                                   "are reachable from here with an ordinary client (--command-config).") from exc
         self.consumer.poll(timeout_ms=0)
 
     def measure(self, rounds: int = 1, *, interval_s: float = 0.0,

@@ -170,3 +170,17 @@ def test_plan_names_moves_that_never_finish_before_they_start(state: ClusterStat
     assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
     assert doc["write_rates"]["source"] == "given"
     assert build_plan_report(state, PLAN).eta_s is None  # no throttle, no ETA
+
+
+def test_moves_release_the_in_sync_replication_of_the_followers_they_replace() -> None:
+    from kreassign.planner.diff import diff_plan
+
+    brokers = [Broker(i) for i in (1, 2, 3, 4, 5)]
+    parts = [PartitionInfo("a", 0, (1, 2, 3), leader=1, isr=(1, 2, 3), produce_bps=6.0),  # replace 3: in sync
+             PartitionInfo("a", 1, (1, 2, 3), leader=1, isr=(1, 2), produce_bps=6.0),  # replace 3: out of sync
+             PartitionInfo("a", 2, (1, 2), leader=1, isr=(1, 2), produce_bps=6.0),  # grow to RF 3: nothing goes
+             PartitionInfo("a", 3, (1, 2, 3), leader=1, isr=(1, 2, 3), produce_bps=6.0)]  # replace 2 and 3 by 4 and 5
+    state = ClusterState.from_partitions(brokers, parts)
+    moves = diff_plan(state, [PartitionTarget("a", 0, (1, 2, 4)), PartitionTarget("a", 1, (1, 2, 4)),
+                              PartitionTarget("a", 2, (1, 2, 4)), PartitionTarget("a", 3, (1, 4, 5))]).moves
+    assert moves.released_bps.tolist() == [6.0, 0.0, 0.0, 6.0, 6.0]

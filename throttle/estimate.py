@@ -46,6 +46,13 @@ def nice_ceil(value: float) -> int:
 EXACT_UP_TO = 2_000
 """plans with at most this many moves are modelled event by event (tolerance 0: milliseconds);
 bigger ones batch completions (DEFAULT_TOLERANCE), which can overstate the tail a few percent"""
+
+
+def tolerance_for(moves: int) -> float:
+    """The event batching of the model for a plan this big (see EXACT_UP_TO)."""
+    return 0.0 if moves <= EXACT_UP_TO else DEFAULT_TOLERANCE
+
+
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
 
@@ -233,18 +240,17 @@ def estimate_moves(
     order: Order = "plan",
     fetch: FetchLimits | None = None,
     tolerance: float | None = None,
-    released_bps: np.ndarray | None = None,
 ) -> EstimateResult:
-    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` (the planner's Moves);
-    `released_bps` as `from_moves` takes it (`released_writes` computes it for a plan).
+    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` and optionally
+    `released_bps` (the planner's Moves).
 
     Raises:
         InputError: bad rates or limits, or moves that do not fit the cluster.
     """
     if tolerance is None:
-        tolerance = 0.0 if len(moves.row) <= EXACT_UP_TO else DEFAULT_TOLERANCE
+        tolerance = tolerance_for(len(moves.row))
     leader, follower = resolve_rates(state, rates or RateRequest())
-    inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch, released_bps=released_bps)
+    inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch)
     if max_moves_per_broker is None and max_inflight_bytes is None:
         result = simulate(inp, tolerance=tolerance)
     else:
@@ -303,33 +309,7 @@ def estimate_plan(
     """
     from kreassign.planner.diff import diff_plan
 
-    diff = diff_plan(state, targets)
-    return estimate_moves(state, diff.moves, released_bps=released_writes(state, diff), **options)
-
-
-def released_writes(state: ClusterState, diff: Any) -> np.ndarray:
-    """Per move of a plan diff: the in-sync replication its leader stops sending when the
-    partition's reassignment completes. The followers the plan removes fetch the partition's
-    writes (and the leader quota counts them) until then; Kafka drops them when every new replica
-    is in sync, so each of the partition's moves releases an equal share."""
-    moves = diff.moves
-    out = np.zeros(len(moves))
-    if not len(moves):
-        return out
-    by_row: dict[int, list[int]] = {}
-    for i, row in enumerate(moves.row.tolist()):
-        by_row.setdefault(row, []).append(i)
-    for change in diff.partition_changes:
-        if not change.removing:
-            continue
-        row = state.find_row(change.tp.topic, change.tp.partition)
-        mine = by_row.get(row)
-        if not mine:
-            continue
-        isr = set(state.isr(row))
-        gone = [b for b in change.removing if b in isr and b != change.leader_before]
-        out[mine] = float(state.produce_bps[row]) * len(gone) / len(mine)
-    return out
+    return estimate_moves(state, diff_plan(state, targets).moves, **options)
 
 
 def _stalled(state: ClusterState, inp: ModelInput, result: ModelResult, rows: np.ndarray) -> tuple[StalledMove, ...]:

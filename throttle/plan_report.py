@@ -11,7 +11,7 @@ from kreassign.cluster.units import format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import PlanDiff, diff_plan
 from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
-from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves, released_writes
+from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves
 
 _MAX_WARNED = 5
 
@@ -101,8 +101,7 @@ def build_plan_report(
     eta, stalled, fix = None, (), ""
     if rate is not None or leader_rate is not None or follower_rate is not None:
         estimate = estimate_moves(state, diff.moves, rates=RateRequest(
-            throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate),
-            released_bps=released_writes(state, diff))
+            throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate))
         eta, stalled = estimate.eta_s, estimate.stalled
         if estimate.fix_rate is not None and estimate.fix_eta_s is not None:
             fix = (f"--throttle {estimate.fix_rate} ({format_rate(estimate.fix_rate)}) lets every move finish "

@@ -1157,15 +1157,16 @@ def from_moves(
     dest: np.ndarray | None = None,
     bytes: np.ndarray | None = None,
     write_bps: np.ndarray | None = None,
+    released_bps: np.ndarray | None = None,
     start_s: float | np.ndarray = 0.0,
     leader_rate: PerBroker = INF,
     follower_rate: PerBroker = INF,
     fetch: FetchLimits | None = None,
-    released_bps: np.ndarray | None = None,
 ) -> ModelInput:
     """Model input for moves of a cluster: columns `row` (partition row in `state`), `dest`
-    (broker receiving a new replica), `bytes`, `write_bps`, taken from `moves` (any object with
-    those attributes, such as the planner's Moves) unless given one by one.
+    (broker receiving a new replica), `bytes`, `write_bps` and, when the moves have it,
+    `released_bps`, taken from `moves` (any object with those attributes, such as the planner's
+    Moves) unless given one by one.
 
     Each move copies from the partition's current leader, as Kafka does (a `source` column, if
     any, is not used). NIC capacities come from the brokers, client traffic from the partitions'
@@ -1186,6 +1187,8 @@ def from_moves(
     dst = column("dest", dest).astype(np.int64)
     size = column("bytes", bytes).astype(np.float64)
     writes = column("write_bps", write_bps).astype(np.float64)
+    if released_bps is None and moves is not None and hasattr(moves, "released_bps"):
+        released_bps = np.asarray(moves.released_bps)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(state)):
         raise InputError("a move names a partition row that is not in the cluster")
     fetch = fetch if fetch is not None else FetchLimits()

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "client-metrics": "kreassign.cli.client_metrics_cmd:client_metrics",
     "canary": "kreassign.cli.canary_cmd:canary",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
+    "spark": "kreassign.cli.spark_cmd:spark",
 }
 
 GLOBAL_FLAGS = {"--help", "-h", "--version", "--debug"}

@@ -47,10 +47,14 @@ def sandbox() -> None:
               help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
 @click.option("--log-dirs", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Log dirs per broker (JBOD), for AlterReplicaLogDirs moves between them.")
+@click.option("--client-quota", "client_quotas", multiple=True, metavar="KEY=RATE",
+              help="A KIP-13 default client quota (the <default> client-id entity), e.g. producer_byte_rate=1MB/s "
+                   "or consumer_byte_rate=5MB/s, per broker in sandbox time (repeatable). Admin clients change "
+                   "quotas with AlterClientQuotas.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
-          log_dirs: int) -> None:
+          log_dirs: int, client_quotas: tuple[str, ...]) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
     import threading
     from pathlib import Path
@@ -64,8 +68,10 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
-                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs)
-    options.fetch  # refuse bad limits before anything starts
+                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs,
+                             client_quotas=client_quotas)
+    options.fetch  # refuse bad limits and quotas before anything starts
+    options.default_client_quotas
     if daemon:
         directory = Path(state_dir) if state_dir else default_state_dir()
         info = start_daemon(options, directory)

@@ -101,6 +101,9 @@ def _share(text: str) -> float:
 @click.option("--out", "out_dir", default="simulation", show_default=True, type=click.Path(file_okay=False),
               help="Directory for Parquet results and plots.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@click.option("--report", "report", type=click.Path(dir_okay=False), default=None, metavar="FILE.html",
+              help="Also write one self-contained HTML report (plan, makespans and bounds, critical brokers, "
+                   "timeline plots, client impact), readable offline.")
 @click.option("--master", default="local[*]", show_default=True,
               help="Spark master: local[*], local[N], spark://HOST:7077, yarn, k8s://URL "
                    "(executors need kreassign installed).")
@@ -113,15 +116,17 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
              throttles: tuple[str, ...], per_broker: tuple[str, ...], multipliers: tuple[str, ...],
              failures: tuple[str, ...], seeds: tuple[str, ...], headroom_target: str,
              client_quota: int | None, fetch_quota: int | None, clients_per_broker: int,
-             client_baseline: str | None, client_request_timeout: float, network_capacity: int | None, timeline_points: int,
-             out_dir: str, no_plots: bool, master: str, remote: str | None, confs: tuple[str, ...],
+             client_baseline: str | None, client_request_timeout: float, network_capacity: int | None,
+             timeline_points: int, out_dir: str, no_plots: bool, report: str | None, master: str,
+             remote: str | None, confs: tuple[str, ...],
              shuffle_partitions: int, driver_memory: str, output: str) -> None:
     """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
 
     Every combination of throttle, schedule, write load, failure and seed is one scenario; each
     runs the replication model behind `kreassign estimate` in its own Spark task. Writes a
-    summary, per-broker timelines and cluster timelines as Parquet, and PNG plots, to --out;
-    prints the summary.
+    summary, per-broker timelines and cluster timelines as Parquet, and PNG plots, to --out
+    (with --report, also one HTML file with everything); prints the summary. Scenarios that
+    never finish are marked, and the plots' axes follow the ones that do.
     """
     from kreassign.cli.console import emit_json, stderr_console, stdout_console
     from kreassign.cluster.errors import InputError
@@ -162,7 +167,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
         raise InputError("a synthetic cluster makes its own plan (add=N or remove=N in --synthetic); "
                          "drop --reassignment-json-file/--planner")
     request = SimulationRequest(
-        cluster=cluster, plan=plan, axes=axes, output_dir=out_dir, plots=not no_plots,
+        cluster=cluster, plan=plan, axes=axes, output_dir=out_dir, plots=not no_plots, report_path=report,
         timeline_points=timeline_points,
         default_network_bps=None if network_capacity is None else float(network_capacity),
         clients=ClientModel(headroom_target=_share(headroom_target),
@@ -192,33 +197,29 @@ def _bad_seed(text: str) -> int:
 
 
 def render_summary(result: SimulationResult) -> Table:
-    """The per-scenario summary as a rich table."""
+    """The per-scenario summary as a rich table that fits 100 columns: the scenario's settings
+    share one column and long cells wrap (the JSON output has every field on its own)."""
+    from rich import box
     from rich.table import Table
 
-    from kreassign.cluster.units import format_bytes, format_duration, format_rate
+    from kreassign.cluster.units import format_bytes, format_duration
 
     first = result.outcomes[0] if result.outcomes else None
     title = (f"{result.brokers} brokers, {result.partitions} partitions"
              + (f", {first.moves} moves ({format_bytes(first.bytes)})" if first else ""))
-    table = Table(title=title, title_justify="left")
-    for name, justify in (("#", "right"), ("throttle", "right"), ("per broker", "right"),
-                          ("writes", "right"), ("failure", "left"), ("makespan", "right"),
-                          ("lower bound", "right"), ("stalled", "right"),
-                          ("max client throttle", "right"),
-                          (f"min < {result.headroom_target:.0%} headroom", "right"),
-                          ("brokers at risk", "right"), ("max produce remote", "right"),
-                          ("timed-out requests", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("scenario", min_width=16, overflow="fold")
+    table.add_column("makespan", justify="right", min_width=9, overflow="fold")
+    for name in ("lower\nbound", "client\nthrottle", f"min < {result.headroom_target:.0%}\nheadroom",
+                 "brokers\nat risk", "produce\nremote", "timed-out\nrequests"):
+        table.add_column(name, justify="right", no_wrap=True)
     for o in result.outcomes:
-        failure = "-" if o.failed_broker is None else f"{o.failed_broker} @ {format_duration(o.failed_at_s or 0.0)}"
         table.add_row(
-            str(o.scenario_id),
-            "none" if o.throttle_bps is None else format_rate(o.throttle_bps),
-            "all" if o.moves_per_broker is None else str(o.moves_per_broker),
-            f"x{o.write_multiplier:g}", failure, format_duration(o.makespan_s),
-            format_duration(o.lower_bound_s), str(o.stalled_moves),
-            f"{o.max_client_throttle_ms:,.0f} ms", f"{o.minutes_below_headroom:,.1f}",
-            f"{o.brokers_at_risk}", f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
+            str(o.scenario_id), o.settings, o.makespan_text, format_duration(o.lower_bound_s),
+            f"{o.max_client_throttle_ms:,.0f} ms", f"{o.minutes_below_headroom:,.1f}", f"{o.brokers_at_risk}",
+            f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
         )
     return table
 

@@ -12,7 +12,6 @@ import struct
 from dataclasses import dataclass
 
 from kafka.record.default_records import DefaultRecordBatch
-from kafka.record.memory_records import MemoryRecords
 
 from kreassign.sandbox import codes
 
@@ -97,14 +96,3 @@ def stamp(data: bytes, headers: list[BatchHeader], base_offset: int, leader_epoc
         offset += h.count
     return out
 
-
-def record_values(data: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
-    """(offset, key, value) of every record in fetched bytes (tests and tools read logs this way)."""
-    out = []
-    records = MemoryRecords(bytes(data))
-    while True:
-        batch = records.next_batch()
-        if batch is None:
-            return out
-        for r in batch:
-            out.append((r.offset, r.key, r.value))

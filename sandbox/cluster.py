@@ -14,12 +14,13 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import InputError
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook
+from kreassign.sandbox.client_state import ClientState
 from kreassign.sandbox.clock import Clock, ManualClock, ScaledClock
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
@@ -56,8 +57,13 @@ class SandboxCluster:
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
-        client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: none).
+        client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: the sandbox's own,
+            which AlterClientQuotas configures).
         log_dirs: log dirs per broker (a saved state keeps its own).
+        default_client_quotas: `<default>` client-id quotas set at start, e.g. {"producer_byte_rate": 1e6}.
+
+    Consumer groups and client quota configs are saved next to the state (groups.json,
+    client_quotas.json) and restored with it.
 
     Records that clients produce live in segment files under `<state_dir>/logs` (a temporary
     directory, removed on stop, without a state dir).
@@ -71,7 +77,8 @@ class SandboxCluster:
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
-                 client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1) -> None:
+                 client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
+                 default_client_quotas: Mapping[str, float] | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -112,10 +119,14 @@ class SandboxCluster:
             self._scratch = tempfile.TemporaryDirectory(prefix="kreassign-sandbox-")
             logs = Path(self._scratch.name)
         self.data = DataPlane(self.engine, logs)
+        self.clients = ClientState.load(self.state_dir if saved is not None else None, self.engine.now,
+                                        default_client_quotas)
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
                                     ports=ports, on_save=self.save if self.state_dir is not None else None,
-                                    data=self.data, quotas=client_quotas)
+                                    data=self.data, quotas=client_quotas,
+                                    broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
+                                    groups=self.clients.groups, quota_configs=self.clients.quotas.configs)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -266,6 +277,8 @@ class SandboxCluster:
         with self.lock:
             data = self.engine.to_json()
             self.data.checkpoint()
+            clients = self.clients.snapshot()
+        ClientState.write(path.parent, clients)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)

@@ -1,13 +1,16 @@
 """What a request handler knows besides the request: the engine, which broker it is, where
 every broker listens, and for the data path the partition logs, the sandbox time, the client and
-its quotas. Shared by every handler module."""
+its quotas; for groups and quota admin, the group coordinator and the client quota configs. Shared
+by every handler module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.groups import GroupCoordinator
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,8 @@ class Context:
     now: float = 0.0
     client_id: str = ""
     quotas: ClientQuotaHook = NoClientQuotas()
+    groups: GroupCoordinator | None = None
+    quota_configs: QuotaConfigs | None = None
 
     @property
     def is_controller(self) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import InputError
+from kreassign.sandbox.client_quotas import parse_default_quota
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS
 from kreassign.sandbox.fetch import FetchConfig
@@ -54,6 +55,7 @@ class SandboxOptions:
     num_replica_fetchers: int = FetchConfig.num_fetchers
     fetch_round_s: float = FetchConfig.round_s
     log_dirs: int = 1
+    client_quotas: tuple[str, ...] = ()
 
     @property
     def fetch(self) -> FetchConfig:
@@ -73,7 +75,17 @@ class SandboxOptions:
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
                               port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
-                              fetch=self.fetch, log_dirs=self.log_dirs)
+                              fetch=self.fetch, log_dirs=self.log_dirs,
+                              default_client_quotas=self.default_client_quotas)
+
+    @property
+    def default_client_quotas(self) -> dict[str, float]:
+        """`--client-quota KEY=RATE` as the `<default>` client-id quotas, checked.
+
+        Raises:
+            InputError: not KEY=RATE with a known key and a rate.
+        """
+        return {key: float(rate) for key, rate in map(parse_default_quota, self.client_quotas)}
 
 
 @dataclass(frozen=True)
@@ -204,6 +216,7 @@ def main(argv: list[str]) -> int:
     state_dir = Path(argv[0])
     raw = json.loads((state_dir / OPTIONS_FILE).read_text())
     raw["topics"] = tuple(raw["topics"]) if raw.get("topics") is not None else None
+    raw["client_quotas"] = tuple(raw.get("client_quotas", ()))
     options = SandboxOptions(**raw)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

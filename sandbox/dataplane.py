@@ -4,17 +4,20 @@ to the replication engine's byte positions.
 The engine moves *bytes*: a partition's leader log grows by its synthetic background rate and
 by every batch clients produce, and a lagging replica holds the first `size` bytes of that
 stream. Each batch remembers where it ends in the stream, so a replica's log end offset is the
-end of the last batch it fully holds. In-sync followers are exactly as long as the leader in the
-engine; here they also lag by one follower fetch round (`FetchConfig.round_s`, the engine's
-own round trip assumption), because Kafka's high watermark only moves when a follower's *next*
-fetch reports its new log end offset (broker-semantics Part B §4.3). The high watermark is the
-minimum log end offset over the ISR, and never moves back except by truncation.
+end of the last batch it fully holds.
+
+In-sync followers are exactly as long as the leader in the engine; here a batch reaches them
+through each follower broker's network (`network_bps`, a first-in first-out pipe shared by all
+the partitions it follows) and one more follower fetch round (`FetchConfig.round_s`, the
+engine's own round trip assumption), because Kafka's high watermark only moves when a
+follower's *next* fetch reports its new log end offset (broker-semantics Part B §4.3). So
+acks=all waits longer when followers are busy. The high watermark is the minimum log end offset
+over the ISR, and never moves back except by truncation.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ class DataPlane:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
         self.log_dir_moves = LogDirMoves(engine)
+        self.follower_busy: dict[int, float] = {}  # sandbox time each follower's inbound pipe frees up
         self.root.mkdir(parents=True, exist_ok=True)
         saved = self._read_checkpoint()
         moves = saved.get("log_dir_moves")
@@ -49,8 +53,7 @@ class DataPlane:
             if d.is_dir() and index.isdigit() and engine.partition(topic, int(index)) is not None:
                 log = self._open(topic, int(index))
                 log.hw = min(int(saved.get("hw", {}).get(d.name, log.leo)), log.leo)
-                pids = [pid for pid in log.producers]
-                self.next_producer_id = max([self.next_producer_id, *(p + 1 for p in pids)])
+                self.next_producer_id = max([self.next_producer_id, *(pid + 1 for pid in log.producers)])
         self.next_producer_id = max(self.next_producer_id, int(saved.get("next_producer_id", 0)))
 
     # ---- logs ------------------------------------------------------------------------------------
@@ -90,9 +93,6 @@ class DataPlane:
         """Sandbox time moved: log-dir moves copy their share."""
         self.log_dir_moves.advance(now)
 
-    def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
-        return iter(self.logs.items())
-
     # ---- offsets of replicas ---------------------------------------------------------------------
     def replica_leo(self, p: PartitionState, broker_id: int, now: float) -> int:
         """A replica's log end offset, from its byte position (lagging) or the fetch round (in sync)."""
@@ -101,7 +101,7 @@ class DataPlane:
             return log.leo
         if broker_id in p.lagging:
             return min(log.offset_at_bytes(self.engine.replica_size(p, broker_id)), log.leo)
-        return log.offset_appended_by(now - self.engine.fetch.round_s)
+        return log.offset_in_sync_by(now)
 
     def high_watermark(self, p: PartitionState, now: float) -> int:
         """Advance and return the high watermark: the smallest log end offset in the ISR."""
@@ -118,8 +118,7 @@ class DataPlane:
         log = self.log(p)
         if log.hw >= log.leo or not any(b != p.leader for b in p.isr):
             return None
-        first = log.next_append_after(now - self.engine.fetch.round_s)
-        return first + self.engine.fetch.round_s if first is not None else None
+        return log.next_in_sync_after(now)
 
     def min_insync_replicas(self, topic: str) -> int:
         value = self.engine.configs.topic.get(topic, {}).get("min.insync.replicas")
@@ -148,11 +147,25 @@ class DataPlane:
         if dup is not None:
             return dup
         start = float(self.engine.log_end[p.row])
-        appended = log.append(data, headers, leader_epoch=p.leader_epoch, now=now, byte_start=start)
+        appended = log.append(data, headers, leader_epoch=p.leader_epoch, byte_start=start,
+                              in_sync_at=self._in_sync_at(p, len(data), now))
         self.engine.log_end[p.row] = start + len(data)
         if len(p.isr) == 1 and p.isr[0] == p.leader:
             log.hw = log.leo  # a leader alone in the ISR advances the HW on append
         return appended
+
+    def _in_sync_at(self, p: PartitionState, nbytes: int, now: float) -> float:
+        """When every live in-sync follower holds `nbytes` appended now: each follower broker
+        receives them after what it is already receiving, then reports them one fetch round later."""
+        followers = [b for b in p.isr if b != p.leader and self.engine.brokers[b].alive]
+        if not followers:
+            return now
+        done = now
+        for b in followers:
+            start = max(self.follower_busy.get(b, now), now)
+            self.follower_busy[b] = start + nbytes / self.engine.network_bps
+            done = max(done, self.follower_busy[b])
+        return done + self.engine.fetch.round_s
 
     def allocate_producer_id(self) -> int:
         pid = self.next_producer_id

@@ -1,13 +1,21 @@
 """The sandbox cluster's core: brokers, topics, partitions, configs and in-flight moves, with the
-controller's reassignment and election rules (KRaft, broker-semantics §6) and a fixed-tick
-replication step. No sockets and no wall clock: callers advance simulated time explicitly.
+controller's reassignment and election rules (KRaft, broker-semantics §6) and the replication
+step. No sockets and no wall clock: callers advance simulated time explicitly, in ticks.
+
+Replication (`kreassign.sandbox.replication`) follows Kafka's brokers fetch by fetch: KIP-73
+quotas measured by `SimpleRate` (`quota.py`), checked before each follower fetch on both sides
+and recorded after it, with Kafka's fetch sizes and cadence (`fetch.py`); the tick length only
+says how often the engine catches up, never how fast a replica copies.
+
+Per replica, `replica_size` is the bytes it holds (its log end; in-sync replicas hold exactly
+`log_end[row]`); `tick_listeners` are called after every tick, when positions may have moved.
 """
 from __future__ import annotations
 
 import base64
 import math
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +78,8 @@ class Engine:
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0
         self.time_scale = 1.0
+        # called with the sandbox time after every tick (replica positions may have advanced)
+        self.tick_listeners: list[Callable[[float], None]] = []
 
     # ---- cluster facts ----------------------------------------------------------------
     @property
@@ -268,7 +278,6 @@ class Engine:
         new_isr = [r for r in p.isr if r not in removing]
         if not new_isr or not set(target) <= set(new_isr):
             return False
-        self._dirty()
         p.replicas, p.isr = target, new_isr
         for b in removing:
             p.lagging.pop(b, None)
@@ -392,18 +401,25 @@ class Engine:
             self.advance(target - self.now)
 
     def step(self, dt: float) -> None:
-        """One tick: writes, throttled copying, ISR joins and completed moves."""
-        rebuild = lambda: self.replication.build(self.rows, self.brokers, self.produce_bps, self.configs, len(self.rows))  # noqa: E731
-        caught = self.replication.step(self.log_end, self.produce_bps, self.now, dt, rebuild)
+        """One tick: writes, throttled copying, ISR joins and completed moves. A replica that
+        catches up changes only its own partition's entries in the flow table (no rebuild), so a
+        tick's cost does not grow with the number of partitions."""
+        rep = self.replication
+        rebuild = lambda: rep.build(self.rows, self.brokers, self.produce_bps, self.configs, len(self.rows))  # noqa: E731
+        caught = rep.step(self.log_end, self.produce_bps, self.now, dt, rebuild)
         self.now += dt
-        if caught:
-            self.replication.flush()
-            for p, b in caught:
-                if b in p.lagging and b not in p.isr:
-                    del p.lagging[b]
-                    p.isr.append(b)
-                    p.partition_epoch += 1
-                    self._maybe_complete(p)
+        for p, b in caught:
+            if b in p.lagging and b not in p.isr:
+                before = rep.in_sync(p, self.brokers, self.produce_bps, self.configs)
+                leader = p.leader
+                del p.lagging[b]
+                p.isr.append(b)
+                p.partition_epoch += 1
+                self._maybe_complete(p)
+                rep.changed(p, before, rep.in_sync(p, self.brokers, self.produce_bps, self.configs),
+                            leader_moved=p.leader != leader)
+        for listener in self.tick_listeners:
+            listener(self.now)
 
     # ---- configs -------------------------------------------------------------------------------
     def config_changed(self) -> None:

@@ -1,6 +1,6 @@
 """Handlers for the data path: Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch.
 
-A handler returns a response, `NO_RESPONSE` (Produce with acks=0), or a `Delayed` operation
+A handler returns a response, `NoResponse` (Produce with acks=0), or a `Delayed` operation
 for the server to park: acks=all produces wait until the high watermark passes their last
 offset (DelayedProduce), fetches until `min_bytes` are readable below the high watermark
 (DelayedFetch), both at most their timeout (broker-semantics Part B §4.2-4.3).
@@ -23,7 +23,14 @@ from kreassign.sandbox.wire import APIS
 if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
 
-NO_RESPONSE = object()
+
+
+@dataclass(frozen=True)
+class NoResponse:
+    """Produce with acks=0 gets no answer, but a quota throttle still mutes the connection."""
+
+    throttle_time_ms: int = 0
+
 FETCH_SESSION_ID_NOT_FOUND = 70
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
@@ -124,8 +131,7 @@ def produce(ctx: Context, v: int, req: Any) -> Any:
         return _produce_response(v, results, late, ctx, throttle)
 
     if req.acks == 0:
-        ctx.quotas.produce_throttle_ms(ctx.client_id, ANONYMOUS, produced, now)
-        return NO_RESPONSE
+        return NoResponse(ctx.quotas.produce_throttle_ms(ctx.client_id, ANONYMOUS, produced, now))
     if req.acks == -1 and waiting(now):
         def wake(now: float) -> float | None:
             times = [t for r in waiting(now) if r.partition is not None

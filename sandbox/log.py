@@ -29,7 +29,7 @@ from kreassign.sandbox.batches import BatchHeader, stamp
 SEGMENT_BYTES = 1 << 30  # log.segment.bytes
 PRODUCER_BATCHES = 5      # Kafka keeps the last five batches per producer for duplicate detection
 _ENTRY = struct.Struct(">qqqqddqiqiii")
-_COLUMNS = ("base", "last", "pos", "size", "byte_end", "append_time", "max_ts", "epoch", "pid", "pepoch",
+_COLUMNS = ("base", "last", "pos", "size", "byte_end", "in_sync_at", "max_ts", "epoch", "pid", "pepoch",
             "bseq", "lseq")
 _TYPES = "qqqqddqiqiii"
 
@@ -141,15 +141,15 @@ class PartitionLog:
         k = bisect.bisect_right(self.cols["byte_end"], nbytes + 1e-6)
         return int(self.cols["last"][k - 1]) + 1 if k else 0
 
-    def offset_appended_by(self, when: float) -> int:
-        """The log end offset as it was at sandbox time `when`."""
-        k = bisect.bisect_right(self.cols["append_time"], when)
+    def offset_in_sync_by(self, when: float) -> int:
+        """The log end offset the in-sync followers hold at sandbox time `when`."""
+        k = bisect.bisect_right(self.cols["in_sync_at"], when)
         return int(self.cols["last"][k - 1]) + 1 if k else 0
 
-    def next_append_after(self, when: float) -> float | None:
-        """The append time of the first batch appended after `when` (None if none)."""
-        k = bisect.bisect_right(self.cols["append_time"], when)
-        return float(self.cols["append_time"][k]) if k < len(self.cols["append_time"]) else None
+    def next_in_sync_after(self, when: float) -> float | None:
+        """When the in-sync followers next gain a batch, after `when` (None if they hold all)."""
+        k = bisect.bisect_right(self.cols["in_sync_at"], when)
+        return float(self.cols["in_sync_at"][k]) if k < len(self.cols["in_sync_at"]) else None
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """ListOffsets by time: (offset, timestamp) of the first batch with a record at or after `ts`.
@@ -208,13 +208,15 @@ class PartitionLog:
                                 f"{h.base_sequence} (expected {expected})")
         return None
 
-    def append(self, data: bytes, headers: list[BatchHeader], *, leader_epoch: int, now: float,
+    def append(self, data: bytes, headers: list[BatchHeader], *, leader_epoch: int, in_sync_at: float,
                byte_start: float) -> Appended:
         """Append a checked record set at the log end; `byte_start` is where it starts in the
-        partition's byte stream. Returns its first and last offset."""
+        partition's byte stream, `in_sync_at` the sandbox time by which every in-sync follower
+        holds it. Returns its first and last offset."""
         base = self.leo
-        if self.cols["append_time"]:
-            now = max(now, self.cols["append_time"][-1])  # a restart may resume from an older saved time
+        if self.cols["in_sync_at"]:
+            # followers fetch in order (and a restart may resume from an older saved time)
+            in_sync_at = max(in_sync_at, self.cols["in_sync_at"][-1])
         stamped = stamp(data, headers, base, leader_epoch)
         seg = self._segment_for_append(len(stamped), base)
         os.pwrite(seg.log_fd, stamped, seg.size)
@@ -222,7 +224,7 @@ class PartitionLog:
         offset, pos, at = base, seg.size, byte_start
         for h in headers:
             at += h.size
-            entry = (offset, offset + h.last_offset_delta, pos, h.size, at, now, h.max_timestamp, leader_epoch,
+            entry = (offset, offset + h.last_offset_delta, pos, h.size, at, in_sync_at, h.max_timestamp, leader_epoch,
                      h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
             entries += _ENTRY.pack(*entry)
             self._remember(entry)

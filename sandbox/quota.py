@@ -1,9 +1,20 @@
 """Replication quota windows measured the way Kafka's `SimpleRate` does, for all brokers at once.
 
-Each broker has `samples` slots of `window` seconds. A sample starts at the first record after
-the previous one completed; samples idle for `samples * window` are purged; the rate is the bytes
-in the retained samples over the time since the oldest retained sample started, at least one
-window (`max(now - oldest.start, window)`). The quota is exceeded when that rate is above the bound.
+Kafka's ReplicationQuotaManager keeps one sensor per side (leader, follower) and broker, whose
+metric is a `SimpleRate` over `replication.quota.window.num` (11) samples of
+`replication.quota.window.size.seconds` (1 s). The `SampledStat` underneath, as of Kafka 3.9:
+
+* a ring of `samples + 1` slots (the extra one holds the sample that overlaps the start of the
+  monitored span); a slot exists from the first time it is used;
+* a record goes into the current sample unless that sample started at least one window ago,
+  in which case the ring advances and the next slot restarts at the record's time;
+* a sample whose last record is `samples * window` (11 s) old is *obsolete*: before every
+  measurement it is reset (value 0, start = last record = now);
+* the rate is the sum of all samples over `now - oldest start`, floored at one window
+  (`SimpleRate.windowSize`; a plain `Rate` would floor at `samples - 1` windows);
+* the quota is exceeded when the rate is above the bound (`Quota.acceptable` is `<=`).
+
+Callers record after a transfer and check before the next one; nothing here decides when.
 """
 from __future__ import annotations
 
@@ -11,50 +22,72 @@ import numpy as np
 
 
 class SampledRates:
-    """`SimpleRate` windows for `n` brokers (one row each)."""
+    """`SimpleRate` windows for `n` sensors (one row each)."""
 
     def __init__(self, n: int, *, samples: int = 11, window: float = 1.0) -> None:
         self.samples = samples
         self.window = window
-        self.start = np.zeros((n, samples))
-        self.last = np.full((n, samples), -np.inf)
-        self.value = np.zeros((n, samples))
+        slots = samples + 1
+        # a slot that does not exist yet has start = last = +inf: never oldest, never obsolete
+        self.start = np.full((n, slots), np.inf)
+        self.last = np.full((n, slots), np.inf)
+        self.value = np.zeros((n, slots))
         self.current = np.zeros(n, dtype=np.int64)
-        self._fresh = np.ones(n, dtype=bool)
         self._rows = np.arange(n)
 
-    def _purge(self, now: float) -> None:
-        stale = (now - self.last) >= self.samples * self.window
+    def _first_use(self, rows: np.ndarray, now: float) -> None:
+        """`SampledStat.current`/`oldest` create the first sample on first use."""
+        fresh = rows[np.isinf(self.start[rows, 0])]
+        if len(fresh):
+            self.start[fresh, 0] = now
+            self.last[fresh, 0] = now
+
+    def _purge(self, rows: np.ndarray, now: float) -> None:
+        last = self.last[rows]
+        stale = (now - last) >= self.samples * self.window
         if stale.any():
-            self.value[stale] = 0.0
-            self.start[stale] = now
-            self.last[stale] = -np.inf
+            r, c = np.nonzero(stale)
+            self.value[rows[r], c] = 0.0
+            self.start[rows[r], c] = now
+            self.last[rows[r], c] = now
 
-    def record(self, amounts: np.ndarray, now: float) -> None:
-        """Add `amounts[i]` bytes to broker i's current sample at time `now`."""
-        rows = self._rows
-        cur = self.current
-        advance = ((now - self.start[rows, cur]) >= self.window) & ~self._fresh
+    def record(self, amounts: np.ndarray, now: float, which: np.ndarray | None = None) -> None:
+        """Add `amounts[i]` bytes to sensor i at time `now`, for the sensors in `which` (a boolean
+        mask; default all). A zero amount is a record too: it can start a sample and keeps the
+        current one from going obsolete, as Kafka's records of empty responses do."""
+        rows = self._rows if which is None else self._rows[which]
+        if not len(rows):
+            return
+        self._first_use(rows, now)
+        cur = self.current[rows]
+        advance = (now - self.start[rows, cur]) >= self.window
         if advance.any():
-            cur = np.where(advance, (cur + 1) % self.samples, cur)
-        restart = advance | self._fresh
-        if restart.any():
-            self.start[rows[restart], cur[restart]] = now
-            self.value[rows[restart], cur[restart]] = 0.0
-            self._fresh[:] = False
-        self.value[rows, cur] += amounts
+            moved = rows[advance]
+            nxt = (cur[advance] + 1) % (self.samples + 1)
+            self.start[moved, nxt] = now
+            self.value[moved, nxt] = 0.0
+            cur = cur.copy()
+            cur[advance] = nxt
+            self.current[moved] = nxt
+        add = amounts if which is None else amounts[which]
+        self.value[rows, cur] += add
         self.last[rows, cur] = now
-        self.current = cur
 
-    def rates(self, now: float) -> np.ndarray:
-        """Bytes per second per broker over the retained samples."""
-        self._purge(now)
-        live = np.isfinite(self.last)
-        oldest = np.where(live, self.start, np.inf).min(axis=1)
-        elapsed = np.where(np.isfinite(oldest), now - oldest, 0.0)
-        rates: np.ndarray = self.value.sum(axis=1) / np.maximum(elapsed, self.window)
-        return rates
+    def rates(self, now: float, which: np.ndarray | None = None) -> np.ndarray:
+        """Bytes per second of the sensors in `which` (a boolean mask; default all), as
+        `SimpleRate.measure`. Measuring changes state (it creates the first sample and resets
+        obsolete ones to start now), so only the sensors Kafka would consult are measured; the
+        others read 0."""
+        rows = self._rows if which is None else self._rows[which]
+        out = np.zeros(len(self._rows))
+        if not len(rows):
+            return out
+        self._first_use(rows, now)
+        self._purge(rows, now)
+        oldest = self.start[rows].min(axis=1)
+        out[rows] = self.value[rows].sum(axis=1) / np.maximum(now - oldest, self.window)
+        return out
 
-    def exceeded(self, bounds: np.ndarray, now: float) -> np.ndarray:
-        """True where the measured rate is above the bound (`Quota.acceptable` is `<=`)."""
-        return self.rates(now) > bounds
+    def exceeded(self, bounds: np.ndarray, now: float, which: np.ndarray | None = None) -> np.ndarray:
+        """True where a measured rate is above its bound (`Sensor.checkQuotas`)."""
+        return self.rates(now, which) > bounds

@@ -20,13 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
+from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.clock import Clock, ScaledClock
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.faults import Faults
+from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
-from kreassign.sandbox.handlers_data import NO_RESPONSE, replica_id
+from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
 from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
@@ -34,7 +36,7 @@ from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_re
 log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
-MAX_STEPS_PER_TICK = 2000
+SLICE_WALL_SECONDS = 0.02
 
 
 @dataclass
@@ -46,12 +48,13 @@ class Listener:
 
 
 CLOSE = object()
+POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
 TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 
 
 @dataclass
 class Parked:
-    """A request waiting in the purgatory; `future` gets its encoded response (or NO_RESPONSE)."""
+    """A request waiting in the purgatory; `future` gets its response and its remote time."""
 
     op: Delayed
     future: asyncio.Future[Any]
@@ -64,8 +67,13 @@ class SandboxServer:
     def __init__(self, engine: Engine, lock: threading.RLock, *, clock: Clock, faults: Faults,
                  ranges: dict[int, tuple[int, int]], ports: dict[int, int], host: str = "127.0.0.1",
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
-                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None) -> None:
+                 data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
+                 broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
+                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
         self.engine = engine
+        self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
+        self.groups = groups
+        self.quota_configs = quota_configs
         self.data = data
         self.quotas: ClientQuotaHook = quotas if quotas is not None else NoClientQuotas()
         self.purgatory = Purgatory()
@@ -209,12 +217,22 @@ class SandboxServer:
         self._release = asyncio.Event()
 
     async def _ticker(self) -> None:
+        """Run the engine up to the clock, one engine tick at a time, in slices of at most
+        SLICE_WALL_SECONDS of work, each followed by as long again for the connections: a heavy
+        load (100,000 moves) makes sandbox time lag the clock rather than stop the brokers
+        answering."""
         while True:
             await asyncio.sleep(TICK_WALL_SECONDS)
             target = self.clock.now()
-            with self.lock:
-                limit = self.engine.now + MAX_STEPS_PER_TICK * self.engine.tick
-                self.engine.run_until(min(target, limit))
+            while True:
+                start = time.perf_counter()
+                with self.lock:
+                    while self.engine.now < target - 1e-9 and time.perf_counter() - start < SLICE_WALL_SECONDS:
+                        self.engine.run_until(min(target, self.engine.now + self.engine.tick))
+                    behind = self.engine.now < target - 1e-9
+                if not behind:
+                    break
+                await asyncio.sleep(time.perf_counter() - start)
 
     async def _data_ticker(self) -> None:
         """Beside the engine's ticker: log-dir copies follow sandbox time, and parked requests are
@@ -313,7 +331,9 @@ class SandboxServer:
                 data, throttle_ms = await self._respond(broker_id, head, payload, received)
                 if data is CLOSE:
                     break
-                if data is NO_RESPONSE:
+                if data is None:  # acks=0: nothing to send, but a throttle still mutes
+                    if throttle_ms > 0:
+                        await self._mute(broker_id, throttle_ms)
                     continue
                 delay = self.faults.take("delay", head.api_key, broker_id)
                 if delay is not None:
@@ -329,7 +349,7 @@ class SandboxServer:
             writer.transport.abort()
 
     async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float) -> tuple[Any, int]:
-        """(encoded response | CLOSE | NO_RESPONSE, throttle ms), parking the request if it must wait."""
+        """(encoded response, CLOSE, or None for no answer; throttle ms), parking the request if it must wait."""
         started = time.perf_counter()
         outcome, client_id, name = self._answer(broker_id, head, payload)
         local_ms = (time.perf_counter() - started) * 1000.0
@@ -340,16 +360,18 @@ class SandboxServer:
             response, remote_ms = await self._park(outcome, broker_id)
         else:
             response = outcome
-        if response is CLOSE or response is NO_RESPONSE:
-            return response, 0
+        if response is CLOSE:
+            return CLOSE, 0
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
         self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
                                        (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
+        if head.api_key in POKING_APIS:
+            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
+        if isinstance(response, NoResponse):
+            return None, throttle
         rule = self.faults.take("error", head.api_key, broker_id)
         if rule is not None:
             overwrite_errors(response, rule.code, rule.message, per_item=rule.per_item)
-        if head.api_key == 0 and response is not None:
-            self.poke()  # an append may complete parked fetches
         return encode_response(response, head.correlation_id), throttle
 
     async def _hold(self, seconds: float | None) -> None:
@@ -358,7 +380,7 @@ class SandboxServer:
             await asyncio.wait_for(self._release.wait(), timeout=seconds)
 
     def _answer(self, broker_id: int, head: Any, payload: bytes) -> tuple[Any, str, str]:
-        """(response, Delayed, NO_RESPONSE or CLOSE; client id; request name); CLOSE closes the connection as
+        """(response, Delayed, NoResponse or CLOSE; client id; request name); CLOSE closes the connection as
         Kafka does on a request it cannot parse or an API version it does not serve."""
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:
@@ -374,8 +396,10 @@ class SandboxServer:
         client_id = request.header.client_id or ""
         name = request_name(head.api_key, request)
         with self.lock:
+            quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
-                          now=self.clock.now(), client_id=client_id, quotas=self.quotas)
+                          now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
+                          quota_configs=self.quota_configs)
             try:
                 outcome = dispatch(ctx, head.api_key, head.api_version, request)
                 if self.data is not None and head.api_key in TRUNCATING_APIS:

@@ -20,7 +20,19 @@ from kafka.protocol.consumer import (
     FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+)
+from kafka.protocol.admin.groups import (
+    DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest, ListGroupsResponse,
+)
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    SyncGroupResponse,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 API_VERSIONS = 18
@@ -49,6 +61,17 @@ APIS: dict[int, tuple[Any, Any]] = {
         (ListOffsetsRequest, ListOffsetsResponse),
         (InitProducerIdRequest, InitProducerIdResponse),
         (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+        (FindCoordinatorRequest, FindCoordinatorResponse),
+        (JoinGroupRequest, JoinGroupResponse),
+        (SyncGroupRequest, SyncGroupResponse),
+        (HeartbeatRequest, HeartbeatResponse),
+        (LeaveGroupRequest, LeaveGroupResponse),
+        (OffsetCommitRequest, OffsetCommitResponse),
+        (OffsetFetchRequest, OffsetFetchResponse),
+        (ListGroupsRequest, ListGroupsResponse),
+        (DescribeGroupsRequest, DescribeGroupsResponse),
+        (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+        (AlterClientQuotasRequest, AlterClientQuotasResponse),
     )
 }
 

@@ -5,6 +5,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kreassign.simulate.schemas import BROKER_TRAFFIC, LOWER_BOUNDS, MODEL_BROKERS, MOVE_LOAD, columns
+from kreassign.throttle.replication_model import QUOTA_GRANULARITY, FetchLimits
 
 
 def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
@@ -90,12 +91,27 @@ def _ratio(num: Column, den: Column) -> Column:
             .otherwise(num / den))
 
 
-def capacities(per_broker: DataFrame) -> DataFrame:
+def quota_share(rate: Column, fetch: FetchLimits) -> Column:
+    """`FetchLimits.quota_share` as a column, for throttles set on both sides as `--throttle`
+    sets them (so the follower's backoff paces both)."""
+    if fetch.round_trip_s <= 0:
+        return F.lit(1.0)
+    span = fetch.quota_span_s
+    chunk = F.least(F.lit(float(fetch.partition_max_bytes)) / rate, F.lit(span)) / span
+    share = span / (span + fetch.backoff_s) * (1.0 + QUOTA_GRANULARITY * chunk)
+    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(span / (span + fetch.backoff_s))
+                                                         * (1.0 + QUOTA_GRANULARITY)).otherwise(share)
+
+
+def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataFrame:
     """Adds `out_cap` and `in_cap`: what a broker has left for catch-up before any move is in
-    sync (the model's `out_capacity`/`in_capacity` at zero in-sync traffic)."""
-    leader = F.col("leader_rate_bps") - F.col("leader_base_bps")
+    sync (the model's `out_capacity`/`in_capacity` at zero in-sync traffic, with what fetches
+    get of the throttles)."""
+    fetch = fetch if fetch is not None else FetchLimits()
+    lead, fol = F.col("leader_rate_bps"), F.col("follower_rate_bps")
+    leader = lead * quota_share(lead, fetch) - F.col("leader_base_bps")
     nic_out = F.col("network_out_bps") - F.col("client_out_bps") - F.col("replication_out_bps")
-    follower = F.col("follower_rate_bps")
+    follower = fol * quota_share(fol, fetch)
     nic_in = F.col("network_in_bps") - F.col("client_in_bps") - F.col("replication_in_bps")
     return per_broker.withColumns({
         "out_cap": F.greatest(F.least(leader, nic_out), F.lit(0.0)),

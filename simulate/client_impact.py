@@ -164,8 +164,12 @@ def follower_fetch_ms(model: ClientModel, capacity_in: np.ndarray, used_in: np.n
                     np.minimum(cycle, model.request_timeout_ms))
 
 
-def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float) -> ClientImpact:
-    """Headroom, quota throttling, produce latency risk and request timeouts for one scenario."""
+def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float, *, counted: int | None = None) -> ClientImpact:
+    """Headroom, quota throttling, produce latency risk and request timeouts for one scenario.
+
+    The per-sample arrays cover every sample; the totals only the first `counted` (all by
+    default), so samples past the end of what the model predicts add nothing.
+    """
     shape = np.broadcast_shapes(traffic.replication_in.shape, traffic.client_in.shape)
     used_in = traffic.client_in + traffic.replication_in
     used_out = traffic.client_out + traffic.replication_out
@@ -183,15 +187,16 @@ def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float) -> ClientImp
     remote = np.broadcast_to(follower_fetch_ms(model, traffic.capacity_in, used_in,
                                                traffic.catchup_in), shape)
     requests_per_s = np.broadcast_to(traffic.client_in, shape) / model.request_bytes
-    timed_out = float(np.sum(requests_per_s[delay > model.request_timeout_ms]) * dt_s)
-    below = headroom < model.headroom_target
+    k = shape[1] if counted is None else max(0, min(counted, shape[1]))
+    timed_out = float(np.sum(requests_per_s[:, :k][delay[:, :k] > model.request_timeout_ms]) * dt_s)
+    below = headroom[:, :k] < model.headroom_target
     return ClientImpact(
         headroom=headroom, throttle_ms=throttle, produce_remote_ms=remote,
         request_delay_ms=delay,
-        max_throttle_ms=float(throttle.max(initial=0.0)),
+        max_throttle_ms=float(throttle[:, :k].max(initial=0.0)),
         minutes_below_target=float(np.count_nonzero(below.any(axis=0)) * dt_s / 60.0),
         brokers_at_risk=int(np.count_nonzero(below.any(axis=1))),
-        brokers_saturated=int(np.count_nonzero((headroom <= 0.0).any(axis=1))),
-        max_produce_remote_ms=float(remote.max(initial=0.0)),
+        brokers_saturated=int(np.count_nonzero((headroom[:, :k] <= 0.0).any(axis=1))),
+        max_produce_remote_ms=float(remote[:, :k].max(initial=0.0)),
         timed_out_requests=timed_out,
     )

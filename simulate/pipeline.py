@@ -67,7 +67,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
 
     from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
-    from kreassign.simulate.results import broker_timelines, cluster_timeline, scenario_summary
+    from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
     timings: dict[str, float] = {}
@@ -91,22 +91,43 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         summary = scenario_summary(results, scenario_df, bounds).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
-        timelines = broker_timelines(results)
-        summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
-        timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
-        cluster_timeline(results, timelines, target).coalesce(1).write.mode("overwrite").parquet(
-            str(out / CLUSTER_TIMELINE_DIR))
-        files = [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
+        files = write_results(results, summary, out, target)
     for frame in (summary, results, per_broker, load, moves):
         frame.unpersist()
-    if request.plots:
+    pngs: dict[Path, bytes] = {}
+    if request.plots or request.report_path:
         with _timed(timings, "plots_s"):
-            files += [str(p) for p in _plot(spark, out, scenarios, target)]
-    return SimulationResult(
+            pngs = render_plots(spark, out, scenarios, outcomes, target, write=request.plots)
+        files += [str(p) for p in pngs if request.plots]
+    result = SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
         brokers=inputs.broker_count, partitions=inputs.partition_count,
         headroom_target=target, timings_s=timings,
     )
+    if request.report_path:
+        from dataclasses import replace
+
+        from kreassign.simulate.report import render_report
+
+        report = Path(request.report_path)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(render_report(result, {p.name: png for p, png in pngs.items()}), encoding="utf-8")
+        result = replace(result, files=(*result.files, str(report)))
+    return result
+
+
+def write_results(results: DataFrame, summary: DataFrame, out: Path, headroom_target: float) -> list[str]:
+    """Write the summary, the per-broker timelines and the cluster timeline as Parquet under `out`."""
+    from kreassign.simulate.results import broker_timelines, cluster_timeline
+
+    # Both tables below explode the timelines; caching the exploded rows once cost more CPU than
+    # exploding twice (bench/results/profile_simulate.jsonl, sweep32).
+    timelines = broker_timelines(results)
+    summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
+    timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
+    cluster_timeline(results, timelines, headroom_target).coalesce(1).write.mode("overwrite").parquet(
+        str(out / CLUSTER_TIMELINE_DIR))
+    return [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
 
 
 def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None:
@@ -124,12 +145,16 @@ def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None
         raise InputError(f"--fail names broker {missing[0]}, which is not in the cluster")
 
 
-def _plot(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...], target: float) -> tuple[Path, ...]:
-    from kreassign.simulate.plots import write_plots
+def render_plots(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
+          outcomes: tuple[ScenarioOutcome, ...], target: float, *, write: bool) -> dict[Path, bytes]:
+    """The plots as PNG bytes by path under `out`, written there if `write`."""
+    from kreassign.simulate.plots import PlotScenario, plot_specs, render_png, write_plots
 
     cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR)).toPandas()
-    labels = {s.scenario_id: scenario_label(s) for s in scenarios}
-    return write_plots(cluster, labels, target, out)
+    stalled = {o.scenario_id: o.stalled_moves for o in outcomes}
+    info = {s.scenario_id: PlotScenario(scenario_label(s), stalled.get(s.scenario_id, 0)) for s in scenarios}
+    specs = plot_specs(cluster, info, target)
+    return write_plots(specs, out) if write else {out / spec.file: render_png(spec) for spec in specs}
 
 
 def scenario_label(scenario: Scenario) -> str:

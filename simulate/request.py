@@ -8,6 +8,7 @@ from typing import Any
 from kreassign.cluster.errors import InputError
 from kreassign.simulate.client_impact import ClientModel
 from kreassign.simulate.inputs import PlanFile, PlannerRun, SnapshotInput
+from kreassign.simulate.plots import never_finishes
 from kreassign.simulate.scenarios import Scenario, ScenarioAxes
 from kreassign.simulate.session import SparkOptions
 from kreassign.simulate.synthetic import SyntheticSpec
@@ -29,6 +30,8 @@ class SimulationRequest:
     spark: SparkOptions = field(default_factory=SparkOptions)
     timeline_points: int = 120
     plots: bool = True
+    report_path: str | None = None
+    """where to write the one-file HTML report (None: no report)"""
     default_network_bps: float | None = None
     """NIC capacity, each way, for snapshot brokers that do not give one (None: unlimited)"""
 
@@ -70,6 +73,25 @@ class ScenarioOutcome:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ScenarioOutcome:
         return cls(**row)
+
+    @property
+    def settings(self) -> str:
+        """What the scenario sets, in words: `50.0 MB/s, 2/broker, writes x1.5, broker 7 fails @ 30m00s`."""
+        from kreassign.cluster.units import format_duration, format_rate
+
+        parts = ["unthrottled" if self.throttle_bps is None else format_rate(self.throttle_bps),
+                 "all at once" if self.moves_per_broker is None else f"{self.moves_per_broker}/broker",
+                 f"writes x{self.write_multiplier:g}"]
+        if self.failed_broker is not None:
+            parts.append(f"broker {self.failed_broker} fails @ {format_duration(self.failed_at_s or 0.0)}")
+        return ", ".join(parts)
+
+    @property
+    def makespan_text(self) -> str:
+        """The makespan as a duration, or how many moves never finish."""
+        from kreassign.cluster.units import format_duration
+
+        return format_duration(self.makespan_s) if self.stalled_moves == 0 else never_finishes(self.stalled_moves)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: a makespan that never ends (a stalled move) becomes null."""

@@ -88,6 +88,9 @@ class ScenarioRun:
     rate_out: np.ndarray
     pending_bytes: np.ndarray
     """(brokers, samples) bytes of moves into each broker not finished at each sample time"""
+    horizon_s: float
+    """where the model's finite story ends: the makespan, or for a run that never finishes its
+    last event (the grid runs on past it so the stall shows; totals stop here)"""
 
     @property
     def makespan_s(self) -> float:
@@ -151,7 +154,10 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
     remaining = np.interp(grid, curve[0], curve[1]) if len(curve[0]) else np.zeros(len(grid))
     # The model records its curve at (batched) event times; once the last move is done, none is left.
     end = float(finish.max()) if len(finish) else 0.0
-    remaining = np.where(grid >= end, 0.0, remaining)
+    # A move slower than its partition's writes falls further behind without end; what the plan
+    # still has to copy is at most the plan.
+    remaining = np.minimum(np.where(grid >= end, 0.0, remaining), float(arrays.bytes.sum()))
+    horizon = end if math.isfinite(end) else float(curve[0].max(initial=0.0))
     lower = first.lower
     move_bound = float(lower.move_s.max(initial=0.0))
     moves_decide = move_bound > max(float(lower.out_s.max(initial=0.0)), float(lower.in_s.max(initial=0.0)))
@@ -161,7 +167,7 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
         failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
         bytes_remaining=remaining,
         rate_in=rate_in, rate_out=rate_out,
-        pending_bytes=_pending(arrays, finish, grid),
+        pending_bytes=_pending(arrays, finish, grid), horizon_s=horizon,
     )
 
 
@@ -337,7 +343,8 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
         replication_out=arrays.replication_out[:, None] + run.rate_out,
         catchup_in=run.rate_in,
     )
-    impact = assess(clients, traffic, dt)
+    # Samples from the horizon on are drawn, not counted: a stalled run would count forever.
+    impact = assess(clients, traffic, dt, counted=int(np.count_nonzero(grid < run.horizon_s)))
     n_brokers, samples = run.rate_in.shape
     return {
         "scenario_id": scenario_id,

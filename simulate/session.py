@@ -46,6 +46,13 @@ class SparkOptions:
     def is_local(self) -> bool:
         return self.remote is None and self.master.startswith("local")
 
+    @property
+    def is_loopback(self) -> bool:
+        """A standalone master on this machine (`kreassign spark start`): the driver listens on
+        127.0.0.1 too, where that master's executors reach it."""
+        host = self.master.removeprefix("spark://").rsplit(":", 1)[0]
+        return self.remote is None and self.master.startswith("spark://") and host in ("127.0.0.1", "localhost")
+
 
 def java_version(java: str) -> int | None:
     """The major version of a `java` executable, or None if it does not run."""
@@ -98,6 +105,24 @@ def check_master(master: str) -> None:
         )
 
 
+CONNECT_MODULES = ("grpc", "grpc_status", "google.protobuf", "google.rpc", "zstandard")
+"""What pyspark's Connect client imports (the `connect` extra: grpcio, grpcio-status, protobuf,
+googleapis-common-protos, zstandard)."""
+
+
+def missing_connect_modules() -> list[str]:
+    """The Spark Connect client's modules that are not installed, without importing them."""
+    from importlib.util import find_spec
+
+    def found(name: str) -> bool:
+        try:
+            return find_spec(name) is not None
+        except ModuleNotFoundError:  # the parent package is missing
+            return False
+
+    return [name for name in CONNECT_MODULES if not found(name)]
+
+
 def active_session() -> SparkSession | None:
     """The session already running in this process, if any (an embedding application's)."""
     from pyspark.sql import SparkSession
@@ -115,19 +140,18 @@ def start_session(options: SparkOptions) -> SparkSession:
     from pyspark.sql import SparkSession
 
     if options.remote is not None:
-        try:
-            import grpc  # noqa: F401  (Spark Connect's transport; missing unless pyspark[connect])
-        except ImportError:
+        missing = missing_connect_modules()
+        if missing:
             raise SparkUnavailable(
-                "--remote needs the Spark Connect client: pip install 'pyspark[connect]' "
-                "(or run embedded with --master local[*])"
-            ) from None
+                f"--remote needs the Spark Connect client ({', '.join(missing)} not installed): "
+                "pip install 'kreassign[connect]' (or run embedded with --master local[*])"
+            )
         builder = SparkSession.builder.remote(options.remote)
     else:
         check_master(options.master)
         check_java()
-        if options.is_local:
-            # Executors of an embedded session are child processes of this interpreter.
+        if options.is_local or options.is_loopback:
+            # Executors on this machine run this interpreter, where kreassign is installed.
             os.environ["PYSPARK_PYTHON"] = sys.executable
             os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         builder = SparkSession.builder.master(options.master)
@@ -136,15 +160,20 @@ def start_session(options: SparkOptions) -> SparkSession:
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.memory": options.driver_memory,
         }
-        for key, value in (local.items() if options.is_local else ()):
+        for key, value in (local.items() if options.is_local or options.is_loopback else ()):
             builder = builder.config(key, value)
         builder = builder.config("spark.ui.enabled", "false")
-    settings = {
-        "spark.app.name": options.app_name,
+    # A Connect session always moves data as Arrow and refuses (with a warning) the settings of
+    # the classic client, so those go to classic sessions only.
+    classic = {} if options.remote is not None else {
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(options.shuffle_partitions),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    }
+    settings = {
+        "spark.app.name": options.app_name,
+        **classic,
+        "spark.sql.shuffle.partitions": str(options.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         **options.conf,
     }

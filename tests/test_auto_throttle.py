@@ -1,6 +1,7 @@
 """Auto-throttle: headroom and deadline proposals, bounds, hysteresis and pacing of changes."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kreassign.cluster.errors import InputError
@@ -16,6 +17,7 @@ from kreassign.execute.auto_throttle import (
 from kreassign.execute.live_eta import build_live_model
 from kreassign.execute.progress import MoveKey, MoveSample, ProgressTracker, Sample
 from kreassign.execute.live_throttle import BrokerThrottle, ThrottleView, TopicThrottle
+from kreassign.throttle.replication_model import FetchLimits
 
 MB = 1_000_000
 
@@ -79,8 +81,10 @@ def test_deadline_rate_finishes_in_time_with_margin() -> None:
     live = live_one_move(lag_at_10s=90 * MB)  # 90 MB left, writes of 1 MB/s
     policy = AutoThrottlePolicy(deadline_s=110.0, min_rate=1 * MB)
     rates, reason = deadline_rates(policy, live, now_s=10.0)  # type: ignore[arg-type]
-    # 100 s left, aim at 90 s: 90 MB / 90 s + 1 MB/s of writes = 2 MB/s on both ends.
-    assert rates[1][0] == pytest.approx(2 * MB, rel=3e-3) and rates[3][1] == pytest.approx(2 * MB, rel=3e-3)
+    # 100 s left, aim at 90 s: 90 MB / 90 s + 1 MB/s of writes = 2 MB/s on both ends, of what
+    # fetches get of a throttle (FetchLimits.quota_share: the configured rate is a bit higher)
+    got = [r * float(FetchLimits().quota_share(np.array(r), 1.0)) for r in (rates[1][0], rates[3][1])]
+    assert got == pytest.approx([2 * MB, 2 * MB], rel=3e-3)
     assert reason == "to finish by the deadline"
     capped, reason = deadline_rates(AutoThrottlePolicy(deadline_s=20.0, max_rate=3 * MB), live, 10.0)  # type: ignore[arg-type]
     assert capped[1] == (3 * MB, 3 * MB) and "cannot be met within --max-rate" in reason

@@ -117,7 +117,7 @@ def test_command_text_and_json(tmp_path: Path, state: ClusterState) -> None:
     doc = json.loads(as_json.stdout)
     assert doc["completes"] is True and doc["schedule"]["order"] == "large-first"
     assert [b["leader_rate"] for b in doc["brokers"]] == [50e6, 70e6, 50e6, 50e6]
-    assert doc["eta_s"] >= doc["lower_bound"]["seconds"]
+    assert doc["eta_s"] >= doc["lower_bound"]["seconds"] * (1 - 1e-12)  # equal here, up to rounding
 
 
 def test_command_rejects_a_bad_broker_rate(tmp_path: Path, state: ClusterState) -> None:

@@ -13,6 +13,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
 from kreassign.throttle.replication_model import (
     NO_FETCH_LIMITS,
+    QUOTA_GRANULARITY,
     Admission,
     FetchLimits,
     Limit,
@@ -208,8 +209,11 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     assert inp.client_out[0] == pytest.approx(5 * MB + 2 * MB)  # consumers + replication to broker 2
     assert inp.client_in.tolist() == pytest.approx([2 * MB, 2 * MB, 0.0])
     assert inp.network_out[0] == 100 * MB and math.isinf(inp.network_out[1])
+    # only the leader throttles, so its fetch wait (0.5 s) paces the copy; one fetch is 1 MiB
+    share = 11 / 11.5 * (1 + QUOTA_GRANULARITY * (1024 * 1024 / (10 * MB)) / 11)
+    assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
     r = simulate(inp, tolerance=0.0)
-    assert r.finish_s.tolist() == pytest.approx([10 / (10 - 2 - 2)])
+    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share - 2 * MB - 2 * MB)])
 
 
 # ---- properties -------------------------------------------------------------------------------
@@ -361,7 +365,7 @@ def test_model_reproduces_unthrottled_catch_up_bounded_by_fetch_limits(fetch: Fe
 
 def test_a_leaderless_move_never_completes_and_does_not_hold_back_the_others() -> None:
     inp = ModelInput.build(broker_ids=np.arange(3), source=np.array([0, -1]), dest=np.array([1, 2]),
-                           bytes=np.full(2, 1e6), leader_rate=1e6, follower_rate=1e6)
+                           bytes=np.full(2, 1e6), leader_rate=1e6, follower_rate=1e6, fetch=NO_FETCH_LIMITS)
     for tolerance in (0.0, 0.1):
         r = simulate(inp, tolerance=tolerance)
         assert r.finish_s[0] == pytest.approx(1.0)

@@ -24,6 +24,7 @@ from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
+from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.topics import TopicSpec
 
 pytestmark = pytest.mark.e2e
@@ -31,8 +32,9 @@ pytestmark = pytest.mark.e2e
 TOPIC = "events"
 PARTITIONS = 4
 N = 400
-THROTTLE = 20_000      # B/s
-NETWORK_BPS = 50_000   # per broker: even the first unthrottled fetches leave the move in flight for seconds
+THROTTLE = 20_000      # B/s: each partition's ~N/2 kB copy takes well over the time clients need
+# small follower fetches, so the copy cannot overshoot the throttle by a whole backlog in one fetch
+SMALL_FETCHES = FetchConfig(partition_max_bytes=1000, response_max_bytes=4000)
 POLL_LIMIT = 400    # bounded consume loops (each poll waits at most 0.1 s)
 
 
@@ -192,7 +194,7 @@ def test_produce_and_consume_through_a_throttled_move(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KREASSIGN_JOURNAL_DIR", str(tmp_path / "journal"))
     sb = sandbox_factory(brokers=6, racks=3, topics=[TopicSpec(TOPIC, PARTITIONS, 3, 0, 0.0)],
-                         clock=ScaledClock(1.0), network_bps=NETWORK_BPS)
+                         clock=ScaledClock(1.0), fetch=SMALL_FETCHES)
     client = CLIENTS[client_name](sb.bootstrap)
     client.produce(0, N)
 
@@ -213,7 +215,7 @@ def test_produce_and_consume_through_a_throttled_move(
     hw_during = client.high_watermarks()
     assert hw_during == {p: 2 * N // PARTITIONS for p in range(PARTITIONS)}
 
-    sb.advance(3600)  # sandbox time: the throttled copies finish
+    sb.advance(600)  # sandbox time: the throttled copies finish
     verified = cli(sb.bootstrap, tmp_path, "--reassignment-json-file", str(plan), "--verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert verified.stdout.count("is completed.") == PARTITIONS

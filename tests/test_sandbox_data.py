@@ -12,17 +12,21 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.producer import ProduceRequest
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.handlers_admin import describe_log_dirs
-from kreassign.sandbox.handlers_data import NO_RESPONSE, fetch, list_offsets, produce
+from kreassign.sandbox.handlers_data import NoResponse, fetch, list_offsets, produce
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.wire import encode_response
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 ROUND = 0.01  # FetchConfig.round_s: in-sync followers fetch once per round
+
+
+def in_sync_after(nbytes: int, network_bps: float = 100e6) -> float:
+    """How long a batch takes to reach idle in-sync followers: its transfer, then one fetch round."""
+    return nbytes / network_bps + ROUND
 
 
 class Recorder:
@@ -82,15 +86,35 @@ def part_result(resp: Any) -> Any:
 
 def test_acks_all_waits_one_follower_fetch_round(world: tuple[Engine, DataPlane]) -> None:
     eng, data = world
-    op = produce(ctx(eng, data, 1, 10.0), 9, produce_req(0, batch([b"a", b"b"])))
+    records = batch([b"a", b"b"])
+    op = produce(ctx(eng, data, 1, 10.0), 9, produce_req(0, records))
     assert isinstance(op, Delayed)
     assert (op.parked_at, op.deadline) == (10.0, 40.0)
-    assert op.wake(10.0) == pytest.approx(10.0 + ROUND)
-    assert not op.ready(10.0 + ROUND / 2)
-    assert op.ready(10.0 + ROUND)
-    p = part_result(op.complete(10.0 + ROUND, False))
+    done = 10.0 + in_sync_after(len(records))
+    assert op.wake(10.0) == done
+    assert not op.ready(done - 1e-9)
+    assert op.ready(done)
+    p = part_result(op.complete(done, False))
     assert (p.error_code, p.base_offset, p.log_start_offset) == (codes.NONE, 0, 0)
-    assert data.high_watermark(eng.partition("t", 0), 10.0 + ROUND) == 2
+    assert data.high_watermark(eng.partition("t", 0), done) == 2
+
+
+def test_acks_all_waits_longer_when_the_followers_are_busy(tmp_path: Path) -> None:
+    """Remote time grows with the ISR's load: each follower broker receives through its network
+    in order, so a burst queues behind earlier bytes."""
+    eng = Engine({1: None, 2: None, 3: None}, seed=3, network_bps=1_000_000)
+    eng.create_topic("t", assignments={0: [1, 2, 3], 1: [1, 3, 2]})
+    data = DataPlane(eng, tmp_path / "logs")
+    big = batch([b"x" * 50_000])                 # 50 ms on a 1 MB/s follower
+    small = batch([b"y"])
+    first = produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, big))
+    second = produce(ctx(eng, data, 1, 0.0), 9, produce_req(1, small))  # same followers, other partition
+    assert isinstance(first, Delayed) and isinstance(second, Delayed)
+    assert first.wake(0.0) == pytest.approx(len(big) / 1e6 + ROUND)
+    assert second.wake(0.0) == pytest.approx((len(big) + len(small)) / 1e6 + ROUND)  # queued behind
+    alone = produce(ctx(eng, data, 1, 10.0), 9, produce_req(1, small))
+    assert isinstance(alone, Delayed) and alone.wake(10.0) == pytest.approx(10.0 + len(small) / 1e6 + ROUND)
+    data.close()
 
 
 def test_acks_all_times_out_with_request_timed_out(world: tuple[Engine, DataPlane]) -> None:
@@ -107,7 +131,7 @@ def test_acks_one_and_zero_answer_at_once_and_leader_alone_advances_the_hw(world
     eng, data = world
     resp = produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"a"]), acks=1))
     assert part_result(resp).base_offset == 0
-    assert produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"b"]), acks=0)) is NO_RESPONSE
+    assert produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, batch([b"b"]), acks=0)) == NoResponse(0)
     assert data.log(eng.partition("t", 0)).leo == 2
     eng.stop_broker(2)
     eng.stop_broker(3)
@@ -155,11 +179,14 @@ def test_fetch_waits_for_min_bytes_below_the_high_watermark(world: tuple[Engine,
     eng, data = world
     op = fetch(ctx(eng, data, 1, 0.0), 12, fetch_req(0, 0))
     assert isinstance(op, Delayed) and op.deadline == pytest.approx(0.5)
-    produced = produce(ctx(eng, data, 1, 0.1), 9, produce_req(0, batch([b"hello"])))
+    records = batch([b"hello"])
+    produced = produce(ctx(eng, data, 1, 0.1), 9, produce_req(0, records))
     assert isinstance(produced, Delayed)
+    done = 0.1 + in_sync_after(len(records))
+    assert op.wake(0.1) == done
     assert not op.ready(0.1)              # appended, but not yet below the high watermark
-    assert op.ready(0.1 + ROUND)          # the followers' next round moved the HW
-    p = part_result(op.complete(0.1 + ROUND, False))
+    assert op.ready(done)                 # the followers' next round moved the HW
+    p = part_result(op.complete(done, False))
     assert (p.error_code, p.high_watermark, p.log_start_offset) == (codes.NONE, 1, 0)
     assert [v for _, _, v in record_values(p.records)] == [b"hello"]
 
@@ -218,8 +245,9 @@ def test_client_bytes_count_in_log_dirs_and_a_new_replica_must_copy_them(tmp_pat
     assert eng.log_end[p0.row] == sum(sizes)
     assert {r.size for rs in eng.describe_log_dirs(2, None).values() for r in rs} == {sum(sizes)}
     assert eng.alter_reassignment("t", 0, [1, 2, 4]) == (codes.NONE, None)
-    hw_before = data.high_watermark(p0, 1.0)
-    now, seen = 1.0, []
+    now, seen = 2.0, []                    # the in-sync followers hold all 20 batches by 1.6 s
+    hw_before = data.high_watermark(p0, now)
+    assert hw_before == 20
     while p0.reassigning and now < 100:
         eng.advance(0.1)
         now += 0.1

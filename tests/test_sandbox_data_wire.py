@@ -2,6 +2,7 @@
 and bad input (malformed batches, oversized frames, unknown versions) that must never stop a broker."""
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
@@ -17,13 +18,12 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import record_values
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.rawclient import encode, read_frame, roundtrip
 from kreassign.sandbox.topics import TopicSpec
 from tests.test_sandbox_data import fetch_req, produce_req
-from tests.test_sandbox_log import batch
+from tests.test_sandbox_log import batch, record_values
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +57,13 @@ def parked(sb: SandboxCluster, n: int) -> None:
         time.sleep(0.002)
 
 
+def still_parked(sb: SandboxCluster) -> int:
+    """Parked requests once the server has handled every notification sent so far (its loop runs
+    callbacks in order, so a coroutine submitted now runs after them)."""
+    sb.server.call(asyncio.sleep(0))
+    return len(sb.server.parked)
+
+
 def receive(sock: socket.socket, response_cls: Any, version: int) -> Any:
     return response_cls.decode(read_frame(sock), version=version, header=True)
 
@@ -65,7 +72,7 @@ def test_parked_fetch_records_its_wait_as_remote_time(quiet: SandboxCluster, con
     send(conn, fetch_req(0, 0, wait_ms=500), 12)
     parked(quiet, 1)  # no answer while sandbox time stands still
     quiet.advance(0.499)
-    parked(quiet, 1)
+    assert still_parked(quiet) == 1
     quiet.advance(0.001)
     resp = receive(conn, FetchResponse, 12)
     assert resp.responses[0].partitions[0].records in (b"", None)
@@ -77,23 +84,25 @@ def test_parked_fetch_records_its_wait_as_remote_time(quiet: SandboxCluster, con
 def test_acks_all_completes_after_the_followers_round(quiet: SandboxCluster, conn: socket.socket) -> None:
     send(conn, produce_req(0, batch([b"a", b"b"])), 9)
     parked(quiet, 1)
-    quiet.advance(0.01)
+    quiet.advance(0.01)   # the followers' fetch round, but not yet the batch's transfer before it
+    assert still_parked(quiet) == 1
+    quiet.advance(0.001)
     resp = receive(conn, ProduceResponse, 9)
     part = resp.responses[0].partition_responses[0]
     assert (part.error_code, part.base_offset) == (codes.NONE, 0)
     (timing,) = quiet.timings.of("Produce")
-    assert timing.remote_ms == pytest.approx(10.0)
+    assert timing.remote_ms == pytest.approx(11.0)
     # a parked fetch on another connection is woken by the high watermark, not by the append
     with socket.create_connection(("127.0.0.1", leader_port(quiet)), timeout=5) as other:
         send(other, fetch_req(0, 2, wait_ms=1000), 12)
         parked(quiet, 1)
         send(conn, produce_req(0, batch([b"c"])), 9, corr=2)
         parked(quiet, 2)
-        quiet.advance(0.01)
+        quiet.advance(0.011)
         assert receive(conn, ProduceResponse, 9).responses[0].partition_responses[0].base_offset == 2
         fetched = receive(other, FetchResponse, 12).responses[0].partitions[0]
     assert [v for _, _, v in record_values(fetched.records)] == [b"c"]
-    assert quiet.timings.of("FetchConsumer")[-1].remote_ms == pytest.approx(10.0)
+    assert quiet.timings.of("FetchConsumer")[-1].remote_ms == pytest.approx(11.0)
 
 
 def test_produce_and_fetch_with_topic_ids(quiet: SandboxCluster) -> None:
@@ -216,6 +225,15 @@ def test_throttled_response_mutes_the_connection(sandbox_factory: Callable[..., 
         assert read_frame(sock)[:4] == struct.pack(">i", 2)
     (timing,) = sb.timings.of("Produce")
     assert timing.throttle_ms == 100.0
+    # acks=0 gets no answer, yet its throttle mutes the connection just the same
+    with socket.create_connection(("127.0.0.1", sb.ports[1]), timeout=5) as sock:
+        send(sock, produce_req(0, batch([b"b"]), acks=0), 9, corr=3)
+        parked(sb, 1)
+        send(sock, MetadataRequest(topics=None, allow_auto_topic_creation=False), 12, corr=4)
+        assert still_parked(sb) == 1
+        sb.advance(0.1)
+        assert read_frame(sock)[:4] == struct.pack(">i", 4)
+    assert [t.throttle_ms for t in sb.timings.of("Produce")] == [100.0, 100.0]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

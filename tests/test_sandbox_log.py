@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka.record.memory_records import MemoryRecordsBuilder
+from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.batches import InvalidRecords, parse_batches, record_values
+from kreassign.sandbox.batches import InvalidRecords, parse_batches
 from kreassign.sandbox.log import PartitionLog, SequenceError
 
 
@@ -24,9 +24,19 @@ def batch(values: list[bytes], *, pid: int = -1, epoch: int = -1, seq: int = -1,
     return bytes(b.buffer())
 
 
+def record_values(data: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record in fetched bytes, read with kafka-python's classes."""
+    out = []
+    records = MemoryRecords(bytes(data))
+    while (b := records.next_batch()) is not None:
+        out.extend((r.offset, r.key, r.value) for r in b)
+    return out
+
+
 def append(log: PartitionLog, data: bytes, *, now: float = 0.0, start: float | None = None, epoch: int = 0) -> tuple[int, int]:
     headers = parse_batches(data)
-    a = log.append(data, headers, leader_epoch=epoch, now=now, byte_start=log.byte_end if start is None else start)
+    a = log.append(data, headers, leader_epoch=epoch, in_sync_at=now,
+                   byte_start=log.byte_end if start is None else start)
     return a.base_offset, a.last_offset
 
 

@@ -148,3 +148,31 @@ def test_the_row_has_every_result_column_and_packs_broker_major() -> None:
     assert row["tl_t_s"][:6].tolist() == run.grid_t_s.tolist()
     assert row["tl_replication_in_bps"][18:24].tolist() == run.rate_in[3].tolist()
     assert (row["moves"], row["bytes"], row["stalled_moves"]) == (5, 1_150_000_000, 0)
+
+
+def test_a_move_slower_than_its_writes_never_finishes_and_the_curve_stays_within_the_plan() -> None:
+    # move 4 (150 MB into broker 1) follows 20 MB/s of writes under a 10 MB/s throttle: its lag
+    # only grows, which the model's curve carries; the plan's bytes left never exceed the plan
+    arrays = dataclasses.replace(_arrays(), write_bps=np.array([1e5, 2e5, 0.0, 5e4, 2e7]))
+    scenario = Scenario(0, throttle_bps=10 * MB)
+    model = run_model(arrays, scenario)
+    assert model.remaining_bytes.max() > arrays.bytes.sum()
+    run = run_scenario(arrays, scenario, points=10)
+    assert run.stalled_moves == 1 and math.isinf(run.makespan_s)
+    assert run.bytes_remaining.max() == run.bytes_remaining[-1] == 1_150_000_000
+    # the finite story ends at the model's last event; the grid runs a quarter past it
+    assert run.horizon_s == model.times.max() == model.finish_s[3]
+    assert run.grid_t_s[-1] == pytest.approx(1.25 * run.horizon_s)
+    # everything is below a 99% headroom target, but only the samples before the horizon count
+    row = scenario_row(0, arrays, run, ClientModel(headroom_target=0.99))
+    dt = run.grid_t_s[1] - run.grid_t_s[0]
+    assert np.count_nonzero(run.grid_t_s < run.horizon_s) == 8
+    assert row["minutes_below_headroom"] == 8 * dt / 60.0
+
+
+def test_a_finished_run_counts_headroom_up_to_its_makespan() -> None:
+    arrays, scenario = _arrays(), Scenario(0, throttle_bps=10 * MB)
+    run = run_scenario(arrays, scenario, points=11)
+    assert run.horizon_s == run.makespan_s == run.grid_t_s[-1]
+    row = scenario_row(0, arrays, run, ClientModel(headroom_target=0.99))
+    assert row["minutes_below_headroom"] == 10 * (run.grid_t_s[1] - run.grid_t_s[0]) / 60.0

@@ -183,7 +183,8 @@ def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Pat
     out = tmp_path / "sim"
     args = ["simulate", "--synthetic", "brokers=50,racks=5,partitions=5000,rf=3,seed=11",
             "--throttle", "100MB/s,none", "--fail", "none,random@50%", "--seed", "4",
-            "--timeline-points", "20", "--out", str(out), "--output", "json"]
+            "--timeline-points", "20", "--out", str(out), "--report", str(tmp_path / "report.html"),
+            "--output", "json"]
     run = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert run.exit_code == 0, run.output
     doc = json.loads(run.stdout)
@@ -198,7 +199,10 @@ def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Pat
         assert r["makespan_s"] >= r["lower_bound_s"] * (1 - 1e-9)
     assert {Path(f).name for f in doc["files"]} >= {"summary.parquet", "broker_timeline.parquet",
                                                    "cluster_timeline.parquet", "bytes_remaining.png",
-                                                   "broker_throughput.png", "client_headroom.png"}
+                                                   "broker_throughput.png", "client_headroom.png",
+                                                   "report.html"}
+    report = (tmp_path / "report.html").read_text()
+    assert report.count('src="data:image/png;base64,') == 3 and report.count("<section id=") == 5
     timelines = spark.read.parquet(str(out / BROKER_TIMELINE_DIR))
     assertSchemaEqual(timelines.select(*BROKER_TIMELINE.fieldNames()).schema, BROKER_TIMELINE)
     assert timelines.count() == 4 * 55 * 20
@@ -249,3 +253,26 @@ def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state
         flat = per_broker.where(F.col("scenario_id") == scenario_id).orderBy("broker").toPandas()
         assert row["leader_rate_bps"] == flat["leader_rate_bps"].tolist()
         assert row["client_in_bps"] == flat["client_in_bps"].tolist()
+
+
+def test_broker_timelines_unpack_each_scenarios_arrays_into_rows(spark: SparkSession) -> None:
+    import pyarrow as pa
+    from test_simulate_scenario_run import _arrays
+
+    from kreassign.simulate.client_impact import ClientModel
+    from kreassign.simulate.inputs import arrow_schema
+    from kreassign.simulate.model_task import _cell
+    from kreassign.simulate.results import broker_timelines
+    from kreassign.simulate.scenario_run import run_scenario, scenario_row
+    from kreassign.simulate.schemas import SCENARIO_RESULT
+
+    arrays = _arrays()
+    run = run_scenario(arrays, Scenario(3, throttle_bps=10 * MB), points=5)
+    row = scenario_row(3, arrays, run, ClientModel())
+    schema = arrow_schema(SCENARIO_RESULT)
+    batch = pa.RecordBatch.from_arrays([_cell(row[f.name], f.type) for f in schema], schema=schema)
+    frame = spark.createDataFrame(batch.to_pandas(), schema=SCENARIO_RESULT)
+    got = [(r["broker"], r["t_s"], r["replication_in_bps"], r["headroom"])
+           for r in broker_timelines(frame).orderBy("broker", "t_s").collect()]
+    assert got == [(int(b), float(t), float(run.rate_in[i, k]), float(row["tl_headroom"][i * 5 + k]))
+                   for i, b in enumerate(arrays.broker_ids) for k, t in enumerate(run.grid_t_s)]

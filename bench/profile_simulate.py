@@ -1,0 +1,152 @@
+"""Where the time of `kreassign simulate` goes, stage by stage (issue 17: profile before tuning).
+
+Runs the pipeline's stages one at a time, forcing each with an action, on the 1M-move case
+(`million`) or the 32-scenario sweep (`sweep32`) of bench_simulate, and records per stage the
+wall time and the CPU time of the whole process tree (this driver, the JVM, its Python
+workers), read from /proc. On a shared machine the wall times stretch with the load; the CPU
+times, and the model-only CPU time measured in-process, are the figures to compare across runs.
+
+    python -m bench.profile_simulate million|sweep32 [NOTE...]
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.common import record
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(root: int) -> float:
+    """user+system CPU seconds of `root` and every live descendant (plus their waited-for children)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        times[pid] = sum(int(v) for v in fields[11:15]) / _TICK  # utime stime cutime cstime
+    total = 0.0
+    for pid, cpu in times.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 1)
+        if p == root:
+            total += cpu
+    return total
+
+
+class Stages:
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, float]] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), tree_cpu_s(os.getpid())
+        yield
+        self.rows[name] = {"wall_s": round(time.perf_counter() - wall, 2),
+                           "cpu_s": round(tree_cpu_s(os.getpid()) - cpu, 2)}
+
+
+def profile(case: str, note: str = "") -> dict[str, Any]:
+    from pyspark import StorageLevel
+
+    from bench.bench_simulate import HUNDRED_K, MILLION, _axes
+    from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
+    from kreassign.simulate.client_impact import ClientModel
+    from kreassign.simulate.inputs import synthetic_inputs
+    from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
+    from kreassign.simulate.pipeline import render_plots, write_results
+    from kreassign.simulate.results import scenario_summary
+    from kreassign.simulate.request import ScenarioOutcome
+    from kreassign.simulate.scenarios import ScenarioAxes, scenario_grid, scenarios_frame
+    from kreassign.simulate.session import SparkOptions, start_session
+    from kreassign.simulate.synthetic import parse_synthetic
+
+    spec = parse_synthetic(MILLION if case == "million" else HUNDRED_K)
+    axes = ScenarioAxes(throttles=(200e6,)) if case == "million" else _axes(32)["axes"]
+    scenarios = scenario_grid(axes)
+    s = Stages()
+    load_before = os.getloadavg()
+    with s.stage("jvm_session_start"):
+        spark = start_session(SparkOptions(master="local[2]", shuffle_partitions=8, driver_memory="4g"))
+    out = Path(tempfile.mkdtemp())
+    clients = ClientModel()
+    with s.stage("generate_inputs"):
+        inputs = synthetic_inputs(spark, spec)
+        moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
+        moves.count()
+    with s.stage("aggregates_and_bounds"):
+        scenario_df = scenarios_frame(spark, scenarios)
+        load = move_load(moves).persist(StorageLevel.MEMORY_AND_DISK)
+        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load,
+                                   scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+        per_broker.count()
+        bounds = broker_lower_bounds(per_broker, load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+        bounds.count()
+    with s.stage("pack_moves_arrow"):
+        packed = pack_moves(moves).persist(StorageLevel.MEMORY_AND_DISK)
+        packed.count()
+    with s.stage("model_tasks"):
+        results = simulate_scenarios(packed, pack_brokers(per_broker), scenarios, clients, 120
+                                     ).persist(StorageLevel.MEMORY_AND_DISK)
+        results.count()
+    with s.stage("summary_collect"):
+        summary = scenario_summary(results, scenario_df, bounds)
+        outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
+    with s.stage("write_parquet"):
+        write_results(results, summary, out, clients.headroom_target)
+    with s.stage("plots"):
+        render_plots(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
+    spark.stop()
+    model_cpu = _model_only_cpu(case)
+    return {"case": case, "note": note, "scenarios": len(scenarios), "stages": s.rows,
+            "pipeline_wall_s": round(sum(r["wall_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
+            "pipeline_cpu_s": round(sum(r["cpu_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
+            "model_only_cpu_s_per_scenario": model_cpu, "makespan_s": [o.makespan_s for o in outcomes][:4],
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _model_only_cpu(case: str) -> float:
+    """CPU seconds of one scenario through `scenario_run` in this process, on moves of the
+    same size as the case's (no Spark): the floor any pipeline pays per scenario."""
+    import numpy as np
+
+    from kreassign.simulate.client_impact import ClientModel
+    from kreassign.simulate.scenario_run import ScenarioArrays, run_scenario, scenario_row
+    from kreassign.simulate.scenarios import Scenario
+
+    brokers, moves = (2000, 1_000_000) if case == "million" else (1000, 100_000)
+    rng = np.random.default_rng(1)
+    src = rng.integers(0, brokers, moves)
+    arrays = ScenarioArrays(
+        broker_ids=np.arange(brokers), network_in=np.full(brokers, 1.25e9), network_out=np.full(brokers, 1.25e9),
+        client_in=np.full(brokers, 2e7), client_out=np.full(brokers, 4e7), replication_in=np.full(brokers, 4e7),
+        replication_out=np.full(brokers, 4e7), leader_base=np.full(brokers, 5e6),
+        leader_rate=np.full(brokers, 200e6), follower_rate=np.full(brokers, 200e6), move_id=np.arange(moves),
+        source=src, dest=(src + rng.integers(1, brokers, moves)) % brokers,
+        bytes=np.minimum(rng.lognormal(np.log(1e8), 1.0, moves), 2e12).astype(np.int64),
+        write_bps=np.minimum(rng.pareto(1.5, moves) * 1e4 + 1e4, 1e6), failover_source=np.full(moves, -1),
+    )
+    run: Callable[[], Any] = lambda: scenario_row(0, arrays, run_scenario(arrays, Scenario(0, throttle_bps=200e6), 120),
+                                                  ClientModel())
+    started = time.process_time()
+    run()
+    return round(time.process_time() - started, 2)
+
+
+if __name__ == "__main__":
+    record("profile_simulate", **profile(sys.argv[1] if len(sys.argv) > 1 else "million", " ".join(sys.argv[2:])))

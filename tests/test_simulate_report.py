@@ -1,0 +1,102 @@
+"""`simulate --report`: one self-contained HTML file, checked as text and in headless Chromium."""
+from __future__ import annotations
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kreassign.simulate.report import SECTIONS, render_report
+from kreassign.simulate.request import ScenarioOutcome, SimulationResult
+
+
+def _outcome(**overrides: object) -> ScenarioOutcome:
+    values: dict[str, object] = dict(
+        scenario_id=0, throttle_bps=50e6, moves_per_broker=None, write_multiplier=1.0, seed=0,
+        failed_broker=None, failed_at_s=None, moves=1200, bytes=3 * 1024**4, makespan_s=7260.0,
+        lower_bound_s=7000.0, bottleneck_broker=4, stalled_moves=0, max_client_throttle_ms=0.0,
+        minutes_below_headroom=12.5, brokers_at_risk=3, brokers_saturated=0,
+        max_produce_remote_ms=9.6, timed_out_requests=0.0,
+    )
+    values.update(overrides)
+    return ScenarioOutcome(**values)  # type: ignore[arg-type]
+
+
+RESULT = SimulationResult(
+    outcomes=(_outcome(), _outcome(scenario_id=1, throttle_bps=None, failed_broker=7, failed_at_s=1800.0,
+                                   makespan_s=float("inf"), stalled_moves=3, bottleneck_broker=4),
+              _outcome(scenario_id=2, bottleneck_broker=9)),
+    scenarios=(), output_dir="out", files=(), brokers=40, partitions=9000, headroom_target=0.2,
+)
+
+
+def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A solid PNG, so a screenshot can show whether the embedded image was drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    buffer = io.BytesIO()
+    plt.imsave(buffer, np.full((height, width, 3), rgb, dtype=np.uint8), format="png")
+    return buffer.getvalue()
+
+
+def _cells(html: str, section: str) -> list[list[str]]:
+    body = html.split(f'<section id="{section}">', 1)[1].split("</section>", 1)[0]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)
+            if "<td" in row]
+
+
+def test_the_report_has_every_section_with_exact_rows() -> None:
+    png = _png(4, 3, (255, 0, 0))
+    html = render_report(RESULT, {"bytes_remaining.png": png})
+    assert [m for m in re.findall(r'<section id="([^"]+)">', html)] == list(SECTIONS)
+    assert _cells(html, "plan") == [["40", "9,000", "1,200", "3.0 TiB", "3", "20%"]]
+    assert _cells(html, "scenarios") == [
+        ["0", "50.0 MB/s, all at once, writes x1", "2h01m", "1h56m", "4"],
+        ["1", "unthrottled, all at once, writes x1, broker 7 fails @ 30m00s",
+         "never finishes (stalled moves: 3)", "1h56m", "4"],
+        ["2", "50.0 MB/s, all at once, writes x1", "2h01m", "1h56m", "9"],
+    ]
+    assert '<tr class="never">' in html
+    assert _cells(html, "critical-brokers") == [["4", "#0, #1"], ["9", "#2"]]
+    assert _cells(html, "client-impact")[1] == ["1", "0 ms", "12.5", "3", "0", "10 ms", "0"]
+    assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in html
+    assert not re.search(r'(src|href)="(?!data:)', html)  # nothing to fetch: readable offline
+
+
+def test_a_report_without_plots_or_bottlenecks_says_so() -> None:
+    html = render_report(SimulationResult(outcomes=(_outcome(bottleneck_broker=None),), scenarios=(),
+                                          output_dir="out", files=(), brokers=1, partitions=1,
+                                          headroom_target=0.2), {})
+    assert "<p>No single broker bounds any scenario.</p>" in html and "<p>No plots.</p>" in html
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+def test_chromium_renders_the_sections_and_the_embedded_plot(tmp_path: Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    report = tmp_path / "report.html"
+    report.write_text(render_report(RESULT, {"bytes_remaining.png": _png(900, 500, (255, 0, 0))}), encoding="utf-8")
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*flags, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert re.findall(r'<section id="([^"]+)">', dom) == list(SECTIONS)
+    assert "never finishes (stalled moves: 3)" in dom
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1200,3000", report.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    red = np.count_nonzero((pixels[..., 0] == 255) & (pixels[..., 1] == 0) & (pixels[..., 2] == 0))
+    assert red == 900 * 500  # the embedded plot was decoded and drawn at its size

@@ -58,8 +58,18 @@ def parse_topic_spec(text: str) -> TopicSpec:
     except ValueError:
         raise InputError(f"'{text}': partitions and replication factor must be integers") from None
     size = parse_bytes(parts[3]) if len(parts) > 3 else 80 * MB
-    rate = float(parse_rate(parts[4])) if len(parts) > 4 else 50_000.0
+    rate = _write_rate(parts[4]) if len(parts) > 4 else 50_000.0
     return TopicSpec(parts[0], partitions, rf, size, rate)
+
+
+def _write_rate(text: str) -> float:
+    """A topic's median write rate: a rate such as 1MB/s, or 0 for a topic without writes (a
+    throttle rate must be positive; a write rate may be nothing)."""
+    body = text.strip()
+    body = body[:-2] if body.lower().endswith("/s") else body
+    if parse_bytes(body) == 0:
+        return 0.0
+    return float(parse_rate(text))
 
 
 def partition_loads(spec: TopicSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -308,10 +308,12 @@ def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -
         first = next(e for e in events if isinstance(e, ProgressEvent))
         assert first.view.moves[0].lag == 70 * MB and first.model is not None
         etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
-    # without a sample the model takes the writes as 0: 70 MB at the 5 MB/s leader rate; with it, the
-    # quota also carries the in-sync follower's 1 MB/s and the lag grows by 1 MB/s: 70 MB at 3 MB/s
-    assert etas[0.0][0] == pytest.approx(70 / 5, rel=0.01) and etas[0.0][1]["known"] is False
-    assert etas[10.0][0] == pytest.approx(70 / 3, rel=0.01)
+    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s leader
+    # rate; with it, the quota also carries the in-sync follower's 1 MB/s and the lag grows by 1 MB/s
+    fetches = FetchLimits()
+    got = 5 * MB * float(fetches.quota_share(np.array([5 * MB]), fetches.backoff_s)[0])
+    assert etas[0.0][0] == pytest.approx(70 * MB / got, rel=0.01) and etas[0.0][1]["known"] is False
+    assert etas[10.0][0] == pytest.approx(70 * MB / (got - 2 * MB), rel=0.01)
     assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
                              "measured_at": None, "note": OFFSETS_MISSING}
 

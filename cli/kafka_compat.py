@@ -6,6 +6,8 @@ like Kafka's `main` (without the Java stack trace).
 """
 from __future__ import annotations
 
+import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -64,3 +66,11 @@ def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO 
     except KeyboardInterrupt:
         err.write("Interrupted.\n")
         return 130
+    except BrokenPipeError:
+        # Whoever read stdout went away (`| head`): stop quietly, as the subcommands do, and keep
+        # Python's exit-time flush from writing to the closed pipe.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+        return 1

@@ -266,7 +266,7 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
         try:
             outcome = run_execute(port, request, store=journals, control=control, on_plan=show_plan,
                                   progress=lambda event: print_execute_event(event, shown[0], out, err))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
             if shown:
                 err.write(interrupted_hint(journals, shown[0]))
             raise
@@ -280,17 +280,25 @@ def verify(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     """`--verify`: status lines, log-dir lines, and the clear once nothing moves."""
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.execute.verify import VerifyRequest
-    from kreassign.execute.verify import verify as run_verify
+    from kreassign.execute.run import verify_run
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = VerifyRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"))
     with _connector(args, err, connect)() as port:
-        result = run_verify(port, request, store=_store(store, args))
+        result, owner = verify_run(port, request, store=_store(store, args))
     out.write(render_verify(result))
     _write_lines(err, [f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                        for b, m in sorted(result.unreachable.items())])
-    _write_lines(err, clear_warnings(result.clear))
+    _write_lines(err, clear_warnings(result.clear) + running_owner_lines(owner))
     return 0 if result.clear is None or result.clear.complete else 1
+
+
+def running_owner_lines(owner: Owner | None) -> list[str]:
+    """Why verify kept the throttles: a run holds the execution lock."""
+    if owner is None:
+        return []
+    return [f"Warning: the throttles were kept: {owner.describe()} holds the execution lock and restores "
+            "them itself when it finishes."]
 
 
 def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None = None,
@@ -300,12 +308,14 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.execute.cancel import CancelRequest
     from kreassign.execute.cancel import cancel as run_cancel
+    from kreassign.execute.run import refuse_while_running
     from kreassign.execute.logdir_moves import timed_out_message
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = CancelRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"),
                             timeout_s=args.long("timeout", 10000) / 1000)
     with _connector(args, err, connect)() as port:
+        refuse_while_running(port, "cancel")
         result = run_cancel(port, request, store=_store(store, args), clock=clock, sleep=sleep,
                             on_moves_started=lambda batch: None)
     if result.errors:

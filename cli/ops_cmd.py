@@ -127,7 +127,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     with connect(bootstrap_server, command_config, request_timeout) as port:
         try:
             outcome = run_execute(port, request, store=store, dry_run=dry_run, control=control, on_plan=show_plan)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
             if shown:
                 err.write(kafka_live.interrupted_hint(store, shown[0]))
             raise
@@ -224,7 +224,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
     from kreassign.execute.operations import VerifyRequest
-    from kreassign.execute.operations import verify as run_verify
+    from kreassign.execute.run import verify_run
 
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
@@ -234,7 +234,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
     with connect(bootstrap_server, command_config, request_timeout) as port:
-        result = run_verify(port, request, store=journal_store(journal_dir))
+        result, owner = verify_run(port, request, store=journal_store(journal_dir), control=run_control())
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -242,7 +242,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         click.echo(text.replace("Clearing", "Would clear") if dry_run else text, nl=False)
         _echo_err([f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                    for b, m in sorted(result.unreachable.items())])
-        _echo_err(kafka_live.clear_warnings(result.clear))
+        _echo_err(kafka_live.clear_warnings(result.clear) + kafka_live.running_owner_lines(owner))
     if exit_status and result.in_progress:
         return int(ExitStatus.IN_PROGRESS)
     return 0 if result.clear is None or result.clear.complete else 1
@@ -280,11 +280,14 @@ def cancel(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cluster.errors import TerseError
     from kreassign.execute.operations import CancelRequest
     from kreassign.execute.operations import cancel as run_cancel
+    from kreassign.execute.run import refuse_while_running
 
     request = CancelRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout, dry_run=dry_run)
     clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
+        if not dry_run:
+            refuse_while_running(port, "cancel", run_control())
         result = run_cancel(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
@@ -320,18 +323,23 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     from kreassign.cli import kafka_live
     from kreassign.execute.operations import list_reassignments
 
+    from kreassign.execute.lock import LOCK_KEY, Owner
+
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
+        owner = Owner.from_value(port.describe_cluster_configs([LOCK_KEY]).get(LOCK_KEY))
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [
             {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
-            for j in journals]})
+            for j in journals], "execution_lock": None if owner is None else {
+                "host": owner.host, "pid": owner.pid, "command": owner.command, "journal": owner.journal,
+                "started_at": owner.started_at, "lease_until": owner.lease_until}})
         return
     click.echo(kafka_live.render_list(result), nl=False)
     _echo_err([f"Open journal: {j.path} ({j.state}, {len(j.targets)} partitions, since {j.created_at})"
-               for j in journals])
+               for j in journals] + ([f"Execution lock held by {owner.describe()}"] if owner is not None else []))
 
 
 def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, plan_file: str | None) -> Journal:
@@ -452,12 +460,13 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
                             dry_run=dry_run, timeout_s=timeout, wait_s=wait_s, on_wait=lambda owner: click.echo(
                                 f"Asked {owner.describe()} to stop; waiting for it.", err=True))
     result = outcome.result
+    if output == "json":
+        _emit({**result.as_dict(), "stopped_run": None if outcome.stopped is None else outcome.stopped.describe(),
+               "took_over_from": None if outcome.took_over is None else outcome.took_over.describe()})
+        return 0 if result.ok else 1
     if outcome.stopped is not None:
         click.echo(f"The running {outcome.stopped.command} stopped; nothing more is submitted.", err=True)
     _echo_err(kafka_live.took_over_lines(outcome.took_over))
-    if output == "json":
-        _emit(result.as_dict())
-        return 0 if result.ok else 1
     verb = "Would cancel" if dry_run else "Cancelled"
     click.echo(f"{verb} partition reassignments for: " + (",".join(map(str, result.cancelled)) or "none"))
     if result.cancel_errors:

@@ -25,7 +25,7 @@ from kreassign.cli.options import (
     output_option,
     units_option,
 )
-from kreassign.cli.runtime import connect, journal_store, runtime, timing
+from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 
 if TYPE_CHECKING:
     from kreassign.cluster.units import Units
@@ -125,7 +125,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.execute.auto_throttle import AutoThrottlePolicy
     from kreassign.execute.pacing import PaceLimits
     from kreassign.execute.watch import WatchRequest
-    from kreassign.execute.watch import watch as run_watch
+    from kreassign.execute.run import watch_run
     from kreassign.cluster.units import parse_deadline
 
     if plan_file and pace_file:
@@ -166,7 +166,6 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         follower_rate=follower_rate if follower_rate is not None else rate,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
         sample_s=sample, **metrics_request(metrics_urls, metrics_names))
-    clock, sleep = timing()
     emit, close = event_printer(output, units)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
@@ -175,8 +174,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
                 request, closing = with_canary(port, request, bootstrap_server, command_config, request_timeout,
                                                canary_topic)
             try:
-                result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep,
-                                   emit=emit)
+                result = watch_run(port, request, store=journal_store(journal_dir), control=run_control(), emit=emit)
             finally:
                 for note in closing() if closing is not None else []:
                     click.echo(f"Note: {note}", err=True)

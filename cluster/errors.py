@@ -70,6 +70,17 @@ class ClusterUnreachable(ClusterError):
     exit_code = ExitStatus.CLUSTER_UNREACHABLE
 
 
+
+
+class NotAuthorized(ClusterError):
+    """The connected principal lacks the ACLs a change needs (checked before changing anything)."""
+
+
+class SecurityMismatch(ClusterUnreachable):
+    """No broker could be used: the TLS or SASL settings do not match its listener, or it
+    refused the login."""
+
+
 class UnknownTopicError(ClusterError):
     """Topics named by the user do not exist in the cluster."""
 

@@ -66,6 +66,9 @@ class ClusterInfo:
     cluster_id: str | None
     fenced: tuple[int, ...] = ()
     """Registered brokers that are fenced (KRaft): known, but not serving."""
+    authorized_operations: frozenset[str] | None = None
+    """What the connected principal may do on the CLUSTER resource (ALTER, ALTER_CONFIGS,
+    DESCRIBE, ...); None when the broker did not say."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import (
     AdminCommandFailed,
     ClusterError,
@@ -22,6 +23,7 @@ from kreassign.cluster.errors import (
     KreassignError,
     TerseError,
     UnknownTopicError,
+    clip,
 )
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
@@ -188,12 +190,13 @@ def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) ->
     try:
         infos = port.describe_topics(sorted({tp.topic for tp in wanted}))
     except UnknownTopicError as exc:
-        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {exc.topics[0]} not found.") from None
+        # Kafka's text; a name longer than any legal topic (249) is cut rather than echoed in full.
+        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {clip(exc.topics[0], 255)} not found.") from None
     known = {p.tp: p.replicas for p in infos}
     missing = [tp for tp in wanted if tp not in known]
     if missing:
         raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Unable to find partition: "
-                                 + ", ".join(str(tp) for tp in missing))
+                                 + ", ".join(clip(tp, 260) for tp in missing))
     return {tp: known[tp] for tp in wanted}
 
 
@@ -226,6 +229,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
 
     Raises:
         ReassignmentInProgress: a reassignment runs and `additional` is False.
+        NotAuthorized: the login may not submit reassignments (or set the throttles).
         RetargetRefused: the plan re-targets a reassignment in flight that it did not start.
         AdminCommandFailed: `Unknown broker id N`, an unknown topic or partition.
         ClusterError: the cluster could not be read.
@@ -235,6 +239,10 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
     check_retarget(request, in_flight, owned)
     info = port.describe_brokers()
+    needed = {ALTER: "to submit the reassignment"}
+    if request.throttled:
+        needed[ALTER_CONFIGS] = "to set the throttles"
+    require_cluster_operations(info, needed)
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:

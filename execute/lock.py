@@ -300,7 +300,8 @@ class ExecutionLock:
         error = self.port.alter_cluster_configs({LOCK_KEY: owner.to_value()})
         if error is not None:
             raise ClusterError(f"could not write the execution lock ({LOCK_KEY} on the cluster-wide broker "
-                               f"configs): {error.message}")
+                               f"configs): {error.message}. kreassign needs ALTER_CONFIGS on the cluster for it, as "
+                               "for the throttles; nothing was changed")
 
     @property
     def _path(self) -> Path:

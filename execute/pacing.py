@@ -189,6 +189,19 @@ def _sizes(port: ClusterPort, infos: Mapping[TopicPartition, PartitionInfo]) -> 
     return out
 
 
+def _rates_to(rates: Mapping[int, tuple[int | None, int | None]]) -> dict[str, list[int | None]]:
+    return {str(b): [lead, fol] for b, (lead, fol) in sorted(rates.items())}
+
+
+def _rates_from(recorded: Any) -> dict[int, tuple[int | None, int | None]]:
+    if not isinstance(recorded, dict):
+        return {}
+    try:
+        return {int(b): (r[0], r[1]) for b, r in recorded.items()}
+    except (TypeError, ValueError, IndexError, KeyError):
+        return {}
+
+
 class Pacer:
     """Submits a plan wave by wave as moves complete. Call `start` once, then `step` each poll.
 
@@ -249,6 +262,9 @@ class Pacer:
             found = self.store.find(self.port.describe_brokers().cluster_id, self.targets)
             resuming = found is not None and found.is_open and bool(found.submitted)
             owned = list(found.submitted) if found is not None and found.is_open else []
+            if found is not None and found.is_open and not self.rates:
+                # per-broker rates auto-throttle chose before the run was interrupted
+                self.rates = _rates_from(found.options.get("broker_rates"))
         plan = prepare_execute(self.port, ExecuteRequest(
             targets=tuple(self.targets), additional=self.additional or resuming,
             leader_rate=self.leader_rate, follower_rate=self.follower_rate,
@@ -260,7 +276,8 @@ class Pacer:
             # What `resume` needs to go on exactly as this run would: limits, order, rates, polls.
             options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
                        "follower_rate": self.follower_rate, "additional": self.additional,
-                       "interval_s": self.interval_s, "retarget_in_flight": self.retarget_in_flight}
+                       "interval_s": self.interval_s, "retarget_in_flight": self.retarget_in_flight,
+                       "broker_rates": _rates_to(self.rates)}
             # Rates and lists are planned wave by wave; a journal taken up again keeps its state.
             self.journal = journal_for_plan(self.store, plan, command=self.command, options=options, reopen_as=None)
             self.journal.guard = self.guard
@@ -280,6 +297,13 @@ class Pacer:
             pending.append(PendingPartition(t, info.leader, adding, self.sizes.get(t.tp, 0), i))
         self.pending = order_pending(pending, self.limits.order)
         return plan
+
+    def set_rates(self, rates: Mapping[int, tuple[int | None, int | None]]) -> None:
+        """Per-broker rates for the waves to come (auto-throttle), recorded in the journal so
+        that `resume` goes on with them."""
+        self.rates.update(rates)
+        if self.journal is not None:
+            self.journal.update(options={**self.journal.options, "broker_rates": _rates_to(self.rates)})
 
     def rate_for(self, broker: int) -> tuple[int | None, int | None]:
         return self.rates.get(broker, (self.leader_rate, self.follower_rate))
@@ -301,6 +325,23 @@ class Pacer:
                    for p in self.pending]
         return next_wave(pending, slots, self.limits)
 
+    def retry_pending(self) -> tuple[int, ...]:
+        """Set the throttles a broker missed while it was down, once it is back: its moves in
+        flight start copying again and must not copy unthrottled. Returns the brokers set."""
+        journal = self.journal
+        if journal is None or not journal.pending_brokers:
+            return ()
+        live = {b.id for b in self.port.describe_brokers().brokers}
+        ops = {b: dict(v) for b, v in journal.pending_brokers.items() if v and b in live}
+        if not ops:
+            return ()
+        journal.pending_brokers = {b: v for b, v in journal.pending_brokers.items() if b not in ops}
+        out = journaled_step(journal, "retry pending throttles", lambda: apply_configs(self.port, brokers=ops),
+                             brokers=sorted(ops))
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update({k: v for k, v in ops[b].items() if v is not None})
+        return tuple(out.brokers)
+
     def step(self, in_flight: Mapping[TopicPartition, Reassignment],
              partitions: Mapping[TopicPartition, PartitionInfo]) -> Wave | None:
         """Submit the next wave if slots are free; None when nothing fits or nothing is left.
@@ -316,10 +357,16 @@ class Pacer:
             return None
         self.waves += 1
         number = self.waves
-        chosen = {p.tp for p in wave}
         throttled, skipped = self._throttle(number, wave, in_flight, partitions)
+        # A partition whose source or destination missed its throttle (the broker did not
+        # answer) waits: once that broker is back it would copy unthrottled, and if this process
+        # died first nothing would set the throttle. `retry_pending` sets it, then it goes.
+        wave = [p for p in wave if not (set(p.adding) | {p.leader}) & set(skipped)]
+        chosen = {p.tp for p in wave}
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal
+        if not targets:
+            return Wave(number, (), 0, {}, throttled, skipped)
         with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
             results = self.port.alter_reassignments(targets)
         errors = {tp: e for tp, e in sorted(results.items()) if e is not None}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
@@ -32,15 +33,22 @@ CLOSED_HINT = {
 }
 
 
+# What resume and abort change, for the authorization check before they start.
+NEEDED = {"resume": {ALTER: "to submit the reassignment", ALTER_CONFIGS: "to set the throttles"},
+          "abort": {ALTER: "to cancel the reassignment", ALTER_CONFIGS: "to restore the throttles"}}
+
+
 def check_journal(port: ClusterPort, journal: Journal, action: str) -> None:
-    """Refuse a closed journal, or one written for another cluster."""
+    """Refuse a closed journal, one written for another cluster, or a login that may not `action`."""
     if not journal.is_open:
         raise JournalError(f"nothing to {action}: {CLOSED_HINT.get(journal.state, journal.state)} "
                            f"(journal {journal.path})")
-    cluster_id = port.describe_brokers().cluster_id
+    info = port.describe_brokers()
+    cluster_id = info.cluster_id
     if cluster_id and journal.cluster_id not in (cluster_id, UNKNOWN_CLUSTER):
         raise JournalError(f"the journal {journal.path} belongs to cluster {journal.cluster_id}, but "
                            f"--bootstrap-server reaches cluster {cluster_id}; point at the right cluster")
+    require_cluster_operations(info, NEEDED.get(action, {}))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import JournalError
@@ -24,6 +25,7 @@ from kreassign.execute.journal import Journal, JournalStore, plan_hash
 from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.recovery import AbortResult, ResumeResult, abort, check_journal, resume
+from kreassign.execute.verify import VerifyRequest, VerifyResult, verify
 from kreassign.execute.watch import WatchEvent, WatchRequest, WatchResult, watch
 
 Crash = Callable[[str], None]
@@ -203,3 +205,46 @@ def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, contr
                        clock=control.clock, sleep=control.sleep,
                        others=store.journals(fresh.cluster_id, open_only=True))
         return AbortOutcome(result, stopped, lock.took_over)
+
+
+def live_owner(port: ClusterPort, control: RunControl = RunControl()) -> Owner | None:
+    """The holder of the cluster's execution lock, unless it is proven dead (None: no holder)."""
+    probe = control.lock.lock(port, Path("."), command="probe", journal_id="")
+    owner, _stop = probe.read()
+    return owner if owner is not None and not probe.dead(owner) else None
+
+
+def verify_run(port: ClusterPort, request: VerifyRequest, *, store: JournalStore,
+               control: RunControl = RunControl()) -> tuple[VerifyResult, Owner | None]:
+    """`verify`, except that while a run holds the execution lock the throttles stay: that run
+    may be between two waves (nothing moving for a moment) and restores them itself when done.
+    Returns the result and that run, if any."""
+    owner = None if request.preserve_throttles or request.dry_run else live_owner(port, control)
+    if owner is not None:
+        request = replace(request, preserve_throttles=True)
+    return verify(port, request, store=store), owner
+
+
+def refuse_while_running(port: ClusterPort, action: str, control: RunControl = RunControl()) -> None:
+    """Refuse a cancel while a run holds the lock: it would go on submitting; abort stops it first.
+
+    Raises:
+        ExecutionLocked: a run that is not proven dead holds the lock.
+    """
+    owner = live_owner(port, control)
+    if owner is not None:
+        raise ExecutionLocked(f"{owner.describe()} is running on this cluster and would go on submitting after a "
+                              f"{action}; stop it with `kreassign abort` on its journal (it cancels and restores "
+                              "the throttles), or wait for it", owner)
+
+
+def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, control: RunControl = RunControl(),
+              emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+    """`kreassign watch`: with `--pace` it submits waves, so it is a run like a paced execute and
+    holds the execution lock; watching alone changes nothing but throttles and needs no lock."""
+    if request.pace is None or request.dry_run or request.targets is None:
+        return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit)
+    cluster_id = port.describe_brokers().cluster_id
+    with _lock(port, store, cluster_id, request.targets, "watch --pace", control).acquire(force=control.force) as held:
+        return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit,
+                     guard=_guard(held, control.crash))

@@ -410,6 +410,8 @@ class _Loop:
     def poll(self, now: float) -> _Poll:
         if self.guard is not None and self.pacer is not None:
             self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
+        if self.pacer is not None:
+            self.pacer.retry_pending()
         in_flight = self.port.list_reassignments()
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
@@ -573,7 +575,7 @@ class _Loop:
             change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
             result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
             if self.pacer is not None:
-                self.pacer.rates.update(decision.rates)
+                self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
     def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:

@@ -24,8 +24,9 @@ with warnings.catch_warnings():
     from kafka.structs import TopicPartition as KTP
     from kafka.structs import TopicPartitionReplica as KTPR
 
-from kreassign.cluster.admin import KafkaAdmin, api_error, connect_failure, open_admin
+from kreassign.cluster.admin import KafkaAdmin, api_error, open_admin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
+from kreassign.cluster.connect_errors import connect_failure
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, ExitStatus, InputError
 from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import (
@@ -594,6 +595,18 @@ def test_describe_topic_configs_flags_unknown_topics(make_admin: Callable[..., K
     assert make_admin().describe_topic_configs([]).configs == {}
 
 
+def test_config_refusals_name_the_operation_and_resource(make_admin: Callable[..., KafkaAdmin],
+                                                         client: FakeAdminClient) -> None:
+    client.alter_results = {
+        "broker": {"1": "[Error 31] ClusterAuthorizationFailedError: Cluster authorization failed."},
+        "topic": {"t": "[Error 29] TopicAuthorizationFailedError: Topic authorization failed."}}
+    result = make_admin().incremental_alter_configs({1: {LEADER_THROTTLED_RATE: "1"}},
+                                                    {"t": {LEADER_THROTTLED_REPLICAS: "*"}})
+    assert [f"{what}: {error}" for what, error in result.failures()] == [
+        "broker 1: CLUSTER_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on the CLUSTER (broker 1's configs)",
+        "topic t: TOPIC_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on TOPIC t"]
+
+
 def test_incremental_alter_configs(make_admin: Callable[..., KafkaAdmin], client: FakeAdminClient) -> None:
     client.alter_results = {
         "broker": {"2": "[Error 42] InvalidRequestError: Invalid value -5 for configuration "
@@ -714,14 +727,16 @@ def test_connect_timeout_message_names_tls_and_last_error() -> None:
 
 
 @pytest.mark.parametrize("error, expected", [
-    (None, "timeout"), (ConnectionRefusedError(111, "Connection refused"), "refused"),
-    (Errors.KafkaConnectionError("111 ECONNREFUSED"), "refused"),
-    (Errors.SaslAuthenticationFailedError("bad password"), "auth"),
-    (Errors.KafkaConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), "tls"),
-    (Errors.KafkaConnectionError("socket disconnected"), "timeout"),
+    (None, "within 10s. Check --bootstrap-server and that the brokers are running. Nothing answered at all"),
+    (ConnectionRefusedError(111, "Connection refused"), "within 10s: connection refused."),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), "within 10s: connection refused."),
+    (Errors.SaslAuthenticationFailedError("bad password"), "SASL authentication failed at 127.0.0.1:9092"),
+    (Errors.KafkaConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+     "TLS certificate of 127.0.0.1:9092 rejected: certificate verify failed."),
+    (Errors.KafkaConnectionError("socket disconnected"), "Last error: KafkaConnectionError: socket disconnected"),
 ])
 def test_bootstrap_failures_are_told_apart(error: BaseException | None, expected: str) -> None:
-    assert connect_failure(error) == expected
+    assert expected in str(connect_failure(config(), error, probe=lambda *_, **__: None))
 
 
 @pytest.mark.parametrize("error, kind, text", [
@@ -999,8 +1014,8 @@ def test_e2e_unreachable_bootstrap_fails_fast(sandbox: Any) -> None:
     with pytest.raises(ClusterUnreachable) as err:
         with open_admin(bootstrap, timeout_s=0.5):
             pass
-    assert str(err.value).startswith(f"Could not reach any broker at {bootstrap} within 0.5s. "
-                                     "Check --bootstrap-server and that the brokers are running.")
+    assert str(err.value) == (f"Could not reach any broker at {bootstrap} within 0.5s: connection refused. "
+                              "Check --bootstrap-server and that the brokers are running.")
 
 
 @pytest.mark.e2e

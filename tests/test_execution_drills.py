@@ -19,19 +19,20 @@ from pathlib import Path
 import pytest
 
 from fake_cluster import FakeCluster
+from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.execute.executor import ExecuteRequest, RetargetRefused
 from kreassign.execute.journal import JournalConflict, JournalStore
 from kreassign.execute.lock import LOCK_KEY, ExecutionLocked, LockConfig, StopRequested
 from kreassign.execute.pacing import PaceLimits
-from kreassign.execute.run import RunControl, abort_run, resume_run, run_execute
+from kreassign.execute.run import RunControl, abort_run, refuse_while_running, resume_run, run_execute, verify_run
 from kreassign.execute.verify import VerifyRequest, verify
-from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE
 
 pytestmark = pytest.mark.drill
 
 OPERATOR_RATE = "777"
-DRILLS = 60
+DRILLS = 200
 
 
 class Killed(BaseException):
@@ -48,6 +49,8 @@ class World:
     now: float = 0.0
     alive: set[int] = field(default_factory=set)
     violations: list[str] = field(default_factory=list)
+    back_after: int | None = None
+    """sleeps until a broker stopped by the drill starts again"""
 
     def check_in_flight(self) -> None:
         in_flight = self.fake.list_reassignments()
@@ -57,6 +60,8 @@ class World:
             follower = set(configs.get(FOLLOWER_REPLICAS, "").split(","))
             for b in r.adding:
                 into[b] = into.get(b, 0) + 1
+                if b in self.fake.down:
+                    continue  # a broker that is down copies nothing
                 if self.throttled and (f"{tp.partition}:{b}" not in follower
                                        or FOLLOWER_RATE not in self.fake.broker_configs.get(b, {})):
                     self.violations.append(f"unthrottled move {tp} -> {b} at t={self.now}")
@@ -67,6 +72,10 @@ class World:
 
     def sleep(self, seconds: float) -> None:
         self.check_in_flight()
+        if self.back_after is not None:
+            self.back_after -= 1
+            if self.back_after <= 0:
+                self.restart()
         self.now += seconds
         moving = sorted(self.fake.list_reassignments())
         done = [tp for tp in moving if self.rng.random() < 0.6]
@@ -79,14 +88,26 @@ class World:
                           host="drill-host", pid=pid, alive=lambda p: p in self.alive)
         return RunControl(lock=lock, force=force, clock=lambda: self.now, sleep=self.sleep, crash=crash)
 
-    def killer(self, pid: int, at: int) -> Callable[[str], None]:
-        """A crash hook: kill -9 of `pid` before its `at`-th journal intent."""
+    def restart(self) -> None:
+        for b in sorted(self.fake.down):
+            self.fake.start_broker(b)
+        self.back_after = None
+
+    def killer(self, pid: int, at: int, *, down_at: int | None = None, race_at: int | None = None,
+               race: Callable[[], None] | None = None) -> Callable[[str], None]:
+        """A crash hook: kill -9 of `pid` before its `at`-th journal intent; a broker stopped
+        before the `down_at`-th (back two polls later); another run started before the `race_at`-th."""
         seen = [0]
         marker = {}
 
         def crash(step: str) -> None:
             self.check_in_flight()
             seen[0] += 1
+            if seen[0] == down_at and not self.fake.down:
+                self.fake.stop_broker(self.rng.choice(sorted(self.fake.brokers)))
+                self.back_after = 2
+            if seen[0] == race_at and race is not None:
+                race()
             if seen[0] == at:
                 marker.update(self.fake.cluster_configs)
                 self.alive.discard(pid)
@@ -144,15 +165,55 @@ def run_drill(seed: int, tmp_path: Path) -> str:
     world.limit = 1 if paced else None
     pace = PaceLimits(1, None, rng.choice(["plan", "small-first", "large-first", "broker-balanced"])) if paced else None
     request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
-    crash = world.killer(100, rng.randint(1, 12))
+    extra = rng.choice(["none", "broker-down", "second-execute", "abort-live"])
+    raced: list[str] = []
+
+    def abort_while_running() -> None:
+        """`kreassign abort` while the run lives: it asks the run to stop; the run cannot stop
+        while abort waits here (one thread), so abort gives up having changed nothing."""
+        before = ({tp: world.fake.replicas(tp) for tp in original}, world.fake.list_reassignments())
+        journal = world.store.journals(world.fake.cluster_id, open_only=True)[0]
+        try:
+            abort_run(world.fake, journal, store=world.store, control=world.control(901), wait_s=3.0)
+        except ExecutionLocked as exc:
+            raced.append(str(exc))
+        assert ({tp: world.fake.replicas(tp) for tp in original}, world.fake.list_reassignments()) == before
+
+    def second_execute() -> None:
+        """Another execute of an overlapping plan, started while the first one runs."""
+        before = {tp: world.fake.replicas(tp) for tp in original}
+        other = ExecuteRequest(targets=tuple(targets[: max(1, len(targets) // 2)]), additional=True,
+                               leader_rate=5, follower_rate=5)
+        try:
+            run_execute(world.fake, other, store=world.store, control=world.control(900))
+        except ExecutionLocked as exc:
+            raced.append(str(exc))
+        assert {tp: world.fake.replicas(tp) for tp in original} == before
+
+    crash = world.killer(100, rng.randint(1, 12),
+                         down_at=rng.randint(2, 8) if extra == "broker-down" and paced else None,
+                         race_at=rng.randint(2, 8) if extra in ("second-execute", "abort-live") else None,
+                         race=second_execute if extra == "second-execute" else abort_while_running)
     try:
         run_execute(world.fake, request, store=world.store, pace=pace, interval_s=5.0, control=world.control(100, crash))
         kind = "execute-completed"
     except Killed:
         world.killed(crash)
         kind = "execute-killed"
+    except KreassignError as exc:
+        assert extra == "abort-live" and "asked this run to stop" in str(exc), exc
+        kind = "execute-stopped-by-abort"
+    world.restart()
+    if raced and extra == "abort-live":
+        assert all("still holds the lock after 3s; nothing was cancelled" in r for r in raced), raced
+        kind += "+abort-waited"
+    elif raced:
+        assert all("another run holds the execution lock" in r for r in raced), raced
+        kind += "+second-execute-refused"
+    elif extra == "broker-down" and paced:
+        kind += "+broker-down"
     journals = world.store.journals(world.fake.cluster_id, open_only=True)
-    end = rng.choice(["resume", "abort"])
+    end = "abort" if kind.startswith("execute-stopped") else rng.choice(["resume", "abort"])
     if journals and end == "resume":
         # resume may itself be killed once, then resumed again
         second = world.killer(101, rng.randint(1, 10))
@@ -190,7 +251,10 @@ def test_randomized_kill_drills(tmp_path: Path, capsys: pytest.CaptureFixture[st
     with capsys.disabled():
         print(f"\n{DRILLS} fault drills (seeds 0-{DRILLS - 1}): "
               + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-    assert kinds.get("execute-killed+resumed", 0) + kinds.get("execute-killed+resume-killed+resumed", 0) > 0
+    assert sum(n for k, n in kinds.items() if k.startswith("execute-killed") and k.endswith("resumed")) > 0
+    assert sum(n for k, n in kinds.items() if "second-execute-refused" in k) > 0
+    assert sum(n for k, n in kinds.items() if "broker-down" in k) > 0
+    assert sum(n for k, n in kinds.items() if "abort-waited" in k) > 0
 
 
 # ---- the scenarios of the issue, one by one ---------------------------------------------------------------
@@ -355,3 +419,37 @@ def test_aborting_one_journal_keeps_the_throttles_another_runs_moves_need(tmp_pa
     fake.complete()
     verify(fake, VerifyRequest(targets=list(second.targets)), store=world.store)
     assert_clean(world)  # the operator's 777 on broker 2 came back last
+
+
+def test_verify_keeps_and_cancel_refuses_while_a_run_holds_the_lock(tmp_path: Path) -> None:
+    world, targets, _ = build(8, tmp_path)
+    request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
+    run_execute(world.fake, request, store=world.store, control=world.control(100))
+    world.fake.complete()  # nothing moves: a paced run between two waves looks like this
+    held = world.control(200).lock.lock(world.fake, world.store.root / "fake-cluster", command="execute",
+                                        journal_id="fake-cluster/x").acquire()
+    result, owner = verify_run(world.fake, VerifyRequest(targets=tuple(targets)), store=world.store,
+                               control=world.control(201))
+    assert owner is not None and owner.pid == 200 and result.clear is None
+    assert world.fake.broker_configs[1][FOLLOWER_RATE] == "1000"
+    with pytest.raises(ExecutionLocked, match="pid 200.*would go on submitting after a cancel"):
+        refuse_while_running(world.fake, "cancel", world.control(201))
+    world.alive.discard(200)  # once its owner is gone, verify clears as before
+    result, owner = verify_run(world.fake, VerifyRequest(targets=tuple(targets)), store=world.store,
+                               control=world.control(201))
+    assert owner is None and result.clear is not None
+    held._unlock_local()
+    world.fake.cluster_configs.clear()
+    assert_clean(world)
+
+
+def test_resume_goes_on_with_the_per_broker_rates_auto_throttle_chose(tmp_path: Path) -> None:
+    from kreassign.execute.pacing import Pacer
+
+    world, targets, _ = build(9, tmp_path)
+    pacer = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
+    pacer.start()
+    pacer.set_rates({3: (4000, 5000)})
+    again = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
+    again.start()
+    assert again.rate_for(3) == (4000, 5000) and again.rate_for(1) == (1000, 1000)

@@ -126,7 +126,8 @@ def test_cancel_list_and_json(fake: FakeCluster, tmp_path: Path, capsys: pytest.
     assert out.startswith("Would cancel: foo-0\nWould move back: nothing\n") and fake.list_reassignments()
     code, out, _ = run(capsys, "cancel", "-f", plan, "-o", "json")
     assert json.loads(out)["cancelled"] == ["foo-0"] and not fake.list_reassignments()
-    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": []}
+    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": [],
+                                                                "execution_lock": None}
 
 
 def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kreassign.cli.options import COUNT, RATE, SIZE, output_option, sample_option, source_options
+from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, sample_option, source_options
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -31,7 +31,7 @@ class BrokerRateType(click.ParamType):
             broker_id = -1
         if not sep or broker_id < 0:
             self.fail(f"'{value}' is not ID=RATE, e.g. 3=20MB/s", param, ctx)
-        return broker_id, RATE.convert(rate, param, ctx)
+        return broker_id, THROTTLE.convert(rate, param, ctx)
 
 
 @click.command()
@@ -39,10 +39,10 @@ class BrokerRateType(click.ParamType):
               help="Kafka reassignment JSON to estimate.")
 @source_options
 @sample_option
-@click.option("--throttle", type=RATE, default=None,
+@click.option("--throttle", type=THROTTLE, default=None,
               help="Leader and follower rate on every broker (e.g. 50MB/s); default: the cluster's current throttles.")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate on every broker (overrides --throttle).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate on every broker (overrides --throttle).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
 @click.option("--broker-rate", "broker_rates", type=BrokerRateType(), multiple=True,
               help="Both rates of one broker, ID=RATE (repeatable; overrides the others).")
 @click.option("--max-moves-per-broker", type=COUNT, default=None,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import COUNT, DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.options import COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ def _emit(data: dict[str, Any]) -> None:
 @cluster_options
 @log_dir_timeout_option
 @plan_option()
-@click.option("--throttle", type=RATE, help="Leader and follower replication rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=RATE, help="Leader-side rate (overrides --throttle for leaders).")
-@click.option("--follower-rate", type=RATE, help="Follower-side rate (overrides --throttle for followers).")
-@click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=RATE,
+@click.option("--throttle", type=THROTTLE, help="Leader and follower replication rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=THROTTLE, help="Leader-side rate (overrides --throttle for leaders).")
+@click.option("--follower-rate", type=THROTTLE, help="Follower-side rate (overrides --throttle for followers).")
+@click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=THROTTLE,
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")

@@ -14,18 +14,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RateType(click.ParamType):
-    """A rate in bytes/s: `50000000`, `50MB/s`, `50MiB/s`."""
+    """A rate in bytes/s: `50000000`, `50MB/s`, `50MiB/s`; a throttle must also be positive."""
 
     name = "RATE"
+
+    def __init__(self, *, throttle: bool = False) -> None:
+        self.throttle = throttle
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
         from kreassign.cluster.errors import InputError
-        from kreassign.cluster.units import parse_rate
+        from kreassign.cluster.units import parse_rate, parse_throttle
 
         try:
-            return parse_rate(value)
+            return parse_throttle(value) if self.throttle else parse_rate(value)
         except InputError as exc:
             self.fail(str(exc), param, ctx)
 
@@ -103,6 +106,8 @@ class PercentType(click.ParamType):
 
 
 RATE = RateType()
+THROTTLE = RateType(throttle=True)
+"""a replication throttle rate: positive"""
 SIZE = SizeType()
 DURATION = DurationType()
 COUNT = click.IntRange(min=1, max=JAVA_LONG_MAX)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import RATE, output_option, sample_option, source_options
+from kreassign.cli.options import THROTTLE, output_option, sample_option, source_options
 
 
 @click.command()
@@ -11,9 +11,9 @@ from kreassign.cli.options import RATE, output_option, sample_option, source_opt
               help="Kafka reassignment JSON to examine.")
 @source_options
 @sample_option
-@click.option("--throttle", type=RATE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (defaults to --throttle).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (defaults to --throttle).")
+@click.option("--throttle", type=THROTTLE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (defaults to --throttle).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (defaults to --throttle).")
 @output_option
 def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
          request_timeout: float | None, sample: float | None,

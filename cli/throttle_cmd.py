@@ -8,6 +8,7 @@ from kreassign.cli.options import (
     COUNT,
     PERCENT,
     RATE,
+    THROTTLE,
     cluster_options,
     output_option,
     sample_option,
@@ -49,9 +50,9 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
 
 @throttle.command(name="set")
 @cluster_options
-@click.option("--rate", type=RATE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --rate).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --rate).")
+@click.option("--rate", type=THROTTLE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --rate).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --rate).")
 @click.option("--brokers", type=BROKER_LIST, default=None,
               help="Only these brokers (default: every broker in a reassignment in flight).")
 @click.option("--keep-lists", is_flag=True,

@@ -21,6 +21,7 @@ from kreassign.cli.options import (
     PERCENT,
     RATE,
     SIZE,
+    THROTTLE,
     cluster_options,
     output_option,
     units_option,
@@ -35,9 +36,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def rate_options(f: F) -> F:
-    f = click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --throttle).")(f)
-    f = click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --throttle).")(f)
-    f = click.option("--throttle", "rate", type=RATE, default=None,
+    f = click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --throttle).")(f)
+    f = click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --throttle).")(f)
+    f = click.option("--throttle", "rate", type=THROTTLE, default=None,
                      help="Replication rate for both sides, e.g. 50MB/s.")(f)
     return f
 
@@ -70,8 +71,8 @@ def rate_options(f: F) -> F:
 @click.option("--max-impact", type=PERCENT, default=None,
               help="With --auto-throttle and --metrics-url: keep clients' produce p99 within this much above its "
                    "first reading (e.g. 20%): raise the rates below the bound, lower them above it.")
-@click.option("--min-rate", type=RATE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
-@click.option("--max-rate", type=RATE, default=None, help="Auto-throttle's highest rate.")
+@click.option("--min-rate", type=THROTTLE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
+@click.option("--max-rate", type=THROTTLE, default=None, help="Auto-throttle's highest rate.")
 @click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,
               help="Auto-throttle changes a rate only when it differs by more than this.")
 @click.option("--adjust-every", type=DURATION, default=60.0, show_default=True,

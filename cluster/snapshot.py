@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
 from kreassign.cluster.model import NO_LEADER, ClusterState
 from kreassign.cluster.snapshot_checks import first_missing, first_repeat, is_member, row_of
 from kreassign.cluster.snapshot_header import (
@@ -189,7 +189,8 @@ def _columns_from_rows(rows: Any, source: str) -> _Columns:
         for k, key in enumerate(("produce_bps", "consume_bps")):
             value = row.get(key)
             if value is not None:
-                if type(value) not in (int, float) or not math.isfinite(value):
+                if type(value) not in (int, float) or (type(value) is int and abs(value) > JAVA_LONG_MAX) or (
+                        not math.isfinite(value)):
                     fail(source, f"{where}.{key}", f"must be a number of bytes per second, got {show(value)}")
                 rates[k, i] = value
     return _Columns(

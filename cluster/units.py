@@ -49,21 +49,25 @@ def parse_bytes(text: str) -> int:
 
 
 def parse_rate(text: str) -> int:
-    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`.
-
-    A rate must be positive: 0 would stop replication (to remove a throttle, clear it)."""
+    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`."""
     raw = str(text).strip()
     body = raw[:-2] if raw.lower().endswith("/s") else raw
     try:
-        value = parse_bytes(body)
+        return parse_bytes(body)
     except UnitError:
         raise
     except InputError:
         raise InputError(
             f"'{clip(text)}' is not a rate: use bytes per second or a unit such as 50MB/s, 100MiB/s"
         ) from None
+
+
+def parse_throttle(text: str) -> int:
+    """A replication throttle: a rate that must be positive (0 would stop replication; a
+    throttle is removed by clearing it, not by setting 0)."""
+    value = parse_rate(text)
     if value <= 0:
-        raise InputError(f"a rate of '{clip(text)}' would stop replication: give a positive rate, or remove "
+        raise InputError(f"a throttle of '{clip(text)}' would stop replication: give a positive rate, or remove "
                          "the throttle with `kreassign throttle clear`")
     return value
 

@@ -36,7 +36,7 @@ from bench.common import record
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_cluster import FakeCluster  # noqa: E402
 
-SKIPPED_COMMANDS = ("sandbox", "simulate", "spark")
+SKIPPED_COMMANDS = ("sandbox", "simulate", "spark")  # they start local clusters or Spark itself
 _MAX_SLEEPS = 50
 _HANG_S = 10
 """an input still running after this many wall seconds counts as a hang (and is stopped)"""

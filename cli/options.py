@@ -155,6 +155,18 @@ def source_options(f: F) -> F:
     return bootstrap_option(g)  # type: ignore[return-value]
 
 
+DEFAULT_SAMPLE_S = 10.0
+"""A short write-rate sample: enough for steady producers, short enough to wait for."""
+
+
+def sample_option(f: F) -> F:
+    """--sample: measure write rates on a live cluster before answering."""
+    return click.option("--sample", "sample", type=DURATION, default=None,
+                        help="With --bootstrap-server: measure each partition's write rate from two readings "
+                             "of its log this long apart, in the cluster's time (default 10s; 0 skips, and "
+                             "ETAs then say the rates are unknown).")(f)
+
+
 def cluster_options(f: F) -> F:
     """--bootstrap-server, --command-config, --request-timeout, --journal-dir: a live cluster."""
     f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
@@ -170,6 +182,13 @@ def log_dir_timeout_option(f: F) -> F:
     return click.option("--timeout", "timeout", type=DURATION, default=10.0,
                         help="How long to wait for log-dir moves to start, as Kafka's --timeout "
                              "(default 10s).")(f)
+
+
+def units_option(f: F) -> F:
+    """--units: one unit system for every size and rate on a screen."""
+    return click.option("--units", type=click.Choice(["decimal", "binary"]), default="decimal", show_default=True,
+                        help="Show sizes and rates in decimal units (MB, MB/s, as Kafka's rate configs count) "
+                             "or binary ones (MiB, MiB/s).")(f)
 
 
 def output_option(f: F) -> F:

@@ -5,6 +5,7 @@ import math
 import re
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Literal
 
 from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
 
@@ -93,30 +94,39 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def format_bytes(value: float) -> str:
-    """Render bytes with a binary unit: 1536 -> '1.5 KiB'."""
-    if value is None or math.isnan(value):
-        return "-"
+Units = Literal["decimal", "binary"]
+"""How sizes and rates are shown: decimal (kB, MB: Kafka's configs count bytes/s this way) or
+binary (KiB, MiB: how disks are often reported). One screen uses one system for both."""
+_STEPS = {"decimal": (1000, ("B", "kB", "MB", "GB", "TB", "PB")),
+          "binary": (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB"))}
+
+
+def _scaled(value: float, units: Units, suffix: str) -> str:
+    step, names = _STEPS[units]
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
-        value /= 1024
+    for name in names:
+        if value < step or name == names[-1]:
+            return f"{sign}{value:.0f} {name}{suffix}" if name == "B" else f"{sign}{value:.1f} {name}{suffix}"
+        value /= step
     raise AssertionError("unreachable")
 
 
-def format_rate(value: float) -> str:
-    """Render a rate in bytes/s with decimal units, as operators type them: 5e7 -> '50.0 MB/s'."""
+def format_bytes(value: float, units: Units = "binary") -> str:
+    """Render bytes: 1536 -> '1.5 KiB' (binary, the default) or '1.5 kB' (decimal)."""
+    if value is None or math.isnan(value):
+        return "-"
+    return _scaled(value, units, "")
+
+
+def format_rate(value: float, units: Units = "decimal") -> str:
+    """Render a rate in bytes/s, by default with decimal units as operators type them:
+    5e7 -> '50.0 MB/s' (binary: '47.7 MiB/s')."""
     if value is None or math.isnan(value):
         return "-"
     if math.isinf(value):
         return "unlimited"
-    for unit in ("B/s", "kB/s", "MB/s", "GB/s", "TB/s"):
-        if abs(value) < 1000 or unit == "TB/s":
-            return f"{value:.0f} {unit}" if unit == "B/s" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")
+    return _scaled(value, units, "/s")
 
 
 def format_duration(seconds: float) -> str:

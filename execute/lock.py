@@ -41,6 +41,7 @@ from typing import IO
 
 from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
 from kreassign.cluster.port import ClusterPort
+from kreassign.cluster.processes import pid_alive
 
 LOCK_KEY = "kreassign.execution.lock"
 STOP_KEY = "kreassign.execution.stop"
@@ -91,7 +92,7 @@ class LockConfig:
     def lock(self, port: ClusterPort, folder: Path, *, command: str, journal_id: str) -> ExecutionLock:
         return ExecutionLock(port, folder, command=command, journal_id=journal_id, wall=self.wall, sleep=self.sleep,
                              lease_s=self.lease_s, settle_s=self.settle_s, host=self.host, pid=self.pid,
-                             alive=self.alive or _pid_alive)
+                             alive=self.alive or pid_alive)
 
 
 @dataclass(frozen=True)
@@ -130,16 +131,6 @@ class Owner:
         return f"`kreassign {self.command}` (host {self.host}, pid {self.pid}, since {started}, journal {self.journal})"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class ExecutionLock:
     """The execution lock of one cluster, as held by this process.
 
@@ -154,7 +145,7 @@ class ExecutionLock:
                  wall: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                  lease_s: float = DEFAULT_LEASE_S, settle_s: float = DEFAULT_SETTLE_S,
                  host: str | None = None, pid: int | None = None,
-                 alive: Callable[[int], bool] = _pid_alive) -> None:
+                 alive: Callable[[int], bool] = pid_alive) -> None:
         self.port, self.folder, self.command, self.journal_id = port, folder, command, journal_id
         self.wall, self.sleep, self.lease_s, self.settle_s = wall, sleep, lease_s, settle_s
         self.host = host or socket.gethostname()

@@ -27,6 +27,7 @@ from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.private_files import PRIVATE, write_private
 from kreassign.sandbox.security import Security
 from kreassign.sandbox.topics import parse_topic_spec
+from kreassign.cluster.processes import pid_alive
 
 PID_FILE = "sandbox.json"
 LOG_FILE = "sandbox.log"
@@ -137,22 +138,6 @@ def serve(cluster: SandboxCluster, stop: threading.Event, on_ready: Callable[[Sa
         cluster.stop()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_status(state_dir: Path) -> DaemonInfo | None:
     """The running sandbox for this state dir, or None (a stale pid file is removed)."""
     path = state_dir / PID_FILE
@@ -162,7 +147,7 @@ def read_status(state_dir: Path) -> DaemonInfo | None:
         return None
     except (ValueError, KeyError) as exc:
         raise InputError(f"{path} is damaged ({exc}); delete it if no sandbox is running") from exc
-    if not _pid_alive(info.pid):
+    if not pid_alive(info.pid):
         path.unlink(missing_ok=True)
         return None
     return info
@@ -213,7 +198,7 @@ def stop_daemon(state_dir: Path, *, timeout: float = 15.0) -> DaemonInfo | None:
         return None
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _pid_alive(info.pid):
+    while pid_alive(info.pid):
         if time.monotonic() > deadline:
             os.kill(info.pid, signal.SIGKILL)
             break

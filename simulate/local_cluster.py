@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kreassign.cluster.errors import InputError
+from kreassign.cluster.processes import pid_alive
 
 STATE_FILE = "spark.json"
 LOOPBACK = "127.0.0.1"
@@ -80,7 +81,7 @@ class LocalCluster:
         os.replace(tmp, path)
 
     def alive(self) -> dict[str, bool]:
-        return {role: _pid_alive(pid) for role, pid in self.pids.items()}
+        return {role: pid_alive(pid) for role, pid in self.pids.items()}
 
 
 def spark_home() -> Path:
@@ -222,22 +223,6 @@ def _listens(port: int) -> bool:
         return False
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_status(state_dir: Path) -> LocalCluster | None:
     """The cluster started from this state dir while its master runs, else None (a stale state
     file is removed)."""
@@ -273,9 +258,9 @@ def _terminate(pids: dict[str, int], *, timeout_s: float = 30.0) -> None:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     for pid in pids.values():
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _pid_alive(pid):
+        if pid_alive(pid):
             _signal_group(pid, signal.SIGKILL)
 
 

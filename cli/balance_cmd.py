@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, SIZE, output_option, source_options
+from kreassign.cli.options import BROKER_ID, BROKER_LIST, SIZE, output_option, source_options
+from kreassign.cluster.errors import JAVA_LONG_MAX
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,13 +31,14 @@ def plan_options(f: F) -> F:
         click.option("--exclude-brokers", default="", help="Comma-separated brokers that neither give nor take."),
         click.option("--pin", "pins", multiple=True, metavar="TOPIC:PARTITION:BROKER",
                      help="A replica that must stay where it is (repeatable)."),
-        click.option("--max-moves", type=click.IntRange(min=0), help="Most replica moves in the plan."),
+        click.option("--max-moves", type=click.IntRange(min=0, max=JAVA_LONG_MAX), help="Most replica moves in the plan."),
         click.option("--max-bytes", type=SIZE, help="Most bytes the plan may move, e.g. 500GB."),
         click.option("--disk-tolerance", type=click.FloatRange(0, 1, min_open=True, max_open=True),
                      default=0.03, show_default=True, help="Accepted deviation of a broker's bytes from its target."),
         click.option("--disk-headroom", type=click.FloatRange(0, 1, max_open=True), default=0.0,
                      show_default=True, help="Fraction of each broker's known disk that must stay free."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Breaks ties between equal brokers."),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Breaks ties between equal brokers."),
         click.option("--allow-partial", is_flag=True,
                      help="Write the plan even if some replicas that must move find no broker "
                           "(otherwise exit 6 and write nothing)."),
@@ -86,6 +88,7 @@ def build_options(kw: dict[str, Any]) -> BalanceOptions:
 def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], BalancePlan]) -> None:
     """Load the state, plan, write the files, show the summary."""
     from kreassign.cli.console import emit_json, stderr_console, stdout_console
+    from kreassign.cli.runtime import write_text
     from kreassign.cluster.kafka_json import format_reassignment
     from kreassign.cluster.source import load_cluster_state
 
@@ -97,8 +100,7 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
     if kw["write_plan"]:
         rollback_path = f"{kw['write_plan'].removesuffix('.json')}.rollback.json"
         for path, text in ((kw["write_plan"], proposed), (rollback_path, rollback)):
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            write_text(path, text + "\n")
         stderr_console().print(f"Wrote {len(plan.targets)} partition(s) to {kw['write_plan']} "
                                f"(rollback: {rollback_path})")
     if kw["output"] == "json":
@@ -199,8 +201,8 @@ def decommission(brokers: tuple[int, ...], rebalance_rest: bool, **kw: Any) -> N
 
 
 @click.command("replace-broker")
-@click.option("--from", "old", required=True, type=int, help="The broker to replace.")
-@click.option("--to", "new", required=True, type=int, help="The broker that takes its replicas.")
+@click.option("--from", "old", required=True, type=BROKER_ID, help="The broker to replace.")
+@click.option("--to", "new", required=True, type=BROKER_ID, help="The broker that takes its replicas.")
 @plan_options
 def replace_broker(old: int, new: int, **kw: Any) -> None:
     """Move every replica of one broker to another, keeping replica order.

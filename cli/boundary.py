@@ -31,6 +31,12 @@ def run_guarded(body: Callable[[], Any], *, debug: bool = False) -> int:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return int(ExitStatus.INTERRUPTED)
+    except ValueError as exc:
+        if "null byte" not in str(exc):
+            raise
+        # click.Path checks a file name with os.stat, which refuses a NUL byte with ValueError.
+        click.echo("Error: a file name on the command line contains a NUL byte", err=True)
+        return int(ExitStatus.USAGE)
     except BrokenPipeError:
         sys.stderr.close()
         return int(ExitStatus.ERROR)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kreassign.cli.options import RATE, SIZE, output_option, source_options
+from kreassign.cli.options import COUNT, RATE, SIZE, output_option, source_options
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -44,7 +44,7 @@ class BrokerRateType(click.ParamType):
 @click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
 @click.option("--broker-rate", "broker_rates", type=BrokerRateType(), multiple=True,
               help="Both rates of one broker, ID=RATE (repeatable; overrides the others).")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Run at most N moves at a time out of, and into, each broker.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Run at most this many bytes of moves at a time.")
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,

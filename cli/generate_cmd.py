@@ -42,10 +42,10 @@ def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tupl
         click.echo(f"Warning: {warning}", err=True)
     current, proposed = format_reassignment(result.current), format_reassignment(result.proposed)
     if write_plan:
-        with open(write_plan, "w", encoding="utf-8") as handle:
-            handle.write(proposed + "\n")
-        with open(f"{write_plan.removesuffix('.json')}.rollback.json", "w", encoding="utf-8") as handle:
-            handle.write(current + "\n")
+        from kreassign.cli.runtime import write_text
+
+        write_text(write_plan, proposed + "\n")
+        write_text(f"{write_plan.removesuffix('.json')}.rollback.json", current + "\n")
     if output == "json":
         import json
 

@@ -64,6 +64,10 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in (
     Opt("journal-dir", True, "kreassign: where execution journals live (default: "
         "$KREASSIGN_JOURNAL_DIR or ~/.kreassign/journal).", kreassign_only=True),
     Opt("debug", False, "kreassign: show tracebacks for errors.", kreassign_only=True),
+    Opt("force", False, "kreassign: take the cluster's execution lock from a run that is proven dead "
+        "(its process gone, or its lease expired) although it ran another plan.", kreassign_only=True),
+    Opt("retarget-in-flight", False, "kreassign: re-target partitions whose reassignment in flight "
+        "another run started (refused by default).", kreassign_only=True),
 )}
 
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -79,7 +83,7 @@ PERMITTED: dict[str, tuple[str, ...]] = {
     "generate": ("bootstrap-server", "broker-list", "command-config", "disable-rack-aware",
                  "snapshot", "seed"),
     "execute": ("additional", "bootstrap-server", "command-config", "throttle",
-                "replica-alter-log-dirs-throttle", "timeout", "journal-dir"),
+                "replica-alter-log-dirs-throttle", "timeout", "journal-dir", "force", "retarget-in-flight"),
     "cancel": ("command-config", "preserve-throttles", "timeout", "journal-dir"),
     "list": ("command-config",),
 }
@@ -112,17 +116,25 @@ class KafkaArgs:
         raw = self.values.get(name)
         if raw is None:
             return default
+        from kreassign.cluster.errors import JAVA_LONG_MAX, clip
+
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             pass
+        else:
+            if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:  # jopt-simple's Long conversion fails
+                raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}")
+            return value
         from kreassign.cluster.errors import InputError
-        from kreassign.cluster.units import parse_rate
+        from kreassign.cluster.units import UnitError, parse_rate
 
         try:
             return parse_rate(raw)
+        except UnitError:
+            raise
         except InputError:
-            raise UsageError(f"Cannot parse argument '{raw}' of option {name}") from None
+            raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}") from None
 
 
 def parse_argv(argv: Sequence[str]) -> KafkaArgs:

@@ -6,11 +6,14 @@ like Kafka's `main` (without the Java stack trace).
 """
 from __future__ import annotations
 
+import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from kreassign.cli.kafka_args import HELP_TEXT, UsageError, parse_argv, print_usage, validate
+from kreassign.cluster.errors import KreassignError
 
 
 def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -30,11 +33,14 @@ def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO 
         validate(args)
     except UsageError as exc:
         return print_usage(str(exc), err)
+    except KreassignError as exc:  # e.g. an ambiguous unit in --throttle: the hint matters
+        err.write(f"Error: {exc}\n")
+        return int(exc.exit_code)
     for word in args.non_options:
         if word.strip():
             err.write(f"Warning: ignoring '{word[:80]}': it is not an option (Kafka's tool ignores it too)\n")
     from kreassign.cli.kafka_actions import dispatch
-    from kreassign.cluster.errors import KafkaCompatError, KreassignError, TerseError
+    from kreassign.cluster.errors import KafkaCompatError, TerseError
 
     try:
         return dispatch(args, out=out, err=err)
@@ -60,3 +66,11 @@ def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO 
     except KeyboardInterrupt:
         err.write("Interrupted.\n")
         return 130
+    except BrokenPipeError:
+        # Whoever read stdout went away (`| head`): stop quietly, as the subcommands do, and keep
+        # Python's exit-time flush from writing to the closed pipe.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+        return 1

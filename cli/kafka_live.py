@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from kreassign.cli.runtime import read_text
 from kreassign.cli.kafka_args import KafkaArgs
-from kreassign.cluster.errors import TerseError
+from kreassign.cluster.errors import InputError, TerseError
 
 if TYPE_CHECKING:
     from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kreassign.execute.cancel import CancelResult
     from kreassign.execute.clear import ClearResult
     from kreassign.execute.executor import ExecuteEvent, ExecutePlan, ExecuteResult
+    from kreassign.execute.lock import LockConfig, Owner
     from kreassign.execute.verify import ListResult, VerifyResult
 
 Connect = Callable[[], AbstractContextManager["ClusterPort"]]
@@ -212,6 +213,13 @@ def finish_execute(result: ExecuteResult, err: TextIO) -> int:
     return 0
 
 
+def took_over_lines(owner: Owner | None) -> list[str]:
+    """The line saying whose lock a run took over, if it did."""
+    if owner is None:
+        return []
+    return [f"Took over the execution lock of {owner.describe()}, which is no longer running."]
+
+
 def interrupted_hint(store: JournalStore, plan: ExecutePlan) -> str:
     from kreassign.execute.journal import plan_hash
 
@@ -223,33 +231,48 @@ def interrupted_hint(store: JournalStore, plan: ExecutePlan) -> str:
 # ---- actions ------------------------------------------------------------------------------------
 def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None = None,
             store: JournalStore | None = None, clock: Callable[[], float] = time.monotonic,
-            sleep: Callable[[float], None] = time.sleep) -> int:
+            sleep: Callable[[float], None] = time.sleep, lock: LockConfig | None = None) -> int:
     """`--execute`: Kafka's checks, rollback JSON, throttles, submission, log-dir moves."""
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.execute.executor import ExecuteRequest, apply_execute, prepare_execute
+    from kreassign.execute.executor import ExecuteRequest
+    from kreassign.execute.lock import LockConfig  # noqa: F811 (the runtime import of the annotation)
+
+    from kreassign.execute.run import RunControl, run_execute
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     validate_execute_entries(parsed)
     throttle = args.long("throttle")
     log_dir = args.long("replica-alter-log-dirs-throttle")
+    for name, value in (("--throttle", throttle), ("--replica-alter-log-dirs-throttle", log_dir)):
+        if value == 0:
+            raise InputError(f"{name} 0 would stop replication: give a positive rate, or leave the option out")
     request = ExecuteRequest.from_parsed(
         parsed, additional=args.has("additional"),
         leader_rate=throttle if throttle >= 0 else None, follower_rate=throttle if throttle >= 0 else None,
-        log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=args.long("timeout", 10000) / 1000)
+        log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=args.long("timeout", 10000) / 1000,
+        retarget_in_flight=args.has("retarget-in-flight"))
     journals = _store(store, args)
-    with _connector(args, err, connect)() as port:
-        plan = prepare_execute(port, request)
+    shown: list[ExecutePlan] = []
+
+    def show_plan(plan: ExecutePlan) -> None:
+        shown.append(plan)
         _write_lines(err, [f"Warning: {w}" for w in plan.warnings])
         out.write(render_current_assignment(plan.current))
         if throttle >= 0 or log_dir >= 0:
             out.write(VERIFY_WARNING + "\n")
+
+    control = RunControl(lock=lock or LockConfig(), force=args.has("force"), clock=clock, sleep=sleep)
+    with _connector(args, err, connect)() as port:
         try:
-            result = apply_execute(port, plan, store=journals, clock=clock, sleep=sleep,
-                                   progress=lambda event: print_execute_event(event, plan, out, err))
-        except KeyboardInterrupt:
-            err.write(interrupted_hint(journals, plan))
+            outcome = run_execute(port, request, store=journals, control=control, on_plan=show_plan,
+                                  progress=lambda event: print_execute_event(event, shown[0], out, err))
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
+            if shown:
+                err.write(interrupted_hint(journals, shown[0]))
             raise
-    return finish_execute(result, err)
+    assert outcome.result is not None
+    _write_lines(err, took_over_lines(outcome.took_over))
+    return finish_execute(outcome.result, err)
 
 
 def verify(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None = None,
@@ -257,17 +280,25 @@ def verify(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     """`--verify`: status lines, log-dir lines, and the clear once nothing moves."""
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.execute.verify import VerifyRequest
-    from kreassign.execute.verify import verify as run_verify
+    from kreassign.execute.run import verify_run
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = VerifyRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"))
     with _connector(args, err, connect)() as port:
-        result = run_verify(port, request, store=_store(store, args))
+        result, owner = verify_run(port, request, store=_store(store, args))
     out.write(render_verify(result))
     _write_lines(err, [f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                        for b, m in sorted(result.unreachable.items())])
-    _write_lines(err, clear_warnings(result.clear))
+    _write_lines(err, clear_warnings(result.clear) + running_owner_lines(owner))
     return 0 if result.clear is None or result.clear.complete else 1
+
+
+def running_owner_lines(owner: Owner | None) -> list[str]:
+    """Why verify kept the throttles: a run holds the execution lock."""
+    if owner is None:
+        return []
+    return [f"Warning: the throttles were kept: {owner.describe()} holds the execution lock and restores "
+            "them itself when it finishes."]
 
 
 def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None = None,
@@ -277,12 +308,14 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.execute.cancel import CancelRequest
     from kreassign.execute.cancel import cancel as run_cancel
+    from kreassign.execute.run import refuse_while_running
     from kreassign.execute.logdir_moves import timed_out_message
 
     parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
     request = CancelRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"),
                             timeout_s=args.long("timeout", 10000) / 1000)
     with _connector(args, err, connect)() as port:
+        refuse_while_running(port, "cancel")
         result = run_cancel(port, request, store=_store(store, args), clock=clock, sleep=sleep,
                             on_moves_started=lambda batch: None)
     if result.errors:

@@ -124,7 +124,8 @@ def main_page() -> str:
         lines += [".TP", f"\\fB{esc(_option_label(OPTIONS[name]))}\\fR", esc(OPTIONS[name].description)]
     for doc, title in (("kafka-differences.md", "DIFFERENCES FROM KAFKA'S TOOL"),
                        ("snapshot-format.md", "SNAPSHOT FORMAT"),
-                       ("journal.md", "EXECUTION JOURNAL")):
+                       ("journal.md", "EXECUTION JOURNAL"),
+                       ("security.md", "SECURITY")):
         path = DOCS / doc
         if path.exists():
             lines += [f".SH {title}", markdown_to_roff(path.read_text(encoding="utf-8"))]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
-from kreassign.cli.runtime import connect, journal_store, read_plan, timing
+from kreassign.cli.options import COUNT, DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kreassign.execute.journal import Journal, JournalStore
     from kreassign.execute.operations import ExecuteRequest, VerifyRequest
     from kreassign.execute.pacing import PaceLimits
+    from kreassign.execute.run import RunControl
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,30 +58,37 @@ def _emit(data: dict[str, Any]) -> None:
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Pace the plan: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Pace the plan: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default=None,
               help="Pace the plan: which partitions start first (default: the plan's order).")
 @click.option("--interval", type=DURATION, default=None,
               help="With pacing: time between polls for finished moves (default 10s).")
+@click.option("--retarget-in-flight", is_flag=True, help="Re-target partitions whose reassignment in "
+              "flight another run started (refused by default).")
+@click.option("--force", is_flag=True, help="Take the cluster's execution lock from a run that is proven dead "
+              "(same host: its process is gone; other host: its lease expired) although it ran another plan.")
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
 @output_option
 def execute(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
             journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
             follower_rate: int | None, log_dir_throttle: int | None, additional: bool,
             max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
-            interval: float | None, dry_run: bool, output: str, timeout: float) -> int:
+            interval: float | None, retarget_in_flight: bool, force: bool, dry_run: bool, output: str,
+            timeout: float) -> int:
     """Start a reassignment under throttles, recording every step in the execution journal.
 
     With --max-moves-per-broker, --max-inflight-bytes or --order the plan is paced: it is
     submitted in waves, each as earlier moves complete, so the command blocks until every
     partition has moved, showing progress as `kreassign watch` does (JSON lines with --output
     json), and then restores the throttles. Ctrl-C stops submitting; running the same command
-    again goes on from the journal. Exit status of a paced run: 0 done, 1 error."""
+    again (or `kreassign resume`) goes on from the journal with the same limits. Only one run
+    writes to a cluster at a time (the execution lock). Exit status of a paced run: 0 done, 1 error."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import validate_execute_entries
-    from kreassign.execute.operations import ExecuteRequest, apply_execute, prepare_execute
+    from kreassign.execute.operations import ExecuteRequest
+    from kreassign.execute.run import run_execute
 
     paced = max_moves_per_broker is not None or max_inflight_bytes is not None or order is not None
     if interval is not None and not paced:
@@ -92,38 +100,47 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
         parsed, additional=additional,
         leader_rate=leader_rate if leader_rate is not None else throttle,
         follower_rate=follower_rate if follower_rate is not None else throttle,
-        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout)
+        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout, retarget_in_flight=retarget_in_flight)
     store = journal_store(journal_dir)
+    control = run_control(force)
     if paced:
         from kreassign.execute.pacing import PaceLimits
 
         limits = PaceLimits(max_moves_per_broker, max_inflight_bytes, order or "plan")  # type: ignore[arg-type]
         return _execute_paced(request, limits, store, plan_file=plan_file, connection=(
-            bootstrap_server, command_config, request_timeout), interval_s=interval, dry_run=dry_run, output=output)
+            bootstrap_server, command_config, request_timeout), interval_s=interval, dry_run=dry_run, output=output,
+            control=control)
     text = output == "text"
     out, err = sys.stdout, sys.stderr
-    clock, sleep = timing()
-    with connect(bootstrap_server, command_config, request_timeout) as port:
-        plan = prepare_execute(port, request)
+
+    shown: list[Any] = []
+
+    def show_plan(plan: Any) -> None:
+        shown.append(plan)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
-        if dry_run:
-            if text:
-                out.write(kafka_live.render_current_assignment(plan.current))
-                out.write(render_would_execute(plan))
-            else:
-                _emit({"dry_run": True, "plan": plan.as_dict()})
-            return 0
         if text:
             out.write(kafka_live.render_current_assignment(plan.current))
-            if request.throttled:
+            if dry_run:
+                out.write(render_would_execute(plan))
+            elif request.throttled:
                 out.write(kafka_live.VERIFY_WARNING + "\n")
+
+    with connect(bootstrap_server, command_config, request_timeout) as port:
         try:
-            result = apply_execute(port, plan, store=store, clock=clock, sleep=sleep, progress=(
-                (lambda event: kafka_live.print_execute_event(event, plan, out, err)) if text else None))
-        except KeyboardInterrupt:
-            err.write(kafka_live.interrupted_hint(store, plan))
+            outcome = run_execute(port, request, store=store, dry_run=dry_run, control=control, on_plan=show_plan,
+                                  progress=(lambda event: kafka_live.print_execute_event(event, shown[0], out, err))
+                                  if text else None)
+        except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
+            if shown:
+                err.write(kafka_live.interrupted_hint(store, shown[0]))
             raise
-    _echo_err([f"Journal: {result.journal_path}"])
+    if dry_run:
+        if not text:
+            _emit({"dry_run": True, "plan": outcome.plan.as_dict() if outcome.plan else None})
+        return 0
+    result = outcome.result
+    assert result is not None
+    _echo_err(kafka_live.took_over_lines(outcome.took_over) + [f"Journal: {result.journal_path}"])
     if not text:
         _emit(result.as_dict())
         return 0 if result.ok else 1
@@ -132,11 +149,12 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
 
 def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalStore, *, plan_file: str,
                    connection: tuple[str | None, str | None, float | None], interval_s: float | None,
-                   dry_run: bool, output: str) -> int:
+                   dry_run: bool, output: str, control: RunControl | None = None) -> int:
     """Submit the plan wave by wave and watch it to the end (the `watch --pace` loop)."""
+    from kreassign.cli import kafka_live
     from kreassign.cli.watch_cmd import echo_first_wave, event_printer
     from kreassign.cluster.errors import InputError
-    from kreassign.execute.watch import WatchRequest, watch
+    from kreassign.execute.run import run_execute
 
     if request.log_dir_rate is not None:
         raise click.UsageError("a paced execute moves replicas between brokers only: drop --log-dir-throttle, "
@@ -145,22 +163,24 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
         raise InputError("a paced execute moves replicas between brokers only, and this plan also moves "
                          "replicas between log dirs: run it without --max-moves-per-broker, "
                          "--max-inflight-bytes and --order (or drop its log dirs)")
-    watch_request = WatchRequest(targets=request.targets, interval_s=interval_s if interval_s is not None else 10.0,
-                                 pace=limits, leader_rate=request.leader_rate, follower_rate=request.follower_rate,
-                                 additional=request.additional, dry_run=dry_run)
-    clock, sleep = timing()
     emit, close = event_printer(output)
     try:
         with connect(*connection) as port:
-            result = watch(port, watch_request, store=store, clock=clock, sleep=sleep, emit=emit)
+            outcome = run_execute(port, request, store=store, pace=limits, dry_run=dry_run,
+                                  interval_s=interval_s if interval_s is not None else 10.0,
+                                  control=control or run_control(), emit=emit)
     except KeyboardInterrupt:
-        click.echo(f"Interrupted. The waves submitted so far keep moving: run the same command again to submit "
-                   f"the rest, or `kreassign abort -f {plan_file}` to undo.", err=True)
+        click.echo(f"Interrupted. The waves submitted so far keep moving: run the same command again (or "
+                   f"`kreassign resume -f {plan_file}`) to submit the rest with the same limits, or "
+                   f"`kreassign abort -f {plan_file}` to undo.", err=True)
         raise
     finally:
         close()
+    result = outcome.watched
+    assert result is not None
     if dry_run:
         echo_first_wave(result, len(request.targets), output)
+    _echo_err(kafka_live.took_over_lines(outcome.took_over))
     if result.journal_path is not None:
         _echo_err([f"Journal: {result.journal_path}"])
     return int(result.status)
@@ -203,7 +223,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cli import kafka_live
     from kreassign.cluster.errors import ExitStatus
     from kreassign.execute.operations import VerifyRequest
-    from kreassign.execute.operations import verify as run_verify
+    from kreassign.execute.run import verify_run
 
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
@@ -213,7 +233,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
     with connect(bootstrap_server, command_config, request_timeout) as port:
-        result = run_verify(port, request, store=journal_store(journal_dir))
+        result, owner = verify_run(port, request, store=journal_store(journal_dir), control=run_control())
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -221,7 +241,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
         click.echo(text.replace("Clearing", "Would clear") if dry_run else text, nl=False)
         _echo_err([f"Warning: broker {b} did not answer DescribeLogDirs ({m})"
                    for b, m in sorted(result.unreachable.items())])
-        _echo_err(kafka_live.clear_warnings(result.clear))
+        _echo_err(kafka_live.clear_warnings(result.clear) + kafka_live.running_owner_lines(owner))
     if exit_status and result.in_progress:
         return int(ExitStatus.IN_PROGRESS)
     return 0 if result.clear is None or result.clear.complete else 1
@@ -259,11 +279,14 @@ def cancel(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cluster.errors import TerseError
     from kreassign.execute.operations import CancelRequest
     from kreassign.execute.operations import cancel as run_cancel
+    from kreassign.execute.run import refuse_while_running
 
     request = CancelRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
                             timeout_s=timeout, dry_run=dry_run)
     clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
+        if not dry_run:
+            refuse_while_running(port, "cancel", run_control())
         result = run_cancel(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep)
     if output == "json":
         _emit(result.as_dict())
@@ -299,18 +322,23 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     from kreassign.cli import kafka_live
     from kreassign.execute.operations import list_reassignments
 
+    from kreassign.execute.lock import LOCK_KEY, Owner
+
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
+        owner = Owner.from_value(port.describe_cluster_configs([LOCK_KEY]).get(LOCK_KEY))
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [
             {"path": str(j.path), "state": j.state, "created_at": j.created_at, "partitions": len(j.targets)}
-            for j in journals]})
+            for j in journals], "execution_lock": None if owner is None else {
+                "host": owner.host, "pid": owner.pid, "command": owner.command, "journal": owner.journal,
+                "started_at": owner.started_at, "lease_until": owner.lease_until}})
         return
     click.echo(kafka_live.render_list(result), nl=False)
     _echo_err([f"Open journal: {j.path} ({j.state}, {len(j.targets)} partitions, since {j.created_at})"
-               for j in journals])
+               for j in journals] + ([f"Execution lock held by {owner.describe()}"] if owner is not None else []))
 
 
 def _locate(port: ClusterPort, store: JournalStore, journal_path: str | None, plan_file: str | None) -> Journal:
@@ -342,18 +370,22 @@ def journal_options(f: F) -> F:
 @click.command()
 @cluster_options
 @journal_options
+@click.option("--force", is_flag=True, help="Take the execution lock from a dead run of another plan.")
 @click.option("--dry-run", is_flag=True, help="Say which steps are missing; change nothing.")
 @output_option
 def resume(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
-           journal_dir: str | None, journal_path: str | None, plan_file: str | None, dry_run: bool,
+           journal_dir: str | None, journal_path: str | None, plan_file: str | None, force: bool, dry_run: bool,
            output: str) -> int:
-    """Finish an interrupted execute (or clear) from its journal: re-run the steps not done."""
+    """Finish an interrupted execute (or clear) from its journal: re-run the steps not done.
+
+    A paced run goes on exactly as it would have: the same limits, order and rates (recorded
+    in its journal), wave by wave until done, as the paced `execute` shows it."""
     from kreassign.cli import kafka_live
-    from kreassign.execute.operations import resume as run_resume
+    from kreassign.cli.watch_cmd import event_printer
     from kreassign.execute.operations import resume_preview
+    from kreassign.execute.run import RunOutcome, resume_run
 
     store = journal_store(journal_dir)
-    clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         if dry_run:
@@ -363,7 +395,16 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
             else:
                 click.echo("\n".join(f"Would {s}" for s in steps) if steps else "Nothing to resume.")
             return 0
-        result = run_resume(port, journal, clock=clock, sleep=sleep)
+        emit, close = event_printer(output)
+        try:
+            outcome = resume_run(port, journal, store=store, control=run_control(force), emit=emit)
+        finally:
+            close()
+    if isinstance(outcome, RunOutcome):
+        assert outcome.watched is not None
+        _echo_err(kafka_live.took_over_lines(outcome.took_over) + [f"Journal: {journal.path}"])
+        return int(outcome.watched.status)
+    result = outcome
     if output == "json":
         _emit(result.as_dict())
     else:
@@ -393,25 +434,38 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
 @log_dir_timeout_option
 @journal_options
 @click.option("--preserve-throttles", is_flag=True, help="Cancel, but leave the throttles as they are.")
+@click.option("--force", is_flag=True, help="Take the execution lock from a dead run of another plan.")
+@click.option("--wait", "wait_s", type=DURATION, default=None, help="How long to wait for a running execute "
+              "of this journal to stop after asking it to (default: its lease, 2m, plus 30s).")
 @click.option("--dry-run", is_flag=True, help="Say what would be cancelled and restored; change nothing.")
 @output_option
 def abort(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
           journal_dir: str | None, journal_path: str | None, plan_file: str | None,
-          preserve_throttles: bool, dry_run: bool, output: str, timeout: float) -> int:
-    """Undo a run from its journal: cancel its running moves and restore the earlier throttles."""
+          preserve_throttles: bool, force: bool, wait_s: float | None, dry_run: bool, output: str,
+          timeout: float) -> int:
+    """Undo a run from its journal: cancel its running moves and restore the earlier throttles.
+
+    If the run is still going (a paced execute), abort asks it to stop submitting, waits until
+    it has stopped, and only then cancels and restores; it never reports success while the run
+    still submits."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import format_reassignment
-    from kreassign.execute.operations import abort as run_abort
+    from kreassign.execute.run import abort_run
 
     store = journal_store(journal_dir)
-    clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
-        result = run_abort(port, journal, preserve_throttles=preserve_throttles, dry_run=dry_run,
-                           timeout_s=timeout, clock=clock, sleep=sleep)
+        outcome = abort_run(port, journal, store=store, control=run_control(force), preserve_throttles=preserve_throttles,
+                            dry_run=dry_run, timeout_s=timeout, wait_s=wait_s, on_wait=lambda owner: click.echo(
+                                f"Asked {owner.describe()} to stop; waiting for it.", err=True))
+    result = outcome.result
     if output == "json":
-        _emit(result.as_dict())
+        _emit({**result.as_dict(), "stopped_run": None if outcome.stopped is None else outcome.stopped.describe(),
+               "took_over_from": None if outcome.took_over is None else outcome.took_over.describe()})
         return 0 if result.ok else 1
+    if outcome.stopped is not None:
+        click.echo(f"The running {outcome.stopped.command} stopped; nothing more is submitted.", err=True)
+    _echo_err(kafka_live.took_over_lines(outcome.took_over))
     verb = "Would cancel" if dry_run else "Cancelled"
     click.echo(f"{verb} partition reassignments for: " + (",".join(map(str, result.cancelled)) or "none"))
     if result.cancel_errors:
@@ -421,7 +475,11 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
         text = kafka_live.render_clear(result.restored).replace("Clearing", "Restoring")
         click.echo(text.replace("Restoring", "Would restore") if dry_run else text, nl=False)
         _echo_err(kafka_live.clear_warnings(result.restored))
+    if result.kept_brokers or result.kept_topics:
+        click.echo("Kept the throttles that other open runs' moves still need: brokers "
+                   f"{','.join(map(str, result.kept_brokers)) or 'none'}, topics {','.join(result.kept_topics) or 'none'} "
+                   "(the last run to finish restores the earlier values).", err=True)
     if result.rollback:
-        click.echo("These partitions had already moved; to move them back, execute:")
+        click.echo("These partitions are not back on their replicas before the run; to move them back, execute:")
         click.echo(format_reassignment(result.rollback))
     return 0 if result.ok else 1

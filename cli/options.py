@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from kreassign.cluster.errors import JAVA_LONG_MAX
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -103,6 +105,10 @@ class PercentType(click.ParamType):
 RATE = RateType()
 SIZE = SizeType()
 DURATION = DurationType()
+COUNT = click.IntRange(min=1, max=JAVA_LONG_MAX)
+"""a positive count that Kafka's long (and numpy's int64) can hold"""
+BROKER_ID = click.IntRange(min=0, max=2**31 - 1)
+"""a broker id: Kafka's int"""
 BROKER_LIST = BrokerListType()
 PERCENT = PercentType()
 

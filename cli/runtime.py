@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
     from kreassign.execute.journal import JournalStore
+    from kreassign.execute.lock import LockConfig
+    from kreassign.execute.run import RunControl
 
 Connect = Callable[[str | None, str | None, float | None], AbstractContextManager["ClusterPort"]]
 
@@ -30,6 +32,8 @@ class Runtime:
     clock: Callable[[], float] | None = None
     sleep: Callable[[float], None] | None = None
     now: Callable[[], datetime] | None = None
+    lock: LockConfig | None = None
+    """how runs take the cluster's execution lock (its clocks and identity)"""
 
 
 def runtime() -> Runtime:
@@ -44,6 +48,18 @@ def timing() -> tuple[Callable[[], float], Callable[[float], None]]:
 
     rt = runtime()
     return rt.clock or time.monotonic, rt.sleep or time.sleep
+
+
+def run_control(force: bool = False) -> RunControl:
+    """The lock settings and clocks of a run that writes (execute, resume, abort)."""
+    from kreassign.execute.lock import LockConfig
+    from kreassign.execute.run import RunControl
+
+    rt = runtime()
+    clock, sleep = timing()
+    # The lock's settle wait must not advance an injected clock (tests of the lock inject their own).
+    default = LockConfig(sleep=lambda seconds: None) if rt.sleep is not None else LockConfig()
+    return RunControl(lock=rt.lock or default, force=force, clock=clock, sleep=sleep)
 
 
 def open_port(bootstrap: str | None, command_config: str | None,
@@ -75,7 +91,7 @@ def journal_store(journal_dir: str | None) -> JournalStore:
 
 def read_text(path: str) -> str:
     """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
-    from kreassign.cluster.errors import AdminCommandFailed
+    from kreassign.cluster.errors import AdminCommandFailed, clip
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -87,7 +103,22 @@ def read_text(path: str) -> str:
     except PermissionError:
         raise AdminCommandFailed(f"{path} (Permission denied)") from None
     except UnicodeDecodeError:
-        raise AdminCommandFailed(f"{path} is not a UTF-8 text file") from None
+        raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file") from None
+    except (OSError, ValueError) as exc:
+        raise AdminCommandFailed(f"{clip(path)} ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def write_text(path: str, text: str) -> None:
+    """Write a file named on the command line; a missing directory or a permission problem is
+    one clear line, not a traceback."""
+    from kreassign.cluster.errors import InputError, clip
+
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except (OSError, ValueError) as exc:
+        hint = " (create the directory first)" if isinstance(exc, FileNotFoundError) else ""
+        raise InputError(f"cannot write {clip(path)}: {getattr(exc, 'strerror', None) or exc}{hint}") from None
 
 
 def read_plan(path: str) -> ParsedReassignment:

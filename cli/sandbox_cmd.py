@@ -29,7 +29,8 @@ def sandbox() -> None:
 @click.option("--speed", default=60.0, show_default=True, type=click.FloatRange(min=0.001),
               help="Sandbox seconds per wall second.")
 @_state_dir_option
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for sizes, rates and assignments.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed for sizes, rates and assignments.")
 @click.option("--port-base", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Broker i listens on PORT_BASE+i-1 (0: free ports chosen by the OS).")
 @click.option("--network", "network_bps", default="100MB/s", show_default=True, type=RATE,
@@ -50,15 +51,31 @@ def sandbox() -> None:
               help="A KIP-13 default client quota (the <default> client-id entity), e.g. producer_byte_rate=1MB/s "
                    "or consumer_byte_rate=5MB/s, per broker in sandbox time (repeatable). Admin clients change "
                    "quotas with AlterClientQuotas.")
+@click.option("--security", type=click.Choice(["plaintext", "tls", "sasl_plaintext", "sasl_ssl"]),
+              default="plaintext", show_default=True,
+              help="What the listeners speak: tls makes a CA and server certificate in the state dir; the sasl "
+                   "modes authenticate --user logins.")
+@click.option("--sasl-mechanism", type=click.Choice(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                                                    case_sensitive=False),
+              help="SASL mechanism of the sasl modes (default PLAIN).")
+@click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD[:admin]",
+              help="A SASL login (repeatable). Users marked admin may change configs and reassign; the others "
+                   "may only describe.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
-          log_dirs: int, client_quotas: tuple[str, ...]) -> None:
-    """Start the sandbox and print its bootstrap servers (Ctrl-C stops it)."""
+          log_dirs: int, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
+          users: tuple[str, ...]) -> None:
+    """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
+
+    With --security, a ready --command-config file per user is written to the state dir
+    (0600) and shown with the password masked."""
     import threading
+    from dataclasses import replace
     from pathlib import Path
 
-    from kreassign.sandbox.daemon import SandboxOptions, default_state_dir, serve, start_daemon
+    from kreassign.sandbox.daemon import SandboxOptions, default_state_dir, refuse_if_running, serve, start_daemon
+    from kreassign.sandbox.security import User, build_security
     from kreassign.sandbox.topics import parse_topic_spec
 
     specs = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
@@ -71,10 +88,16 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
                              client_quotas=client_quotas)
     options.fetch  # refuse bad limits and quotas before anything starts
     options.default_client_quotas
+    logins = tuple(User.parse(u) for u in users)
+    directory = Path(state_dir) if state_dir else default_state_dir()
+    if daemon or security != "plaintext":
+        refuse_if_running(directory)  # before its certificates are replaced
+    secured = build_security(security, sasl_mechanism, logins, directory)
+    options = replace(options, security=secured.to_json())
     if daemon:
-        directory = Path(state_dir) if state_dir else default_state_dir()
         info = start_daemon(options, directory)
         click.echo(info.bootstrap)
+        _show_client_settings(secured, logins, info.bootstrap, directory)
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
         return
@@ -87,12 +110,29 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
 
     def ready(sb: Any) -> None:
         click.echo(sb.bootstrap)
+        _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
         click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
                    f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
+
+
+def _show_client_settings(security: Any, users: tuple[Any, ...], bootstrap: str, directory: Any) -> None:
+    """Write the client properties files and show them (passwords masked) on stderr."""
+    from kreassign.sandbox.security import client_properties, redacted, write_client_properties
+
+    if security.protocol == "PLAINTEXT":
+        return
+    paths = write_client_properties(security, users, bootstrap, directory)
+    mechanism = f" with {security.mechanism}" if security.sasl else ""
+    click.echo(f"Listeners speak {security.protocol}{mechanism}. Client settings for --command-config "
+               "(passwords masked here; the files hold them):", err=True)
+    for path, user in zip(paths, users or (None,)):
+        role = "" if user is None else f" ({user.name}, {'admin' if user.admin else 'describe only'})"
+        click.echo(f"# {path}{role}", err=True)
+        click.echo(redacted(client_properties(security, user, bootstrap)), err=True, nl=False)
 
 
 @sandbox.command()
@@ -137,5 +177,8 @@ def status(state_dir: str | None, output: str) -> None:
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
+        if info.extra.get("security_protocol"):
+            mechanism = info.extra.get("sasl_mechanism")
+            click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
     if info is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, PERCENT, RATE, cluster_options, output_option, source_options
+from kreassign.cli.options import BROKER_LIST, COUNT, PERCENT, RATE, cluster_options, output_option, source_options
 from kreassign.cli.runtime import connect, journal_store, runtime
 
 
@@ -109,7 +109,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @click.option("--deadline", default=None, help="Finish by then: 2h, 06:00, or a date-time.")
 @click.option("--network-capacity", type=RATE, default=None,
               help="Network capacity (each direction) of brokers whose capacity the snapshot lacks.")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Plan for paced execution with this many moves per broker.")
 @output_option
 def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
-from kreassign.cli.runtime import connect, journal_store, runtime, timing
+from kreassign.cli.options import COUNT, DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 
 if TYPE_CHECKING:
     from kreassign.execute.watch import WatchResult
@@ -38,7 +38,7 @@ def rate_options(f: F) -> F:
 @click.option("--pace", "pace_file", type=click.Path(dir_okay=False),
               help="Submit this plan in waves as moves complete (with --max-moves-per-broker and/or "
                    "--max-inflight-bytes), then watch it to the end.")
-@click.option("--max-moves-per-broker", type=click.IntRange(min=1), default=None,
+@click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="With --pace: moves each broker sends, and receives, at once.")
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="With --pace: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default="plan",
@@ -93,7 +93,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.execute.auto_throttle import AutoThrottlePolicy
     from kreassign.execute.pacing import PaceLimits
     from kreassign.execute.watch import WatchRequest
-    from kreassign.execute.watch import watch as run_watch
+    from kreassign.execute.run import watch_run
     from kreassign.cluster.units import parse_deadline
 
     if plan_file and pace_file:
@@ -127,11 +127,10 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale)
-    clock, sleep = timing()
     emit, close = event_printer(output)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
-            result = run_watch(port, request, store=journal_store(journal_dir), clock=clock, sleep=sleep, emit=emit)
+            result = watch_run(port, request, store=journal_store(journal_dir), control=run_control(), emit=emit)
     finally:
         close()
     if dry_run and request.pace is not None:

@@ -71,9 +71,11 @@ def summary_line(event: ProgressEvent) -> str:
     """One line for logs and non-terminal output."""
     view = event.view
     model = "-" if event.model is None else _eta(event.model.seconds)
+    down = (f"; broker{'s' if len(event.down) > 1 else ''} {','.join(map(str, event.down))} not answering"
+            if event.down else "")
     return (f"[{format_duration(event.at)}] {_pct(view.fraction).strip()} {format_bytes(view.copied)}/"
             f"{format_bytes(view.total)}, {len(view.active)} moving, {len(view.moves) - len(view.active)} done, "
-            f"throughput {_rate(view.throughput_bps)}, ETA observed {_eta(view.eta_s)}, model {model}")
+            f"throughput {_rate(view.throughput_bps)}, ETA observed {_eta(view.eta_s)}, model {model}{down}")
 
 
 def event_lines(event: WatchEvent) -> list[str]:
@@ -84,7 +86,9 @@ def event_lines(event: WatchEvent) -> list[str]:
         w = event.wave
         line = (f"Wave {w.number}: submitted {len(w.partitions)} partition(s) ({format_bytes(w.bytes)}): "
                 + ",".join(str(tp) for tp in w.partitions) + f"; {event.pending} partition(s) wait")
-        return [line] + [f"  {tp}: {e.message}" for tp, e in sorted(w.errors.items())]
+        return ([line] + [f"  {tp}: {e.message}" for tp, e in sorted(w.errors.items())]
+                + [f"  broker {b} did not answer ({e.message}): its throttle is not set yet; `kreassign resume` "
+                   "sets it once the broker is back" for b, e in sorted(w.skipped_brokers.items())])
     if isinstance(event, ThrottleEvent):
         verb = "Would set" if event.dry_run else "Set"
         lines = []

@@ -37,7 +37,9 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
-from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError, UnknownTopicError
+from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
+from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
+from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.model import (
     Broker,
     PartitionInfo,
@@ -172,13 +174,17 @@ class KafkaAdmin:
 
             client_factory = KafkaAdminClient
         factory = client_factory
+        redact_client_logs()
         gate = ThrottleGate(time.monotonic)
-        tap = KafkaLogTap(gate)
+        tap = KafkaLogTap(gate, final=cannot_succeed)
         tap.attach()
+        # Like Java's admin client, stop at the first refused login or rejected certificate
+        # instead of retrying it until the connect timeout.
+        limit = config.timeouts.connect_timeout_s + config.timeouts.request_timeout_s
         try:
-            client = factory(**config.admin_kwargs())
-        except Errors.KafkaTimeoutError:
-            raise ClusterUnreachable(_bootstrap_message(config, tap.last_error)) from None
+            client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
+        except (Errors.KafkaTimeoutError, NoAnswer):
+            raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:
             raise InputError(f"kafka-python rejected the client settings: {exc}") from None
         except Errors.KafkaError as exc:
@@ -287,9 +293,11 @@ class KafkaAdmin:
             brokers.append(Broker(id=broker_id, rack=b.get("rack"), host=b.get("host"), port=b.get("port")))
         controller = _int_or_none(raw.get("controller_id"))
         self._controller_id = controller
+        ops = raw.get("authorized_operations")
         return ClusterInfo(brokers=tuple(sorted(brokers, key=lambda x: x.id)),
                            controller_id=controller, cluster_id=raw.get("cluster_id"),
-                           fenced=tuple(sorted(fenced)))
+                           fenced=tuple(sorted(fenced)),
+                           authorized_operations=None if ops is None else frozenset(str(op) for op in ops))
 
     def _fallback_client(self) -> Any:
         if self._fallback is None:
@@ -509,14 +517,50 @@ class KafkaAdmin:
             resource = ConfigResource(ConfigResourceType.BROKER, str(broker), _alter_ops(ops))
             result = self._per_broker(f"alter the configs of broker {broker}", broker,
                                       partial(self._alter_configs, [resource], validate_only))
-            brokers[broker] = result if isinstance(result, ApiError) else _alter_result(result, "broker", str(broker))
+            brokers[broker] = result if isinstance(result, ApiError) else _named_refusal(
+                _alter_result(result, "broker", str(broker)), "ALTER_CONFIGS", f"the CLUSTER (broker {broker}'s configs)")
         topics: dict[str, ApiError | None] = {}
         if topic_ops:
             resources = [ConfigResource(ConfigResourceType.TOPIC, t, _alter_ops(ops))
                          for t, ops in sorted(topic_ops.items())]
             raw = self._call("alter topic configs", lambda: self._alter_configs(resources, validate_only))
-            topics = {t: _alter_result(raw, "topic", t) for t in sorted(topic_ops)}
+            topics = {t: _named_refusal(_alter_result(raw, "topic", t), "ALTER_CONFIGS", f"TOPIC {t}")
+                      for t in sorted(topic_ops)}
         return AlterConfigsResult(brokers=brokers, topics=topics)
+
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        """DescribeConfigs of the default BROKER resource "", answered by any broker."""
+        wanted = sorted(set(keys))
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", wanted)
+
+        # kafka-python's describe_configs insists on integer broker names, so the request is
+        # built and sent with the client's own helpers (kafka-python is pinned to 3.0.12).
+        async def send() -> Any:
+            return await client._manager.send(client._describe_configs_request([resource]))
+
+        response = self._call("describe the cluster-wide configs", lambda: client._manager.run(send))
+        out: dict[str, str] = {}
+        for result in response.results:
+            if result.error_code:
+                raise _translate(Errors.for_code(result.error_code)(result.error_message),
+                                 "describe the cluster-wide configs")
+            for entry in result.configs:
+                if entry.name in wanted and entry.value is not None:
+                    out[entry.name] = entry.value
+        return out
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        """IncrementalAlterConfigs of the default BROKER resource "", sent to any broker."""
+        client = self._client
+        resource = ConfigResource(ConfigResourceType.BROKER, "", _alter_ops(ops))
+
+        async def send() -> Any:
+            response = await client._manager.send(client._alter_configs_request([resource], False, True))
+            return client._alter_configs_process_responses([response.responses[0]])
+
+        raw = self._call("alter the cluster-wide configs", lambda: client._manager.run(send))
+        return _alter_result(raw, "broker", "")
 
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
         # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
@@ -564,18 +608,6 @@ def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
     return ClusterError(f"Could not {what}: {_short(error)}.")
 
 
-def _bootstrap_message(config: ClientConfig, last_error: BaseException | None) -> str:
-    servers = ",".join(config.bootstrap_servers)
-    message = (f"Could not reach any broker at {servers} within {config.timeouts.connect_timeout_s:g}s. "
-               "Check --bootstrap-server and that the brokers are running.")
-    if config.security_protocol != "PLAINTEXT":
-        message += (f" The connection uses {config.security_protocol}: also check the ssl.* and "
-                    "sasl.* settings in --command-config.")
-    if last_error is not None:
-        message += f" Last error: {last_error}"
-    return message
-
-
 def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],
                     replicas: dict[TopicPartitionReplica, ReplicaLogDir]) -> tuple[LogDir, ...]:
     out: list[LogDir] = []
@@ -611,6 +643,14 @@ def _config_entries(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, ConfigEnt
 def _alter_ops(ops: ConfigOps) -> dict[str, tuple[AlterConfigOp, str | None]]:
     return {key: (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
             for key, value in sorted(ops.items())}
+
+
+def _named_refusal(error: ApiError | None, operation: str, resource: str) -> ApiError | None:
+    """An authorization refusal that says which operation on which resource was refused."""
+    if error is None or error.code not in (Errors.TopicAuthorizationFailedError.errno,
+                                           Errors.ClusterAuthorizationFailedError.errno):
+        return error
+    return ApiError(code=error.code, name=error.name, message=f"not authorized to {operation} on {resource}")
 
 
 def _alter_result(raw: Mapping[str, Mapping[str, str]], kind: str, name: str) -> ApiError | None:

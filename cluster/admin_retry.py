@@ -52,12 +52,19 @@ class KafkaLogTap(logging.Filter):
 
     LOGGERS = ("kafka.net.connection", "kafka.net.manager")
 
-    def __init__(self, gate: ThrottleGate) -> None:
+    def __init__(self, gate: ThrottleGate, *, final: Callable[[BaseException], bool] | None = None) -> None:
         super().__init__()
         self._gate = gate
+        self._final = final
         self.last_error: BaseException | None = None
+        self.gave_up = threading.Event()
+        """Set on the first error `final` says no retry can fix (a refused login, a rejected
+        certificate): kafka-python would retry it until its bootstrap timeout."""
+        self._older: frozenset[int | None] = frozenset()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread in self._older:
+            return True
         args = record.args if isinstance(record.args, tuple) else ()
         if record.msg == THROTTLE_LOG_FORMAT and len(args) == 3:
             node_id = getattr(args[0], "node_id", None)
@@ -65,11 +72,19 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            if error is not None:
+            # The final "Unable to bootstrap" timeout says less than the connection error before it
+            # (refused, TLS, authentication), which is what tells the operator what to fix.
+            if error is not None and not (self.last_error is not None and isinstance(error, Errors.KafkaTimeoutError)):
                 self.last_error = error
+                if self._final is not None and self._final(error):
+                    self.gave_up.set()
         return True
 
     def attach(self) -> None:
+        if self._final is not None:
+            # A connect watches only the client it builds: a client given up on earlier still
+            # retries on its own thread and must not decide this one's fate.
+            self._older = frozenset(t.ident for t in threading.enumerate())
         for name in self.LOGGERS:
             logging.getLogger(name).addFilter(self)
 
@@ -90,8 +105,8 @@ class NoAnswer(Exception):
     """An attempt outlived the operation's deadline."""
 
 
-def within(fn: Callable[[], T], timeout_s: float) -> T:
-    """Run `fn` on a helper thread and wait at most `timeout_s` for it.
+def within(fn: Callable[[], T], timeout_s: float, *, interrupt: threading.Event | None = None) -> T:
+    """Run `fn` on a helper thread and wait at most `timeout_s` for it (or until `interrupt` is set).
 
     kafka-python bounds each request by request_timeout_ms, but not a connection that hangs in
     its handshake (socket_connection_setup_timeout_ms, 10-30s, is not a KafkaAdminClient
@@ -101,7 +116,7 @@ def within(fn: Callable[[], T], timeout_s: float) -> T:
     if timeout_s <= 0:
         raise NoAnswer()
     outcome: list[tuple[bool, Any]] = []
-    done = threading.Event()
+    done = interrupt or threading.Event()
 
     def run() -> None:
         try:
@@ -112,7 +127,7 @@ def within(fn: Callable[[], T], timeout_s: float) -> T:
             done.set()
 
     threading.Thread(target=run, name="kreassign-admin-call", daemon=True).start()
-    if not done.wait(timeout_s):
+    if not done.wait(timeout_s) or not outcome:
         raise NoAnswer()
     ok, value = outcome[0]
     if ok:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 
 DEFAULT_CLIENT_ID = "reassign-partitions-tool"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -57,10 +57,12 @@ class AdminTimeouts:
         """These timeouts with the whole operation limited to `timeout_s` seconds."""
         if timeout_s <= 0:
             raise InputError(f"the timeout must be positive, got {timeout_s:g}s")
+        # The connect wait follows the timeout both ways: a longer timeout given on the command
+        # line also waits longer for a slow bootstrap, a shorter one gives up sooner.
         return replace(
             self, api_timeout_s=timeout_s,
             request_timeout_s=min(self.request_timeout_s, timeout_s),
-            connect_timeout_s=min(self.connect_timeout_s, timeout_s),
+            connect_timeout_s=timeout_s,
         )
 
 
@@ -198,7 +200,10 @@ def read_properties(path: str) -> dict[str, str]:
     except IsADirectoryError:
         raise InputError(f"--command-config {path} is a directory, not a properties file") from None
     except PermissionError:
-        raise InputError(f"--command-config file {path} is not readable (permission denied)") from None
+        raise InputError(f"--command-config file {clip(path)} is not readable (permission denied)") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the --command-config file {clip(path)}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -269,6 +274,9 @@ def parse_jaas_config(text: str) -> JaasConfig:
                              f"(problem at '{tokens[i][1]}')")
         options[tokens[i][1]] = tokens[i + 2][1]
         i += 3
+    if i >= len(tokens):
+        raise InputError("sasl.jaas.config must end with ';' after the last option, as Kafka requires "
+                         '(e.g. ... password="secret";)')
     if i + 1 < len(tokens):
         raise InputError("sasl.jaas.config must hold exactly one login module; "
                          "kreassign found text after the first ';'")
@@ -302,8 +310,11 @@ def normalise_pem(text: str, *, key: str) -> str:
 
 
 def _is_pem_file(path: str) -> bool:
-    with open(path, "rb") as handle:
-        head = handle.read(4096)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {clip(path)}: {getattr(exc, 'strerror', None) or exc}") from None
     return b"-----BEGIN " in head
 
 

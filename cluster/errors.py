@@ -25,6 +25,19 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130
 
 
+JAVA_LONG_MAX = 2**63 - 1
+"""the largest value of a Kafka LONG config (rates, byte counts)"""
+_CLIP = 80
+
+
+def clip(value: object, limit: int = _CLIP) -> str:
+    """A user value fit for a one-line message: long values are cut, saying how long they were."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 class KreassignError(Exception):
     """Root of every error kreassign reports to the user without a traceback."""
 
@@ -55,6 +68,17 @@ class ClusterUnreachable(ClusterError):
     """No broker answered in time."""
 
     exit_code = ExitStatus.CLUSTER_UNREACHABLE
+
+
+
+
+class NotAuthorized(ClusterError):
+    """The connected principal lacks the ACLs a change needs (checked before changing anything)."""
+
+
+class SecurityMismatch(ClusterUnreachable):
+    """No broker could be used: the TLS or SASL settings do not match its listener, or it
+    refused the login."""
 
 
 class UnknownTopicError(ClusterError):

@@ -68,6 +68,9 @@ class ClusterInfo:
     cluster_id: str | None
     fenced: tuple[int, ...] = ()
     """Registered brokers that are fenced (KRaft): known, but not serving."""
+    authorized_operations: frozenset[str] | None = None
+    """What the connected principal may do on the CLUSTER resource (ALTER, ALTER_CONFIGS,
+    DESCRIBE, ...); None when the broker did not say."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,15 @@ class ClusterPort(Protocol):
     def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
                                ) -> dict[TopicPartitionReplica, ApiError | None]:
         """Move replicas to another log dir of their broker."""
+        ...
+
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        """The dynamic cluster-wide broker configs (the default BROKER resource "") among `keys`
+        that are set, with their values."""
+        ...
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        """SET/DELETE keys of the cluster-wide broker configs (the default BROKER resource "")."""
         ...
 
     def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 from kreassign.cluster.model import NO_LEADER, ClusterState
 from kreassign.cluster.snapshot_checks import first_missing, first_repeat, is_member, row_of
 from kreassign.cluster.snapshot_header import (
@@ -54,8 +54,8 @@ def read_snapshot(path: str | os.PathLike[str]) -> ClusterState:
         data = Path(source).read_bytes()
     except FileNotFoundError:
         raise InputError(f"snapshot file {source} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"cannot read snapshot file {source}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read snapshot file {clip(source)}: {getattr(exc, 'strerror', None) or exc}") from None
     if data[:4] == b"PAR1":
         return _read_parquet(data, source)
     return _read_json(data, source)

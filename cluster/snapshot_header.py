@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NoReturn
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import JAVA_LONG_MAX, InputError
 from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition
 
 FORMAT_NAME = "kreassign-snapshot"
@@ -63,7 +63,8 @@ def _opt_str(value: Any, source: str, where: str) -> str | None:
 def _opt_rate(value: Any, source: str, where: str) -> float | None:
     if value is None:
         return None
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+    if type(value) not in (int, float) or (type(value) is int and value > JAVA_LONG_MAX) or (
+            not math.isfinite(value) or value < 0):
         fail(source, where, f"must be a number of bytes per second (>= 0) or null, got {show(value)}")
     return float(value)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime, timedelta
+from decimal import Decimal
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
 
 _UNITS: dict[str, int] = {
     "": 1, "b": 1,
@@ -19,35 +20,64 @@ _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+class UnitError(InputError):
+    """A number with a unit that is ambiguous or beyond what Kafka accepts (the hint matters more
+    than a generic "not a size")."""
+
+
 def parse_bytes(text: str) -> int:
-    """Parse `1073741824`, `50MB`, `1.5GiB` into bytes (decimal and binary units)."""
+    """Parse `1073741824`, `50MB`, `1.5GiB` into bytes (decimal and binary units).
+
+    Bounded to Kafka's LONG; a lower-case `b` after an upper-case prefix (`Mb`, `Gb`) is how
+    bits are written, so it is refused with a hint rather than read as bytes.
+    """
     match = _SIZE.match(str(text))
-    if not match or match.group(2).lower() not in _UNITS:
+    unit = match.group(2) if match else ""
+    if match and unit.endswith("b") and unit[:-1] != unit[:-1].lower() and unit.lower() in _UNITS:
+        number = match.group(1)
+        raise UnitError(f"'{clip(text)}' is ambiguous: a lower-case b means bits; write {number}{unit[:-1].upper()}B "
+                         f"for bytes (or {number}{unit[:-1].upper()}iB for binary units)")
+    if not match or unit.lower() not in _UNITS:
         raise InputError(
-            f"'{text}' is not a size: use a number of bytes or a unit such as 500MB, 20GiB"
+            f"'{clip(text)}' is not a size: use a number of bytes or a unit such as 500MB, 20GiB"
         )
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    value = int(Decimal(match.group(1)) * _UNITS[unit.lower()])
+    if value > JAVA_LONG_MAX:
+        raise UnitError(f"'{clip(text)}' is too large: Kafka accepts at most {JAVA_LONG_MAX} bytes")
+    return value
 
 
 def parse_rate(text: str) -> int:
-    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`."""
+    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`.
+
+    A rate must be positive: 0 would stop replication (to remove a throttle, clear it)."""
     raw = str(text).strip()
     body = raw[:-2] if raw.lower().endswith("/s") else raw
     try:
-        return parse_bytes(body)
+        value = parse_bytes(body)
+    except UnitError:
+        raise
     except InputError:
         raise InputError(
-            f"'{text}' is not a rate: use bytes per second or a unit such as 50MB/s, 100MiB/s"
+            f"'{clip(text)}' is not a rate: use bytes per second or a unit such as 50MB/s, 100MiB/s"
         ) from None
+    if value <= 0:
+        raise InputError(f"a rate of '{clip(text)}' would stop replication: give a positive rate, or remove "
+                         "the throttle with `kreassign throttle clear`")
+    return value
 
 
 def parse_duration(text: str) -> float:
     """Parse `90`, `90s`, `15m`, `2h`, `1h30m` into seconds."""
     raw = str(text).strip().lower()
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(value) or value < 0:
+            raise InputError(f"'{clip(text)}' is not a duration: use a positive number of seconds")
+        return value
     pos, total = 0, 0.0
     for match in _DURATION.finditer(raw):
         if match.start() != pos:
@@ -55,7 +85,7 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * _SECONDS[match.group(2)]
         pos = match.end()
     if pos != len(raw) or not raw:
-        raise InputError(f"'{text}' is not a duration: use seconds or units such as 90s, 15m, 2h, 1h30m")
+        raise InputError(f"'{clip(text)}' is not a duration: use seconds or units such as 90s, 15m, 2h, 1h30m")
     return total
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.execute.journal import Journal, JournalStore, journaled
@@ -88,12 +89,16 @@ def cancel(
     and after the log-dir step when moves back did not start in time.
 
     Raises:
+        NotAuthorized: the login may not cancel or restore throttles (checked before any change).
         ClusterError: the cluster could not be read or refused a change.
         AdminCommandFailed: a broker refused to move a replica back.
     """
     partitions = sorted({t.tp for t in request.targets})
     to_cancel = cancellable(port.list_reassignments(partitions))
     info = port.describe_brokers()
+    if not request.dry_run:
+        require_cluster_operations(info, {ALTER: "to cancel the reassignment",
+                                          ALTER_CONFIGS: "to restore the throttles"})
     journal = store.find(info.cluster_id, request.targets) if store is not None else None
     path = journal.path if journal else None
     errors: dict[TopicPartition, ApiError] = {}

@@ -10,12 +10,21 @@ just set are restored; if the process dies, `resume` or `abort` finish the job f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import AdminCommandFailed, ClusterError, KreassignError, TerseError, UnknownTopicError
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
+from kreassign.cluster.errors import (
+    AdminCommandFailed,
+    ClusterError,
+    InputError,
+    KreassignError,
+    TerseError,
+    UnknownTopicError,
+    clip,
+)
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
     PartitionTarget,
@@ -72,6 +81,8 @@ class ExecuteRequest:
     follower_rate: int | None = None
     log_dir_rate: int | None = None
     log_dir_timeout_s: float = 10.0
+    retarget_in_flight: bool = False
+    """re-target partitions whose reassignment in flight this plan's journal did not start"""
 
     @classmethod
     def from_parsed(cls, parsed: ParsedReassignment, **options: Any) -> ExecuteRequest:
@@ -179,27 +190,59 @@ def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) ->
     try:
         infos = port.describe_topics(sorted({tp.topic for tp in wanted}))
     except UnknownTopicError as exc:
-        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {exc.topics[0]} not found.") from None
+        # Kafka's text; a name longer than any legal topic (249) is cut rather than echoed in full.
+        raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {clip(exc.topics[0], 255)} not found.") from None
     known = {p.tp: p.replicas for p in infos}
     missing = [tp for tp in wanted if tp not in known]
     if missing:
         raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Unable to find partition: "
-                                 + ", ".join(str(tp) for tp in missing))
+                                 + ", ".join(clip(tp, 260) for tp in missing))
     return {tp: known[tp] for tp in wanted}
 
 
-def prepare_execute(port: ClusterPort, request: ExecuteRequest) -> ExecutePlan:
+class RetargetRefused(InputError):
+    """The plan would re-target reassignments in flight that another run started."""
+
+
+def check_retarget(request: ExecuteRequest, in_flight: Mapping[TopicPartition, Reassignment],
+                   owned: Collection[TopicPartition]) -> None:
+    """Refuse to re-target a reassignment in flight that this plan's journal did not submit:
+    another run (or another tool) owns it, and its throttles and rollback are not ours."""
+    if request.retarget_in_flight:
+        return
+    foreign = sorted(t.tp for t in request.targets if t.tp in in_flight and t.tp not in owned
+                     and tuple(in_flight[t.tp].target) != tuple(t.replicas))
+    if foreign:
+        shown = ", ".join(f"{tp} (moving to {','.join(map(str, in_flight[tp].target))})" for tp in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise RetargetRefused(
+            f"{len(foreign)} partition(s) of the plan are being reassigned by another run: {shown}{more}. "
+            "Re-targeting them would override that run; wait for it or cancel it, or add --retarget-in-flight")
+
+
+def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
+                    owned: Collection[TopicPartition] = ()) -> ExecutePlan:
     """Check the request against the cluster in Kafka's order and plan the throttles.
+
+    Args:
+        owned: partitions this plan's journal submitted (re-targeting them is not refused).
 
     Raises:
         ReassignmentInProgress: a reassignment runs and `additional` is False.
+        NotAuthorized: the login may not submit reassignments (or set the throttles).
+        RetargetRefused: the plan re-targets a reassignment in flight that it did not start.
         AdminCommandFailed: `Unknown broker id N`, an unknown topic or partition.
         ClusterError: the cluster could not be read.
     """
     in_flight = port.list_reassignments()
     if in_flight and not request.additional:
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
+    check_retarget(request, in_flight, owned)
     info = port.describe_brokers()
+    needed = {ALTER: "to submit the reassignment"}
+    if request.throttled:
+        needed[ALTER_CONFIGS] = "to set the throttles"
+    require_cluster_operations(info, needed)
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:
@@ -265,7 +308,7 @@ def _execute_options(request: ExecuteRequest) -> dict[str, Any]:
     """The options of an execute, as its journal records them."""
     return {"additional": request.additional, "leader_rate": request.leader_rate,
             "follower_rate": request.follower_rate, "log_dir_rate": request.log_dir_rate,
-            "log_dir_timeout_s": request.log_dir_timeout_s}
+            "log_dir_timeout_s": request.log_dir_timeout_s, "retarget_in_flight": request.retarget_in_flight}
 
 
 def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
@@ -342,6 +385,7 @@ def apply_execute(
     progress: Callable[[ExecuteEvent], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    guard: Callable[[str], None] | None = None,
 ) -> ExecuteResult:
     """Set the throttles, submit the reassignment and start log-dir moves, journaling each step.
 
@@ -354,6 +398,8 @@ def apply_execute(
     notify = progress or (lambda event: None)
     journal = journal_for_plan(store, plan, command=command, options=_execute_options(plan.request),
                                planned=plan.throttles) if store is not None else None
+    if journal is not None:
+        journal.guard = guard
     skipped: dict[int, ApiError] = {}
     request = plan.request
     try:

@@ -5,12 +5,18 @@ changes anything it records the throttle configs that already exist; around each
 an "intent" entry before and a "done" (or "failed") entry after. Every write goes to a temporary
 file that is fsync'd and atomically renamed over the journal, so a crash (Ctrl-C, kill -9, power
 loss) leaves either the old or the new version, never a torn one. `resume` and `abort` read it.
+
+Every write is a compare-and-swap on the journal's `version`: under a lock on a side file the
+version on disk must still be the one this process read or wrote last, so a stale writer (a run
+that lost the execution lock, see `execute.lock`) cannot overwrite a newer state.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import JournalError, KreassignError
+from kreassign.cluster.errors import JournalError, KreassignError, clip
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 
 FORMAT = "kreassign-journal/1"
@@ -102,7 +108,12 @@ class Journal:
     submitted: list[TopicPartition] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    version: int = 0
+    """bumped by every write; a write expects the disk to hold the version it last saw"""
     now: Callable[[], datetime] = field(default=_utc_now, repr=False, compare=False)
+    guard: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    """called with the step name before every intent is written, i.e. before every change to the
+    cluster: the execution lock's check (it raises to stop the run), and the fault drills' crash hook"""
     _fixed_text: str | None = field(default=None, repr=False, compare=False)
 
     # ---- queries --------------------------------------------------------------------------
@@ -149,6 +160,8 @@ class Journal:
 
     # ---- changes (each one is persisted) ----------------------------------------------------
     def record(self, step: str, status: Status, **detail: Any) -> None:
+        if status == "intent" and self.guard is not None:
+            self.guard(step)
         self.steps.append(Step(step, status, _stamp(self.now), detail))
         self.save()
 
@@ -168,8 +181,28 @@ class Journal:
         # never change, are encoded once: a 10,000-partition journal is rewritten after each step.
         if self._fixed_text is None:
             self._fixed_text = json.dumps(self._fixed(), separators=(",", ":"))
-        dynamic = json.dumps(self._dynamic(), separators=(",", ":"))
-        write_atomically(self.path, dynamic[:-1] + "," + self._fixed_text[1:] + "\n")
+        try:
+            self._save_checked()
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot write the journal {clip(self.path)}: {getattr(exc, 'strerror', None) or exc}; "
+                               "give a writable "
+                               f"directory with --journal-dir or ${ENV_JOURNAL_DIR}") from None
+
+    def _save_checked(self) -> None:
+        assert self._fixed_text is not None
+        with _file_lock(self.path):
+            on_disk = _disk_version(self.path)
+            if on_disk is not None and on_disk != self.version:
+                raise JournalConflict(
+                    f"the journal {self.path} was changed by another process (version {on_disk}, this run last "
+                    f"saw {self.version}); this run stops so as not to overwrite it")
+            self.version += 1
+            try:
+                dynamic = json.dumps(self._dynamic(), separators=(",", ":"))
+                write_atomically(self.path, dynamic[:-1] + "," + self._fixed_text[1:] + "\n")
+            except BaseException:
+                self.version -= 1
+                raise
 
     # ---- serialisation ---------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -184,6 +217,7 @@ class Journal:
 
     def _dynamic(self) -> dict[str, Any]:
         return {
+            "version": self.version,
             "format": FORMAT,
             "cluster_id": self.cluster_id,
             "plan_hash": self.plan_hash,
@@ -230,10 +264,38 @@ class Journal:
                 submitted=[TopicPartition(t, int(p)) for t, p in data["submitted"]],
                 options=dict(data["options"]),
                 steps=[Step(s["step"], s["status"], s["at"], s.get("detail", {})) for s in data["steps"]],
+                version=int(data.get("version", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise JournalError(f"{path} is damaged ({type(exc).__name__}: {exc}); move it aside "
                                "and check the cluster by hand with `kreassign list`") from None
+
+
+class JournalConflict(JournalError):
+    """Another process wrote the journal since this one read it."""
+
+
+_VERSION = re.compile(rb'^\{"version":(\d+),')
+
+
+def _disk_version(path: Path) -> int | None:
+    """The version of the journal on disk (None: no journal yet, or one written before versions)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(40)
+    except FileNotFoundError:
+        return None
+    match = _VERSION.match(head)
+    return int(match.group(1)) if match else None
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Serialise the check-and-rename of one journal among processes of this host."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a", encoding="utf-8") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def _keys_to_str(configs: Mapping[int, Any]) -> dict[str, Any]:
@@ -302,6 +364,7 @@ class JournalStore:
         journal = Journal(path=self.path_for(cluster_id, digest), cluster_id=cluster_id or UNKNOWN_CLUSTER,
                           plan_hash=digest, created_at=_stamp(self.now), command=command,
                           targets=target_list, now=self.now, **fields)
+        journal.version = _disk_version(journal.path) or 0  # replaces a closed journal of the same plan
         journal.save()
         return journal
 
@@ -310,9 +373,9 @@ class JournalStore:
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise JournalError(f"no journal at {file}") from None
-        except (OSError, ValueError) as exc:
-            raise JournalError(f"cannot read the journal {file}: {exc}") from None
+            raise JournalError(f"no journal at {clip(file)}") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise JournalError(f"cannot read the journal {clip(file)}: {clip(exc, 200)}") from None
         if not isinstance(data, dict):
             raise JournalError(f"{file} is not a kreassign journal")
         journal = Journal.from_json(file, data)
@@ -322,13 +385,23 @@ class JournalStore:
     def find(self, cluster_id: str | None, targets: Iterable[PartitionTarget]) -> Journal | None:
         """The journal of this plan on this cluster, if one exists."""
         path = self.path_for(cluster_id, plan_hash(targets))
-        return self.load(path) if path.exists() else None
+        try:
+            found = path.exists()
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot use the journal directory {clip(self.root)}: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+        return self.load(path) if found else None
 
     def journals(self, cluster_id: str | None, *, open_only: bool = False) -> list[Journal]:
         """Every journal of a cluster, newest first."""
         folder = self.root / _safe_name(cluster_id or UNKNOWN_CLUSTER)
-        if not folder.is_dir():
-            return []
-        found = [self.load(p) for p in folder.glob("*.json")]
+        try:
+            if not folder.is_dir():
+                return []
+            paths = sorted(folder.glob("*.json"))
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot use the journal directory {clip(self.root)}: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+        found = [self.load(p) for p in paths]
         found = [j for j in found if j.is_open or not open_only]
         return sorted(found, key=lambda j: (j.created_at, j.plan_hash), reverse=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreassign.cluster.authorization import ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort, ConfigEntry
@@ -285,10 +286,12 @@ def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: J
     """Apply a change (topic lists first, then rates, as Kafka does), journaled.
 
     Raises:
+        NotAuthorized: the login may not change configs (checked before any change).
         ClusterError: the cluster refused the change (the journal records the failure).
     """
     if dry_run or change.is_empty():
         return ThrottleSetResult(change, dry_run=dry_run)
+    require_cluster_operations(port.describe_brokers(), {ALTER_CONFIGS: "to change the throttles"})
     journal = journal_for_change(store, change, command) if store is not None else None
     if journal is not None:
         journal.plan_configs(change.broker_ops, change.topic_ops)
@@ -353,6 +356,8 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
         raise StillMoving(f"{len(in_flight)} reassignment(s) are still running; clearing the throttles now lets "
                           "them copy unthrottled. Wait for them (kreassign watch), or add --force to clear anyway.")
     info = port.describe_brokers()
+    if not dry_run:
+        require_cluster_operations(info, {ALTER_CONFIGS: "to clear the throttles"})
     live = sorted(b.id for b in info.brokers)
     journals = store.journals(info.cluster_id, open_only=True) if store is not None else []
     if brokers is not None or topics is not None:

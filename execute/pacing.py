@@ -14,7 +14,7 @@ each step journaled.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -189,6 +189,19 @@ def _sizes(port: ClusterPort, infos: Mapping[TopicPartition, PartitionInfo]) -> 
     return out
 
 
+def _rates_to(rates: Mapping[int, tuple[int | None, int | None]]) -> dict[str, list[int | None]]:
+    return {str(b): [lead, fol] for b, (lead, fol) in sorted(rates.items())}
+
+
+def _rates_from(recorded: Any) -> dict[int, tuple[int | None, int | None]]:
+    if not isinstance(recorded, dict):
+        return {}
+    try:
+        return {int(b): (r[0], r[1]) for b, r in recorded.items()}
+    except (TypeError, ValueError, IndexError, KeyError):
+        return {}
+
+
 class Pacer:
     """Submits a plan wave by wave as moves complete. Call `start` once, then `step` each poll.
 
@@ -204,7 +217,8 @@ class Pacer:
     def __init__(self, port: ClusterPort, targets: Sequence[PartitionTarget], limits: PaceLimits, *,
                  leader_rate: int | None = None, follower_rate: int | None = None,
                  store: JournalStore | None = None, additional: bool = False,
-                 command: str = "execute --max-moves-per-broker") -> None:
+                 command: str = "execute --max-moves-per-broker", interval_s: float | None = None,
+                 retarget_in_flight: bool = False, guard: Callable[[str], None] | None = None) -> None:
         by_tp = {t.tp: t for t in targets}  # a later duplicate wins, as in Kafka's map
         self.port = port
         self.targets = [by_tp[tp] for tp in dict.fromkeys(t.tp for t in targets)]
@@ -213,9 +227,13 @@ class Pacer:
         """per-broker (leader, follower) overrides, e.g. from auto-throttle"""
         self.leader_rate, self.follower_rate = leader_rate, follower_rate
         self.store, self.additional, self.command = store, additional, command
+        self.interval_s, self.retarget_in_flight, self.guard = interval_s, retarget_in_flight, guard
         self.plan: ExecutePlan | None = None
         self.journal: Journal | None = None
         self.pending: list[PendingPartition] = []
+        self.applied_brokers: dict[int, dict[str, str]] = {}
+        self.applied_topics: dict[str, dict[str, str]] = {}
+        """throttle configs this process has set (and the brokers confirmed)"""
         self.sizes: dict[TopicPartition, int] = {}
         self.waves = 0
 
@@ -239,20 +257,36 @@ class Pacer:
             AdminCommandFailed: unknown brokers, topics or partitions.
         """
         resuming = False
+        owned: list[TopicPartition] = []
         if self.store is not None:
             found = self.store.find(self.port.describe_brokers().cluster_id, self.targets)
             resuming = found is not None and found.is_open and bool(found.submitted)
+            owned = list(found.submitted) if found is not None and found.is_open else []
+            if found is not None and found.is_open and not self.rates:
+                # per-broker rates auto-throttle chose before the run was interrupted
+                self.rates = _rates_from(found.options.get("broker_rates"))
         plan = prepare_execute(self.port, ExecuteRequest(
             targets=tuple(self.targets), additional=self.additional or resuming,
-            leader_rate=self.leader_rate, follower_rate=self.follower_rate))
+            leader_rate=self.leader_rate, follower_rate=self.follower_rate,
+            retarget_in_flight=self.retarget_in_flight), owned=owned)
         self.plan = plan
         infos = {p.tp: p for p in self.port.describe_topics(sorted({t.topic for t in self.targets}))}
         self.sizes = _sizes(self.port, {t.tp: infos[t.tp] for t in self.targets})
         if self.store is not None:
+            # What `resume` needs to go on exactly as this run would: limits, order, rates, polls.
             options = {"paced": self.limits.to_dict(), "leader_rate": self.leader_rate,
-                       "follower_rate": self.follower_rate, "additional": self.additional}
+                       "follower_rate": self.follower_rate, "additional": self.additional,
+                       "interval_s": self.interval_s, "retarget_in_flight": self.retarget_in_flight,
+                       "broker_rates": _rates_to(self.rates)}
             # Rates and lists are planned wave by wave; a journal taken up again keeps its state.
             self.journal = journal_for_plan(self.store, plan, command=self.command, options=options, reopen_as=None)
+            self.journal.guard = self.guard
+            # A wave whose submission reached the controller but not the journal (a crash between
+            # the two) is moving to its target already: it is ours, not pending.
+            taken = [t.tp for t in self.targets if t.tp in plan.in_flight
+                     and tuple(plan.in_flight[t.tp].target) == tuple(t.replicas)]
+            if set(taken) - set(self.journal.submitted):
+                self.journal.update(submitted=sorted(set(self.journal.submitted) | set(taken)))
         submitted = set(self.journal.submitted) if self.journal is not None else set()
         pending = []
         for i, t in enumerate(self.targets):
@@ -263,6 +297,13 @@ class Pacer:
             pending.append(PendingPartition(t, info.leader, adding, self.sizes.get(t.tp, 0), i))
         self.pending = order_pending(pending, self.limits.order)
         return plan
+
+    def set_rates(self, rates: Mapping[int, tuple[int | None, int | None]]) -> None:
+        """Per-broker rates for the waves to come (auto-throttle), recorded in the journal so
+        that `resume` goes on with them."""
+        self.rates.update(rates)
+        if self.journal is not None:
+            self.journal.update(options={**self.journal.options, "broker_rates": _rates_to(self.rates)})
 
     def rate_for(self, broker: int) -> tuple[int | None, int | None]:
         return self.rates.get(broker, (self.leader_rate, self.follower_rate))
@@ -284,6 +325,23 @@ class Pacer:
                    for p in self.pending]
         return next_wave(pending, slots, self.limits)
 
+    def retry_pending(self) -> tuple[int, ...]:
+        """Set the throttles a broker missed while it was down, once it is back: its moves in
+        flight start copying again and must not copy unthrottled. Returns the brokers set."""
+        journal = self.journal
+        if journal is None or not journal.pending_brokers:
+            return ()
+        live = {b.id for b in self.port.describe_brokers().brokers}
+        ops = {b: dict(v) for b, v in journal.pending_brokers.items() if v and b in live}
+        if not ops:
+            return ()
+        journal.pending_brokers = {b: v for b, v in journal.pending_brokers.items() if b not in ops}
+        out = journaled_step(journal, "retry pending throttles", lambda: apply_configs(self.port, brokers=ops),
+                             brokers=sorted(ops))
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update({k: v for k, v in ops[b].items() if v is not None})
+        return tuple(out.brokers)
+
     def step(self, in_flight: Mapping[TopicPartition, Reassignment],
              partitions: Mapping[TopicPartition, PartitionInfo]) -> Wave | None:
         """Submit the next wave if slots are free; None when nothing fits or nothing is left.
@@ -299,10 +357,16 @@ class Pacer:
             return None
         self.waves += 1
         number = self.waves
-        chosen = {p.tp for p in wave}
         throttled, skipped = self._throttle(number, wave, in_flight, partitions)
+        # A partition whose source or destination missed its throttle (the broker did not
+        # answer) waits: once that broker is back it would copy unthrottled, and if this process
+        # died first nothing would set the throttle. `retry_pending` sets it, then it goes.
+        wave = [p for p in wave if not (set(p.adding) | {p.leader}) & set(skipped)]
+        chosen = {p.tp for p in wave}
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal
+        if not targets:
+            return Wave(number, (), 0, {}, throttled, skipped)
         with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
             results = self.port.alter_reassignments(targets)
         errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
@@ -325,25 +389,30 @@ class Pacer:
         move_map = compute_move_map(current, [(p.tp, p.target.replicas) for p in wave], in_flight)
         plan = throttle_plan(move_map, rate=0)
         journal = self.journal
-        planned_b = journal.planned_brokers if journal is not None else {}
-        planned_t = journal.planned_topics if journal is not None else {}
+        # Only what this process has set itself is skipped: after a crash the journal may plan a
+        # change the broker never got (the run died between the two), so a resumed run sets its
+        # lists and rates again with its first wave and never submits a move whose throttle is missing.
+        done_b, done_t = self.applied_brokers, self.applied_topics
         broker_ops: dict[int, dict[str, str]] = {}
         for b in plan.reassigning_brokers:
-            ops = {k: v for k, v in rate_configs(*self.rate_for(b)).items() if planned_b.get(b, {}).get(k) != v}
+            ops = {k: v for k, v in rate_configs(*self.rate_for(b)).items() if done_b.get(b, {}).get(k) != v}
             if ops:
                 broker_ops[b] = ops
-        topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if planned_t.get(t) != v}
+        topic_ops = {t: dict(v) for t, v in plan.topic_configs.items() if done_t.get(t) != v}
         if journal is not None:
             self._record_previous(journal, broker_ops, topic_ops)
             journal.plan_configs(broker_ops, topic_ops)
         skipped: dict[int, ApiError] = {}
         if topic_ops:
-            journaled_step(journal, f"wave {number}: topic throttles",
-                           lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
+            out_t = journaled_step(journal, f"wave {number}: topic throttles",
+                                   lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
+            self.applied_topics.update({t: topic_ops[t] for t in out_t.topics})
         if broker_ops:
             out = journaled_step(journal, f"wave {number}: broker throttles",
                                  lambda: apply_configs(self.port, brokers=broker_ops), brokers=sorted(broker_ops))
             skipped = dict(out.skipped)
+            for b in out.brokers:
+                self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
         return tuple(sorted(broker_ops)), skipped
 
     def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:

@@ -9,11 +9,12 @@ throttle values found before the run. Both check that the journal belongs to thi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
@@ -21,7 +22,7 @@ from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE,
 from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import ClearResult, clear_throttles
-from kreassign.execute.executor import journaled_step, probe_submitted
+from kreassign.execute.executor import current_replicas, journaled_step, probe_submitted
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
 from kreassign.execute.throttle_io import apply_configs
 
@@ -32,15 +33,22 @@ CLOSED_HINT = {
 }
 
 
+# What resume and abort change, for the authorization check before they start.
+NEEDED = {"resume": {ALTER: "to submit the reassignment", ALTER_CONFIGS: "to set the throttles"},
+          "abort": {ALTER: "to cancel the reassignment", ALTER_CONFIGS: "to restore the throttles"}}
+
+
 def check_journal(port: ClusterPort, journal: Journal, action: str) -> None:
-    """Refuse a closed journal, or one written for another cluster."""
+    """Refuse a closed journal, one written for another cluster, or a login that may not `action`."""
     if not journal.is_open:
         raise JournalError(f"nothing to {action}: {CLOSED_HINT.get(journal.state, journal.state)} "
                            f"(journal {journal.path})")
-    cluster_id = port.describe_brokers().cluster_id
+    info = port.describe_brokers()
+    cluster_id = info.cluster_id
     if cluster_id and journal.cluster_id not in (cluster_id, UNKNOWN_CLUSTER):
         raise JournalError(f"the journal {journal.path} belongs to cluster {journal.cluster_id}, but "
                            f"--bootstrap-server reaches cluster {cluster_id}; point at the right cluster")
+    require_cluster_operations(info, NEEDED.get(action, {}))
 
 
 @dataclass(frozen=True)
@@ -181,10 +189,14 @@ class AbortResult:
     log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
     restored: ClearResult | None = None
     rollback: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
-    """partitions that completed before the abort, with their replicas before the run: the
+    """partitions not back on their replicas before the run (completed before the abort, or
+    keeping extra replicas after a cancel of a re-targeted move), with those replicas: the
     plan to run to move them back"""
 
     dry_run: bool = False
+    kept_brokers: tuple[int, ...] = ()
+    kept_topics: tuple[str, ...] = ()
+    """throttles left in place because another open run's moves still need them"""
 
     @property
     def ok(self) -> bool:
@@ -198,13 +210,31 @@ class AbortResult:
             "log_dir_moves_reverted": [str(r) for r, _ in self.log_dir_moves.started],
             "throttles_restored": None if self.restored is None else self.restored.as_dict(),
             "completed_before_abort": {str(tp): list(r) for tp, r in self.rollback.items()},
+            "kept_for_other_runs": {"brokers": list(self.kept_brokers), "topics": list(self.kept_topics)},
             "dry_run": self.dry_run,
         }
 
 
+def needed_by_others(port: ClusterPort, journal: Journal, others: Iterable[Journal]) -> tuple[set[int], set[str]]:
+    """Brokers and topics whose throttles the running moves of other open journals still need:
+    a throttle is shared, so it goes only when no run's move needs it (reference counting by
+    the moves in flight). The last run to finish restores the operator's values, which it
+    inherited from the first (`inherit_previous`)."""
+    live = [j for j in others if j.path != journal.path and j.is_open and (j.planned_brokers or j.planned_topics)]
+    theirs = {tp for j in live for tp in j.submitted}
+    running = port.list_reassignments(sorted(theirs)) if theirs else {}
+    brokers: set[int] = set()
+    topics: set[str] = set()
+    for j in live:
+        moving = [r for tp, r in running.items() if tp in set(j.submitted)]
+        brokers |= {b for r in moving for b in r.replicas} & set(j.planned_brokers)
+        topics |= {tp.topic for tp in running if tp in set(j.submitted)} & set(j.planned_topics)
+    return brokers, topics
+
+
 def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = False, timeout_s: float = 10.0,
           dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
-          sleep: Callable[[float], None] = time.sleep) -> AbortResult:
+          sleep: Callable[[float], None] = time.sleep, others: Iterable[Journal] = ()) -> AbortResult:
     """Cancel the run's moves that are still going to its targets and restore the throttles.
 
     Reassignments someone re-targeted since are left alone. Partitions that already reached
@@ -222,16 +252,29 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
     # restore only where we changed something or know what to restore.
     brokers = [b for b in journal.planned_brokers
                if b in journal.applied_brokers or b in journal.previous_brokers]
+    needed_b, needed_t = needed_by_others(port, journal, others)
+    kept_b = tuple(sorted(b for b in brokers if b in needed_b))
+    kept_t = tuple(sorted(t for t in journal.planned_topics if t in needed_t))
+    brokers = [b for b in brokers if b not in needed_b]
+    topics = {t: v for t, v in journal.planned_topics.items() if t not in needed_t}
     moved = {tp for tp in targets if tp not in running and tp in journal.submitted}
     rollback = {tp: journal.original[tp] for tp in sorted(moved)
                 if tp in journal.original and journal.original[tp] != targets[tp]}
     if dry_run:
         preview = None if preserve_throttles else clear_throttles(
-            port, brokers, journal.planned_topics, journal=journal, dry_run=True)
-        return AbortResult(journal.path, tuple(ours), restored=preview, rollback=rollback, dry_run=True)
+            port, brokers, topics, journal=journal, dry_run=True)
+        return AbortResult(journal.path, tuple(ours), restored=preview, rollback=rollback, dry_run=True,
+                           kept_brokers=kept_b, kept_topics=kept_t)
     errors = cancel_partitions(port, ours, journal) if ours else {}
     if errors:
         return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors)
+    if ours:
+        # A cancel keeps replicas - adding (KRaft): after a re-target that is more than the
+        # replicas before the run, so those partitions are listed with the plan back as well.
+        after = current_replicas(port, ours)
+        rollback.update({tp: journal.original[tp] for tp in ours
+                         if tp in journal.original and tuple(after.get(tp, ())) != tuple(journal.original[tp])})
+        rollback = dict(sorted(rollback.items()))
     log_dirs = explicit_log_dirs(journal.targets)
     states, _ = log_dir_states(port, log_dirs)
     back: dict[TopicPartitionReplica, str] = {r: s.current_dir for r, s in states.items()
@@ -241,7 +284,8 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
         return AbortResult(journal.path, tuple(ours), {}, moves)
     restored = None
     if not preserve_throttles:
-        restored = clear_throttles(port, brokers, journal.planned_topics, journal=journal)
+        restored = clear_throttles(port, brokers, topics, journal=journal)
     if restored is None or restored.complete:
         journal.set_state("aborted")
-    return AbortResult(journal.path, tuple(ours), {}, moves, restored, rollback)
+    return AbortResult(journal.path, tuple(ours), {}, moves, restored, rollback,
+                       kept_brokers=kept_b, kept_topics=kept_t)

@@ -107,6 +107,7 @@ class WatchRequest:
     leader_rate: int | None = None
     follower_rate: int | None = None
     additional: bool = False
+    retarget_in_flight: bool = False
     auto: AutoThrottlePolicy | None = None
     capacities: Capacities | None = None
     network_capacity: tuple[float, float] | None = None
@@ -135,10 +136,13 @@ class ProgressEvent:
     kind: str = "progress"
     time_scale: float = 1.0
     """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
+    down: tuple[int, ...] = ()
+    """brokers of the moves that did not answer this poll (their moves cannot progress)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
-                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale}
+                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
+                               "brokers_not_answering": list(self.down)}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
         return out
@@ -253,12 +257,17 @@ class _Loop:
     last_change_s: float | None = None
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
     seen_topics: set[str] = field(default_factory=set)
+    guard: Callable[[str], None] | None = None
 
     @property
     def target_set(self) -> set[TopicPartition] | None:
         return None if self.request.targets is None else {t.tp for t in self.request.targets}
 
     def poll(self, now: float) -> _Poll:
+        if self.guard is not None and self.pacer is not None:
+            self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
+        if self.pacer is not None:
+            self.pacer.retry_pending()
         in_flight = self.port.list_reassignments()
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
@@ -349,7 +358,7 @@ class _Loop:
             change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
             result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
             if self.pacer is not None:
-                self.pacer.rates.update(decision.rates)
+                self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
     def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:
@@ -373,7 +382,8 @@ class _Loop:
 
 def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | None,
           clock: Callable[[], float], sleep: Callable[[float], None],
-          emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
+          emit: Callable[[WatchEvent], None] = lambda event: None,
+          guard: Callable[[str], None] | None = None) -> WatchResult:
     """Watch (and with a pace, submit) reassignments until they finish, stall or time out.
 
     Returns the exit status: OK when everything finished (throttles restored unless kept),
@@ -387,7 +397,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
     start = clock()
-    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s))
+    loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
+                 guard=guard)
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -395,7 +406,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             raise InputError("pacing needs the plan: give the reassignment JSON file")
         loop.pacer = Pacer(port, request.targets, request.pace, leader_rate=request.leader_rate,
                            follower_rate=request.follower_rate, store=None if request.dry_run else store,
-                           additional=request.additional)
+                           additional=request.additional, interval_s=request.interval_s,
+                           retarget_in_flight=request.retarget_in_flight, guard=guard)
         loop.pacer.start()
         if request.dry_run:
             in_flight = port.list_reassignments()
@@ -420,7 +432,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale))
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, down=tuple(sorted(poll.report.unreachable))))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)

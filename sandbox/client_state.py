@@ -12,6 +12,7 @@ from pathlib import Path
 from kreassign.cluster.errors import InputError
 from kreassign.sandbox.client_quotas import ClientQuotas, QuotaConfigs
 from kreassign.sandbox.groups import GroupCoordinator
+from kreassign.sandbox.private_files import write_private
 
 GROUPS_FILE = "groups.json"
 QUOTAS_FILE = "client_quotas.json"
@@ -54,5 +55,5 @@ class ClientState:
     def write(state_dir: Path, snapshot: Mapping[str, str]) -> None:
         for name, text in snapshot.items():
             tmp = state_dir / (name + ".tmp")
-            tmp.write_text(text)
+            write_private(tmp, text)
             os.replace(tmp, state_dir / name)

@@ -26,6 +26,8 @@ from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.private_files import write_private
+from kreassign.sandbox.security import Security
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
@@ -57,6 +59,7 @@ class SandboxCluster:
         controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
+        security: TLS and SASL for every listener (default: plaintext, no authentication).
         client_quotas: the KIP-13 quota manager Produce and Fetch consult (default: the sandbox's own,
             which AlterClientQuotas configures).
         log_dirs: log dirs per broker (a saved state keeps its own).
@@ -78,7 +81,8 @@ class SandboxCluster:
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
-                 default_client_quotas: Mapping[str, float] | None = None) -> None:
+                 default_client_quotas: Mapping[str, float] | None = None,
+                 security: Security | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -122,11 +126,13 @@ class SandboxCluster:
         self.clients = ClientState.load(self.state_dir if saved is not None else None, self.engine.now,
                                         default_client_quotas)
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
+        self.security = security or Security()
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
                                     ports=ports, on_save=self.save if self.state_dir is not None else None,
                                     data=self.data, quotas=client_quotas,
                                     broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
-                                    groups=self.clients.groups, quota_configs=self.clients.quotas.configs)
+                                    groups=self.clients.groups, quota_configs=self.clients.quotas.configs,
+                                    security=self.security)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -280,7 +286,7 @@ class SandboxCluster:
             clients = self.clients.snapshot()
         ClientState.write(path.parent, clients)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        write_private(tmp, json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)
         return path
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreassign.sandbox.acl import Principal
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
 from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.dataplane import DataPlane
@@ -28,6 +29,8 @@ class Context:
     quotas: ClientQuotaHook = NoClientQuotas()
     groups: GroupCoordinator | None = None
     quota_configs: QuotaConfigs | None = None
+    principal: Principal | None = None
+    """The authenticated user (None on listeners without SASL, where everything is allowed)."""
 
     @property
     def is_controller(self) -> bool:

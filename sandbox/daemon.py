@@ -24,6 +24,8 @@ from kreassign.sandbox.client_quotas import parse_default_quota
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.private_files import PRIVATE, write_private
+from kreassign.sandbox.security import Security
 from kreassign.sandbox.topics import parse_topic_spec
 
 PID_FILE = "sandbox.json"
@@ -56,6 +58,8 @@ class SandboxOptions:
     fetch_round_s: float = FetchConfig.round_s
     log_dirs: int = 1
     client_quotas: tuple[str, ...] = ()
+    security: dict[str, Any] | None = None
+    """`Security.to_json()`: protocol, mechanism, stored credentials (no passwords), TLS dir."""
 
     @property
     def fetch(self) -> FetchConfig:
@@ -76,7 +80,8 @@ class SandboxOptions:
                               port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
                               fetch=self.fetch, log_dirs=self.log_dirs,
-                              default_client_quotas=self.default_client_quotas)
+                              default_client_quotas=self.default_client_quotas,
+                              security=Security.from_json(self.security))
 
     @property
     def default_client_quotas(self) -> dict[str, float]:
@@ -109,7 +114,7 @@ class DaemonInfo:
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
+        write_private(tmp, json.dumps(asdict(self), indent=2))
         os.replace(tmp, path)
 
 
@@ -155,20 +160,25 @@ def read_status(state_dir: Path) -> DaemonInfo | None:
     return info
 
 
+def refuse_if_running(state_dir: Path) -> None:
+    """Raises InputError when a sandbox already runs from `state_dir` (its files must stay)."""
+    running = read_status(state_dir)
+    if running is not None:
+        raise InputError(f"a sandbox is already running from {state_dir} (pid {running.pid}, bootstrap "
+                         f"{running.bootstrap}); stop it with: kreassign sandbox stop --state-dir {state_dir}")
+
+
 def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float = 30.0) -> DaemonInfo:
     """Launch the sandbox in the background and wait until it listens.
 
     Raises:
         InputError: a sandbox already runs from this state dir, or the child failed to start.
     """
-    running = read_status(state_dir)
-    if running is not None:
-        raise InputError(f"a sandbox is already running from {state_dir} (pid {running.pid}, bootstrap "
-                         f"{running.bootstrap}); stop it with: kreassign sandbox stop --state-dir {state_dir}")
+    refuse_if_running(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    (state_dir / OPTIONS_FILE).write_text(json.dumps(asdict(options)))
+    write_private(state_dir / OPTIONS_FILE, json.dumps(asdict(options)))
     log_path = state_dir / LOG_FILE
-    with open(log_path, "ab") as log:
+    with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kreassign.sandbox.daemon", str(state_dir)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
@@ -223,9 +233,12 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     def ready(cluster: SandboxCluster) -> None:
+        security = cluster.security
+        extra = {} if security.protocol == "PLAINTEXT" else {"security_protocol": security.protocol,
+                                                             "sasl_mechanism": security.mechanism}
         DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), options.speed,
                    dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   str(state_dir / LOG_FILE)).write(state_dir / PID_FILE)
+                   str(state_dir / LOG_FILE), extra).write(state_dir / PID_FILE)
         print(f"sandbox ready: {cluster.bootstrap}", flush=True)
 
     try:

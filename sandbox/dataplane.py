@@ -25,6 +25,7 @@ from kreassign.sandbox.batches import BatchHeader
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.log import SEGMENT_BYTES, Appended, PartitionLog
 from kreassign.sandbox.logdir_moves import LogDirMoves
+from kreassign.sandbox.private_files import write_private
 from kreassign.sandbox.state import PartitionState
 
 CHECKPOINT = "checkpoint.json"
@@ -185,7 +186,7 @@ class DataPlane:
         data = {"hw": {f"{t}-{i}": log.hw for (t, i), log in self.logs.items()},
                 "next_producer_id": self.next_producer_id, "log_dir_moves": self.log_dir_moves.to_json()}
         tmp = self.root / (CHECKPOINT + ".tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        write_private(tmp, json.dumps(data, separators=(",", ":")))
         os.replace(tmp, self.root / CHECKPOINT)
 
     def close(self) -> None:

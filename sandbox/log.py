@@ -56,8 +56,9 @@ class _Segment:
         self.base = base
         self.log_path = directory / f"{base:020d}.log"
         self.index_path = directory / f"{base:020d}.index"
-        self.log_fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.index_path.touch()
+        # Records are client data: owner-only, like every state file.
+        self.log_fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.index_path.touch(mode=0o600)
         self.size = os.fstat(self.log_fd).st_size
 
     def append_index(self, entries: bytes) -> None:

@@ -5,13 +5,16 @@ do, so pipelined requests get their responses in request order. A request parked
 purgatory (acks=all produce, fetch waiting for min_bytes) holds its connection until it
 completes, and a response carrying a quota throttle keeps the connection muted for that long
 (KIP-219). Engine access goes through one lock shared with the test thread
-(`SandboxCluster.advance`).
+(`SandboxCluster.advance`). With TLS the listeners wrap connections in the server context;
+with SASL each connection runs a `SaslSession` first and its principal goes into the handlers'
+`Context` after the ACL check (`acl.refusal`).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import ssl
 import struct
 import threading
 import time
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kreassign.sandbox.acl import refusal, report_operations
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
 from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.clock import Clock, ScaledClock
@@ -30,13 +34,19 @@ from kreassign.sandbox.groups import GroupCoordinator
 from kreassign.sandbox.handlers import dispatch, overwrite_errors
 from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
+from kreassign.sandbox.sasl import SaslSession, not_sasl_listener
+from kreassign.sandbox.security import Security
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
-from kreassign.sandbox.wire import APIS, API_VERSIONS, decode_request, encode_response, peek, unsupported_api_versions
+from kreassign.sandbox.wire import (
+    APIS, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, decode_request, encode_response, peek,
+    unsupported_api_versions,
+)
 
 log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 SLICE_WALL_SECONDS = 0.02
+CLOSE_WAIT_SECONDS = 2.0
 
 
 @dataclass
@@ -69,7 +79,8 @@ class SandboxServer:
                  on_save: Callable[[], object] | None = None, save_every: float = 2.0,
                  data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
                  broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
-                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None) -> None:
+                 groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None,
+                 security: Security | None = None) -> None:
         self.engine = engine
         self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
         self.groups = groups
@@ -89,6 +100,8 @@ class SandboxServer:
         self.listeners = {b: Listener(b, port) for b, port in ports.items()}
         self.on_save = on_save
         self.save_every = save_every
+        self.security = security or Security()
+        self._ssl = self.security.server_context()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._release: asyncio.Event | None = None
@@ -146,6 +159,13 @@ class SandboxServer:
         try:
             loop.run_until_complete(self._wait_stopped())
         finally:
+            # A connection accepted while the listeners closed (a TLS handshake finishing late)
+            # still has its serving task: end it while the loop can still run its cleanup.
+            leftover = asyncio.all_tasks(loop)
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
@@ -185,7 +205,7 @@ class SandboxServer:
         if lst.server is not None:
             return
         server = await asyncio.start_server(
-            lambda r, w: self._serve(broker_id, r, w), self.host, lst.port, reuse_address=True)
+            lambda r, w: self._serve(broker_id, r, w), self.host, lst.port, reuse_address=True, ssl=self._ssl)
         lst.server = server
         lst.port = server.sockets[0].getsockname()[1]
 
@@ -317,6 +337,7 @@ class SandboxServer:
     async def _serve(self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         lst = self.listeners[broker_id]
         lst.writers.add(writer)
+        session = SaslSession(self.security) if self.security.sasl else None
         try:
             while True:
                 (size,) = struct.unpack(">i", await reader.readexactly(4))
@@ -328,7 +349,7 @@ class SandboxServer:
                 head = peek(payload)
                 if self.faults.take("drop", head.api_key, broker_id):
                     break
-                data, throttle_ms = await self._respond(broker_id, head, payload, received)
+                data, throttle_ms = await self._respond(broker_id, head, payload, received, session)
                 if data is CLOSE:
                     break
                 if data is None:  # acks=0: nothing to send, but a throttle still mutes
@@ -340,18 +361,35 @@ class SandboxServer:
                     await self._hold(delay.seconds)
                 writer.write(data)
                 await writer.drain()
+                if session is not None and session.closing:
+                    await self._close_gently(reader, writer)
+                    break
                 if throttle_ms > 0:
                     await self._mute(broker_id, throttle_ms)
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
         finally:
             lst.writers.discard(writer)
             writer.transport.abort()
 
-    async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float) -> tuple[Any, int]:
+    @staticmethod
+    async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """After a refused login, give the client a moment to read the answer and hang up first:
+        kafka-python drops data that arrives together with the end of the stream. Kafka likewise
+        delays the close (connection.failed.authentication.delay.ms)."""
+        async def until_eof() -> None:
+            while await reader.read(65536):
+                pass
+
+        with contextlib.suppress(ConnectionError, ssl.SSLError, asyncio.TimeoutError):
+            await asyncio.wait_for(until_eof(), timeout=CLOSE_WAIT_SECONDS)
+        writer.close()
+
+    async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float,
+                       session: SaslSession | None) -> tuple[Any, int]:
         """(encoded response, CLOSE, or None for no answer; throttle ms), parking the request if it must wait."""
         started = time.perf_counter()
-        outcome, client_id, name = self._answer(broker_id, head, payload)
+        outcome, client_id, name = self._answer(broker_id, head, payload, session)
         local_ms = (time.perf_counter() - started) * 1000.0
         remote_ms = 0.0
         if isinstance(outcome, _Encoded):
@@ -379,9 +417,14 @@ class SandboxServer:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._release.wait(), timeout=seconds)
 
-    def _answer(self, broker_id: int, head: Any, payload: bytes) -> tuple[Any, str, str]:
+    def _answer(self, broker_id: int, head: Any, payload: bytes,
+                session: SaslSession | None) -> tuple[Any, str, str]:
         """(response, Delayed, NoResponse or CLOSE; client id; request name); CLOSE closes the connection as
-        Kafka does on a request it cannot parse or an API version it does not serve."""
+        Kafka does on a request it cannot parse or an API version it does not serve, and on any request
+        but ApiVersions and the SASL ones before SASL authentication completed."""
+        if session is not None and not session.admits(head.api_key):
+            log.info("closing connection: API %s before SASL authentication completed", head.api_key)
+            return CLOSE, "", ""
         lo_hi = self.ranges.get(head.api_key)
         if lo_hi is None or not lo_hi[0] <= head.api_version <= lo_hi[1]:
             if head.api_key == API_VERSIONS:
@@ -395,19 +438,34 @@ class SandboxServer:
             return CLOSE, "", ""
         client_id = request.header.client_id or ""
         name = request_name(head.api_key, request)
+        if head.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            return _Encoded(encode_response(self._sasl(session, head, request), head.correlation_id)), client_id, name
+        principal = session.principal if session is not None else None
+        refused = refusal(principal, head.api_key, head.api_version, request)
+        if refused is not None:
+            return refused, client_id, name
         with self.lock:
             quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
                           now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
-                          quota_configs=self.quota_configs)
+                          quota_configs=self.quota_configs, principal=principal)
             try:
                 outcome = dispatch(ctx, head.api_key, head.api_version, request)
+                report_operations(principal, head.api_key, head.api_version, request, outcome)
                 if self.data is not None and head.api_key in TRUNCATING_APIS:
                     self.data.follow_truncations()
                 return outcome, client_id, name
             except Exception:  # noqa: BLE001 - a request the handlers cannot serve must not stop the broker
                 log.exception("closing connection: failed to handle API %s v%s", head.api_key, head.api_version)
                 return CLOSE, client_id, name
+
+    @staticmethod
+    def _sasl(session: SaslSession | None, head: Any, request: Any) -> Any:
+        if session is None:
+            return not_sasl_listener(head.api_key, head.api_version)
+        if head.api_key == SASL_HANDSHAKE:
+            return session.handshake(head.api_version, request)
+        return session.authenticate(head.api_version, request)
 
 
 def request_name(api_key: int, request: Any) -> str:

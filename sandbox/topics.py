@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 from kreassign.cluster.units import parse_bytes, parse_rate
 
 MB = 1_000_000
@@ -26,7 +26,8 @@ class TopicSpec:
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 249 or not all(c.isalnum() or c in "._-" for c in self.name):
-            raise InputError(f"'{self.name}' is not a valid topic name: use letters, digits, '.', '_' and '-'")
+            raise InputError(f"'{clip(self.name)}' is not a valid topic name: use letters, digits, '.', '_' and '-'"
+                             " (at most 249)")
         if self.partitions < 1:
             raise InputError(f"topic {self.name}: the partition count must be at least 1")
         if self.replication_factor < 1:
@@ -58,8 +59,21 @@ def parse_topic_spec(text: str) -> TopicSpec:
     except ValueError:
         raise InputError(f"'{text}': partitions and replication factor must be integers") from None
     size = parse_bytes(parts[3]) if len(parts) > 3 else 80 * MB
-    rate = float(parse_rate(parts[4])) if len(parts) > 4 else 50_000.0
+    rate = _write_rate(parts[4]) if len(parts) > 4 else 50_000.0
     return TopicSpec(parts[0], partitions, rf, size, rate)
+
+
+def _write_rate(text: str) -> float:
+    """A topic's produce rate: unlike a throttle rate, 0 (a quiet topic) is a rate."""
+    try:
+        return float(parse_rate(text))
+    except InputError:
+        body = text.strip()
+        if body.lower().endswith("/s"):
+            body = body[:-2]
+        if parse_bytes(body) == 0:
+            return 0.0
+        raise
 
 
 def partition_loads(spec: TopicSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

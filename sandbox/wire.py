@@ -33,9 +33,14 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+)
 
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 # api key -> (request class, response class)
 APIS: dict[int, tuple[Any, Any]] = {
@@ -70,6 +75,8 @@ APIS: dict[int, tuple[Any, Any]] = {
         (DescribeGroupsRequest, DescribeGroupsResponse),
         (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         (AlterClientQuotasRequest, AlterClientQuotasResponse),
+        (SaslHandshakeRequest, SaslHandshakeResponse),
+        (SaslAuthenticateRequest, SaslAuthenticateResponse),
     )
 }
 
@@ -80,6 +87,9 @@ def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, 
                                           for key, (req, _) in APIS.items()}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
+    # SaslHandshake v0 is followed by raw tokens instead of SaslAuthenticate frames (pre-KIP-152);
+    # the sandbox speaks only the framed exchange.
+    ranges[SASL_HANDSHAKE] = (1, 1)
     return ranges
 
 

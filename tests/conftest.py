@@ -1,1 +1,8 @@
+import os
+
 pytest_plugins = ["conftest_sandbox", "conftest_spark"]
+
+# The execution lock waits `settle_s` after writing its marker (execute/lock.py) to let a racing
+# writer show up; the suite's clusters answer in microseconds and the tests of the lock set their
+# own wait, so the CLI runs of the suite (in process and in subprocesses) skip it.
+os.environ.setdefault("KREASSIGN_LOCK_SETTLE_S", "0")

@@ -88,6 +88,8 @@ class FakeCluster:
         self.partitions: dict[TopicPartition, _Partition] = {}
         self.broker_configs: dict[int, dict[str, str]] = {b: {} for b in self.brokers}
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.cluster_configs: dict[str, str] = {}
+        """the cluster-wide broker configs (the default BROKER resource "")"""
         self.log_dirs = tuple(log_dirs)
         self.replica_dirs: dict[TopicPartitionReplica, str] = {}
         self.future_dirs: dict[TopicPartitionReplica, str] = {}
@@ -305,6 +307,15 @@ class FakeCluster:
             if error is None and not validate_only:
                 _apply(self.topic_configs[t], ops)
         return AlterConfigsResult(brokers=brokers, topics=topics)
+
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        self._enter("describe_cluster_configs")
+        return {k: self.cluster_configs[k] for k in sorted(set(keys)) if k in self.cluster_configs}
+
+    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
+        self._enter("alter_cluster_configs")
+        _apply(self.cluster_configs, ops)
+        return None
 
     def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
                                ) -> dict[TopicPartitionReplica, ApiError | None]:

@@ -26,6 +26,7 @@ with warnings.catch_warnings():
 
 from kreassign.cluster.admin import KafkaAdmin, api_error, open_admin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
+from kreassign.cluster.connect_errors import connect_failure
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, ExitStatus, InputError
 from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import (
@@ -594,6 +595,18 @@ def test_describe_topic_configs_flags_unknown_topics(make_admin: Callable[..., K
     assert make_admin().describe_topic_configs([]).configs == {}
 
 
+def test_config_refusals_name_the_operation_and_resource(make_admin: Callable[..., KafkaAdmin],
+                                                         client: FakeAdminClient) -> None:
+    client.alter_results = {
+        "broker": {"1": "[Error 31] ClusterAuthorizationFailedError: Cluster authorization failed."},
+        "topic": {"t": "[Error 29] TopicAuthorizationFailedError: Topic authorization failed."}}
+    result = make_admin().incremental_alter_configs({1: {LEADER_THROTTLED_RATE: "1"}},
+                                                    {"t": {LEADER_THROTTLED_REPLICAS: "*"}})
+    assert [f"{what}: {error}" for what, error in result.failures()] == [
+        "broker 1: CLUSTER_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on the CLUSTER (broker 1's configs)",
+        "topic t: TOPIC_AUTHORIZATION_FAILED: not authorized to ALTER_CONFIGS on TOPIC t"]
+
+
 def test_incremental_alter_configs(make_admin: Callable[..., KafkaAdmin], client: FakeAdminClient) -> None:
     client.alter_results = {
         "broker": {"2": "[Error 42] InvalidRequestError: Invalid value -5 for configuration "
@@ -688,7 +701,9 @@ def test_connect_timeout_message() -> None:
     with pytest.raises(ClusterUnreachable) as err:
         KafkaAdmin.connect(config(), client_factory=factory)
     assert str(err.value) == ("Could not reach any broker at 127.0.0.1:9092 within 10s. "
-                              "Check --bootstrap-server and that the brokers are running.")
+                              "Check --bootstrap-server and that the brokers are running. Nothing answered at "
+                              "all: a firewall dropping packets, or brokers too slow to answer; a longer "
+                              "--request-timeout waits longer.")
 
 
 def test_connect_timeout_message_names_tls_and_last_error() -> None:
@@ -705,9 +720,23 @@ def test_connect_timeout_message_names_tls_and_last_error() -> None:
 
     with pytest.raises(ClusterUnreachable) as err:
         KafkaAdmin.connect(ssl_config, client_factory=factory)
-    assert str(err.value).endswith(
-        "The connection uses SSL: also check the ssl.* and sasl.* settings in --command-config. "
-        "Last error: KafkaConnectionError: Handshake failed: bad cert")
+    assert str(err.value) == (
+        "Could not reach any broker at h:9093 within 10s: the TLS handshake failed (KafkaConnectionError: "
+        "Handshake failed: bad cert). Check the brokers' certificates against ssl.truststore.* / "
+        "ssl.ca.location and ssl.endpoint.identification.algorithm in --command-config.")
+
+
+@pytest.mark.parametrize("error, expected", [
+    (None, "within 10s. Check --bootstrap-server and that the brokers are running. Nothing answered at all"),
+    (ConnectionRefusedError(111, "Connection refused"), "within 10s: connection refused."),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), "within 10s: connection refused."),
+    (Errors.SaslAuthenticationFailedError("bad password"), "SASL authentication failed at 127.0.0.1:9092"),
+    (Errors.KafkaConnectionError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+     "TLS certificate of 127.0.0.1:9092 rejected: certificate verify failed."),
+    (Errors.KafkaConnectionError("socket disconnected"), "Last error: KafkaConnectionError: socket disconnected"),
+])
+def test_bootstrap_failures_are_told_apart(error: BaseException | None, expected: str) -> None:
+    assert expected in str(connect_failure(config(), error, probe=lambda *_, **__: None))
 
 
 @pytest.mark.parametrize("error, kind, text", [
@@ -985,8 +1014,8 @@ def test_e2e_unreachable_bootstrap_fails_fast(sandbox: Any) -> None:
     with pytest.raises(ClusterUnreachable) as err:
         with open_admin(bootstrap, timeout_s=0.5):
             pass
-    assert str(err.value).startswith(f"Could not reach any broker at {bootstrap} within 0.5s. "
-                                     "Check --bootstrap-server and that the brokers are running.")
+    assert str(err.value) == (f"Could not reach any broker at {bootstrap} within 0.5s: connection refused. "
+                              "Check --bootstrap-server and that the brokers are running.")
 
 
 @pytest.mark.e2e

@@ -111,8 +111,8 @@ def test_parse_jaas_plain() -> None:
     assert "s3cr" not in repr(jaas)
 
 
-def test_parse_jaas_unquoted_escaped_and_no_semicolon() -> None:
-    jaas = parse_jaas_config('m.Module Required username=bob password="a\\"b"')
+def test_parse_jaas_unquoted_and_escaped() -> None:
+    jaas = parse_jaas_config('m.Module Required username=bob password="a\\"b";')
     assert jaas.flag == "required"
     assert dict(jaas.options) == {"username": "bob", "password": 'a"b'}
 
@@ -121,6 +121,7 @@ def test_parse_jaas_unquoted_escaped_and_no_semicolon() -> None:
     ("", "must look like"),
     ("OnlyModule", "must look like"),
     ("m.M mandatory username=a;", "'mandatory' is not a login module flag"),
+    ('m.M required username="a" password="b"', "must end with ';' after the last option"),
     ("m.M required username;", 'key="value"'),
     ("m.M required username=;", 'key="value"'),
     ('m.M required username="a;', "without its closing quote"),

@@ -121,7 +121,8 @@ def test_cancel_list_and_json(fake: FakeCluster, tmp_path: Path, capsys: pytest.
     assert out.startswith("Would cancel: foo-0\nWould move back: nothing\n") and fake.list_reassignments()
     code, out, _ = run(capsys, "cancel", "-f", plan, "-o", "json")
     assert json.loads(out)["cancelled"] == ["foo-0"] and not fake.list_reassignments()
-    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": []}
+    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": [],
+                                                                "execution_lock": None}
 
 
 def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,
@@ -146,7 +147,7 @@ def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,
     assert out == ("Cancelled partition reassignments for: none\n"
                    "Restoring broker-level throttles on brokers 1,2,3\n"
                    "Restoring topic-level throttles on topic foo\n"
-                   "These partitions had already moved; to move them back, execute:\n"
+                   "These partitions are not back on their replicas before the run; to move them back, execute:\n"
                    '{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}\n')
     assert all(not v for v in fake.broker_configs.values())
     code, _, err = run(capsys, "abort", "-f", first)

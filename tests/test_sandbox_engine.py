@@ -194,6 +194,21 @@ def test_cancel_reverts_to_the_original_replicas() -> None:
     assert engine.describe_log_dirs(4, None)["/var/lib/kafka/data"] == []
 
 
+def test_cancel_after_a_retarget_keeps_the_union_minus_adding_as_kraft_does() -> None:
+    # KRaft (PartitionReassignmentReplicas, PartitionReassignmentRevert): a new target is computed
+    # against the union list, so the first target's replicas become "removing", and a cancel keeps
+    # replicas - adding: the original replicas AND the first target's. Not the original replicas:
+    # kreassign refuses to re-target a move it did not start, and its abort reports the plan back.
+    engine = six()
+    throttle_all(engine)
+    engine.alter_reassignment("t", 0, [4, 5, 6])
+    engine.alter_reassignment("t", 0, [4, 5, 1])
+    assert engine.list_reassignments() == [("t", 0, [4, 5, 1, 2, 3, 6], [], [2, 3, 6])]
+    assert engine.alter_reassignment("t", 0, None) == (0, None)
+    p = engine.rows[0]
+    assert (p.replicas, p.isr, p.reassigning) == ([4, 5, 1, 2, 3, 6], [1, 2, 3], False)
+
+
 @pytest.mark.parametrize("topic,partition,target,expected", [
     ("nope", 0, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope.")),
     ("t", 9, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:9.")),

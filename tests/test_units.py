@@ -20,7 +20,7 @@ from kreassign.cluster.units import (
 
 @pytest.mark.parametrize(("text", "value"), [
     ("50000000", 50_000_000), ("50MB/s", 50_000_000), ("50MiB/s", 50 * 1024**2), ("50 mb/s", 50_000_000),
-    ("1.5GB", 1_500_000_000), ("10k", 10_000), ("0", 0), ("7B/s", 7),
+    ("1.5GB", 1_500_000_000), ("10k", 10_000), ("7B/s", 7), (str(2**63 - 1), 2**63 - 1),
 ])
 def test_parse_rate(text: str, value: int) -> None:
     assert parse_rate(text) == value
@@ -57,7 +57,22 @@ def test_formatting() -> None:
     assert format_duration(3 * 86400 + 7200) == "3d02h"
 
 
-@given(st.integers(min_value=0, max_value=10**15))
+@given(st.integers(min_value=1, max_value=2**63 - 1))
 def test_plain_numbers_round_trip(value: int) -> None:
     assert parse_rate(str(value)) == value
     assert parse_bytes(str(value)) == value
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0", "a rate of '0' would stop replication: give a positive rate, or remove the throttle with "
+          "`kreassign throttle clear`"),
+    ("50Mb/s", "'50Mb' is ambiguous: a lower-case b means bits; write 50MB for bytes (or 50MiB for binary units)"),
+    (str(2**63), f"'{2**63}' is too large: Kafka accepts at most {2**63 - 1} bytes"),
+    ("9" * 400, "'" + "9" * 80 + "... (400 characters)' is too large: Kafka accepts at most 9223372036854775807 bytes"),
+    ("x" * 200, "'" + "x" * 80 + "... (200 characters)' is not a rate: use bytes per second or a unit such as "
+                "50MB/s, 100MiB/s"),
+])
+def test_rates_out_of_kafkas_range_or_ambiguous_are_refused(text: str, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_rate(text)
+    assert str(err.value) == message

@@ -203,6 +203,9 @@ def test_rendering() -> None:
         "23.8%", "23.8", "MiB/100.1", "MiB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
     assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
     assert lines[3] == summary_line(progress)
+    down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
+    assert summary_line(down) == summary_line(progress) + "; brokers 3,4 not answering"
+    assert down.to_dict()["brokers_not_answering"] == [3, 4]
 
 
 def test_auto_throttle_toward_a_deadline_is_journaled(tmp_path: Path) -> None:

@@ -1,0 +1,344 @@
+"""One writer per cluster: the execution lock taken by `execute`, `resume` and `abort`.
+
+Two layers, because the journal is a local file and kreassign may run on several hosts:
+
+* a local lock file (`<journal dir>/<cluster>/.execution.lock`, `flock`) for processes on this
+  host. The kernel drops the lock when its process dies (kill -9 included), so being able to
+  take it proves that no process on this host still runs: that is the "pid gone" proof.
+* a marker on the cluster itself: the dynamic cluster-wide broker config
+  `kreassign.execution.lock` (the default BROKER resource "", which Kafka keeps in its metadata
+  log and lets any admin with ALTER_CONFIGS on the cluster read and write, like the throttle
+  rates kreassign already sets). It holds the owner: host, pid, command, journal, start time, a
+  lease end, a random token and the lock format version.
+
+Kafka has no compare-and-swap for configs, so the marker is taken with Fischer's timed mutual
+exclusion: read it (free, or its owner proven dead), write our record, wait `settle_s`, read it
+again and own it only if our token is still there. Two contenders that both saw it free both
+write; each waits longer than the other's read-to-write gap before re-reading, so both re-reads
+see the same (last) record and only one proceeds. The protocol is safe as long as a writer's
+read-to-write time stays below `settle_s`, so a contender whose own read-to-write took longer
+gives up instead of trusting its read. The wait also covers the metadata propagation from the
+controller to the broker that answers the re-read.
+
+The owner renews the lease at every step (`check`): it re-reads the marker, stops when its token
+is gone (another process took over after the lease expired: the stale writer must not go on)
+or when `abort` asked it to stop (`kreassign.execution.stop` holds its token), and writes a new
+lease end when half of it is used. Leases compare wall clocks across hosts: keep them in sync
+(NTP); the default lease (120 s) is far above usual skew.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import IO
+
+from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
+from kreassign.cluster.port import ClusterPort
+
+LOCK_KEY = "kreassign.execution.lock"
+STOP_KEY = "kreassign.execution.stop"
+LOCK_FORMAT = 1
+DEFAULT_LEASE_S = 120.0
+DEFAULT_SETTLE_S = 1.0
+ENV_SETTLE = "KREASSIGN_LOCK_SETTLE_S"
+"""overrides the settle wait: a test suite whose clusters answer in microseconds sets it to 0"""
+
+
+def default_settle_s() -> float:
+    try:
+        value = float(os.environ.get(ENV_SETTLE, DEFAULT_SETTLE_S))
+    except ValueError:
+        return DEFAULT_SETTLE_S
+    return value if 0 <= value < 3600 else DEFAULT_SETTLE_S
+
+
+class ExecutionLocked(KreassignError):
+    """Another live kreassign holds the cluster's execution lock (or its owner is dead and
+    `--force` was not given)."""
+
+    def __init__(self, message: str, owner: Owner | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
+class LockLost(KreassignError):
+    """This run no longer holds the execution lock: its lease expired and another run took over."""
+
+
+class StopRequested(KreassignError):
+    """`kreassign abort` asked this run to stop."""
+
+
+@dataclass(frozen=True)
+class LockConfig:
+    """How runs take the execution lock (tests inject the clocks and the identity)."""
+
+    wall: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    lease_s: float = DEFAULT_LEASE_S
+    settle_s: float = field(default_factory=default_settle_s)
+    host: str | None = None
+    pid: int | None = None
+    alive: Callable[[int], bool] | None = None
+
+    def lock(self, port: ClusterPort, folder: Path, *, command: str, journal_id: str) -> ExecutionLock:
+        return ExecutionLock(port, folder, command=command, journal_id=journal_id, wall=self.wall, sleep=self.sleep,
+                             lease_s=self.lease_s, settle_s=self.settle_s, host=self.host, pid=self.pid,
+                             alive=self.alive or _pid_alive)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds the execution lock of a cluster."""
+
+    host: str
+    pid: int
+    command: str
+    journal: str
+    """the plan's journal id (`<cluster>/<plan hash>`), the same on every host"""
+    started_at: float
+    lease_until: float
+    token: str
+    version: int = LOCK_FORMAT
+
+    def to_value(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_value(cls, value: str | None) -> Owner | None:
+        """The owner recorded in a marker value; a value kreassign cannot read counts as held
+        by an unknown owner whose lease never ends (never taken over without --force)."""
+        if not value:
+            return None
+        try:
+            data = json.loads(value)
+            return cls(str(data["host"]), int(data["pid"]), str(data["command"]), str(data["journal"]),
+                       float(data["started_at"]), float(data["lease_until"]), str(data["token"]),
+                       int(data.get("version", LOCK_FORMAT)))
+        except (ValueError, KeyError, TypeError):
+            return cls("unknown", 0, "unknown", "unknown", 0.0, float("inf"), value[:64], 0)
+
+    def describe(self) -> str:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at))
+        return f"`kreassign {self.command}` (host {self.host}, pid {self.pid}, since {started}, journal {self.journal})"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ExecutionLock:
+    """The execution lock of one cluster, as held by this process.
+
+    Args:
+        port: the cluster (holds the marker).
+        folder: the cluster's journal folder (holds the local lock file).
+        journal_id: the plan's journal id, `<cluster>/<plan hash>`.
+        wall: the wall clock (seconds since the epoch) for leases; sleep: waits (injected in tests).
+    """
+
+    def __init__(self, port: ClusterPort, folder: Path, *, command: str, journal_id: str,
+                 wall: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 lease_s: float = DEFAULT_LEASE_S, settle_s: float = DEFAULT_SETTLE_S,
+                 host: str | None = None, pid: int | None = None,
+                 alive: Callable[[int], bool] = _pid_alive) -> None:
+        self.port, self.folder, self.command, self.journal_id = port, folder, command, journal_id
+        self.wall, self.sleep, self.lease_s, self.settle_s = wall, sleep, lease_s, settle_s
+        self.host = host or socket.gethostname()
+        self.pid = pid if pid is not None else os.getpid()
+        self.alive = alive
+        self.owner: Owner | None = None
+        self.took_over: Owner | None = None
+        """the dead owner this run took the lock from, if any"""
+        self._file: IO[str] | None = None
+
+    # ---- reading --------------------------------------------------------------------------------
+    def read(self) -> tuple[Owner | None, str | None]:
+        """The marker's owner and the stop request (a token), as the cluster has them now."""
+        values = self.port.describe_cluster_configs([LOCK_KEY, STOP_KEY])
+        return Owner.from_value(values.get(LOCK_KEY)), values.get(STOP_KEY)
+
+    def dead(self, owner: Owner) -> bool:
+        """Proven dead: on this host, its process is gone (we hold the local lock, and the pid
+        does not run); elsewhere, its lease has expired."""
+        if owner.host == self.host:
+            return not self.alive(owner.pid)
+        return self.wall() >= owner.lease_until
+
+    # ---- taking and giving back -------------------------------------------------------------------
+    def acquire(self, *, force: bool = False, take_over_same_journal: bool = True) -> ExecutionLock:
+        """Take the lock, or raise ExecutionLocked naming the owner.
+
+        A dead owner's lock is taken over when `force`, or when it ran the same journal and
+        `take_over_same_journal` (resume, abort, and the same execute run again continue its
+        work). A live owner is never overridden, `force` or not.
+        """
+        self._lock_local()
+        try:
+            written: str | None = None
+            for _ in range(3):
+                start = self.wall()
+                current, _stop = self.read()
+                if current is not None and current.token != written:
+                    if not self.dead(current):
+                        raise ExecutionLocked(self._held_message(current), current)
+                    if not (force or (take_over_same_journal and current.journal == self.journal_id)):
+                        raise ExecutionLocked(
+                            f"the execution lock of this cluster is held by {current.describe()}, which is no longer "
+                            "running (" + ("its process is gone" if current.host == self.host else "its lease expired")
+                            + "); its journal may still be open. Finish it first (`kreassign resume` or "
+                            "`kreassign abort` with that journal), or take the lock with --force", current)
+                    self.took_over = current
+                now = self.wall()
+                mine = Owner(self.host, self.pid, self.command, self.journal_id, now, now + self.lease_s,
+                             secrets.token_hex(8))
+                self._write(mine)
+                written = mine.token
+                if self.settle_s > 0 and self.wall() - start > self.settle_s / 2:
+                    continue  # too slow to trust our read: another writer may have come between
+                self.sleep(self.settle_s)
+                after, _stop = self.read()
+                if after is None or after.token != mine.token:
+                    raise ExecutionLocked(self._held_message(after) if after is not None else
+                                          "another kreassign took the execution lock of this cluster at the same time "
+                                          "and gave it up again; run the command again", after)
+                self.owner = mine
+                return self
+            raise ExecutionLocked("the cluster answered too slowly to take the execution lock safely "
+                                  f"(more than {self.settle_s / 2:g}s between reading and writing it); try again")
+        except BaseException:
+            self._unlock_local()
+            raise
+
+    def check(self) -> None:
+        """At every step of the run: stop if the lock was lost or abort asked to stop; renew the lease."""
+        if self.owner is None:
+            return
+        current, stop = self.read()
+        if current is None or current.token != self.owner.token:
+            by = f" by {current.describe()}" if current is not None else ""
+            raise LockLost(f"this run lost the execution lock of the cluster (its lease expired and it was "
+                           f"taken over{by}); it stopped without changing anything more")
+        if stop == self.owner.token:
+            raise StopRequested("`kreassign abort` asked this run to stop: nothing more is submitted; the abort "
+                                "cancels the moves and restores the throttles")
+        if self.owner.lease_until - self.wall() < self.lease_s / 2:
+            renewed = replace(self.owner, lease_until=self.wall() + self.lease_s)
+            self._write(renewed)
+            self.owner = renewed
+
+    def release(self) -> None:
+        """Give the lock back (only if it is still ours) and clear a stop request addressed to us."""
+        try:
+            if self.owner is not None:
+                current, stop = self.read()
+                ops: dict[str, str | None] = {}
+                if current is not None and current.token == self.owner.token:
+                    ops[LOCK_KEY] = None
+                if stop is not None and stop == self.owner.token:
+                    ops[STOP_KEY] = None
+                if ops:
+                    self.port.alter_cluster_configs(ops)
+        except ClusterError:
+            pass  # the lease expires on its own; same-host runs see the local lock free
+        finally:
+            self.owner = None
+            self._unlock_local()
+
+    def __enter__(self) -> ExecutionLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # ---- asking a live owner to stop -------------------------------------------------------------------
+    def request_stop(self, owner: Owner) -> None:
+        error = self.port.alter_cluster_configs({STOP_KEY: owner.token})
+        if error is not None:
+            raise ClusterError(f"could not ask the running kreassign to stop: {error.message}")
+
+    def wait_released(self, owner: Owner, timeout_s: float, poll_s: float = 1.0) -> bool:
+        """Wait until `owner` gave the lock back or is proven dead; False on timeout."""
+        waited = 0.0
+        while True:
+            current, _stop = self.read()
+            if current is None or current.token != owner.token:
+                return True
+            if owner.host == self.host and not self.alive(owner.pid):
+                return True
+            if owner.host != self.host and self.wall() >= current.lease_until:
+                return True
+            if waited >= timeout_s:
+                return False
+            self.sleep(poll_s)
+            waited += poll_s
+
+    # ---- internals ---------------------------------------------------------------------------------
+    def _held_message(self, owner: Owner) -> str:
+        if owner.host == self.host:
+            proof = "its process is running on this host"
+        else:
+            left = max(0.0, owner.lease_until - self.wall())
+            proof = f"its lease runs {left:.0f}s more; --force works only once it has expired"
+        return (f"another run holds the execution lock of this cluster: {owner.describe()}; {proof}. "
+                "Wait for it, or stop it with `kreassign abort` on its journal")
+
+    def _write(self, owner: Owner) -> None:
+        error = self.port.alter_cluster_configs({LOCK_KEY: owner.to_value()})
+        if error is not None:
+            raise ClusterError(f"could not write the execution lock ({LOCK_KEY} on the cluster-wide broker "
+                               f"configs): {error.message}. kreassign needs ALTER_CONFIGS on the cluster for it, as "
+                               "for the throttles; nothing was changed")
+
+    @property
+    def _path(self) -> Path:
+        return self.folder / ".execution.lock"
+
+    def _lock_local(self) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle = open(self._path, "a+", encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot create the lock file {clip(self._path)}: {getattr(exc, 'strerror', None) or exc}; "
+                               "give a writable "
+                               "journal directory with --journal-dir or $KREASSIGN_JOURNAL_DIR") from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            owner = Owner.from_value(holder) if holder else None
+            try:
+                marked, _stop = self.read()
+            except ClusterError:
+                marked = None
+            if marked is not None and marked.host == self.host:
+                owner = marked  # the cluster's record carries the token `abort` needs
+            raise ExecutionLocked(self._held_message(owner) if owner is not None else
+                                  "another kreassign on this host holds the execution lock of this cluster "
+                                  f"({self._path}); wait for it, or stop it with `kreassign abort`", owner) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(Owner(self.host, self.pid, self.command, self.journal_id, self.wall(), float("inf"),
+                           "local").to_value())
+        handle.flush()
+        self._file = handle
+
+    def _unlock_local(self) -> None:
+        if self._file is not None:
+            self._file.close()  # closing drops the flock
+            self._file = None

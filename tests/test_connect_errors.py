@@ -1,0 +1,138 @@
+"""One line per cause of a failed connection, from kafka-python's last logged error and, when
+that only says the socket closed, from what the port answers to a probe; and kafka-python's
+logged secrets masked."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import kafka.errors as Errors
+import pytest
+from kafka.protocol.sasl import SaslAuthenticateRequest
+
+from kreassign.cluster.admin_retry import KafkaLogTap, ThrottleGate
+from kreassign.cluster.client_config import build_client_config
+from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
+from kreassign.cluster.errors import ClusterUnreachable, SecurityMismatch
+from kreassign.cluster.listener_probe import ListenerKind
+from kreassign.cluster.log_redaction import MASK, RedactSecrets
+
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";'
+SASL_SSL = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config": JAAS}
+
+
+def failure(props: dict[str, str], error: BaseException | None, kind: ListenerKind | None = None) -> Any:
+    config = build_client_config(props, bootstrap_server="h:9093,g:9093")
+    return connect_failure(config, error, probe=lambda server, **_: kind)
+
+
+@pytest.mark.parametrize("props, error, kind, cls, message", [
+    ({}, Errors.KafkaConnectionError("111 ECONNREFUSED"), None, ClusterUnreachable,
+     "Could not reach any broker at h:9093,g:9093 within 10s: connection refused. Check --bootstrap-server and "
+     "that the brokers are running."),
+    ({}, None, None, ClusterUnreachable,
+     "Could not reach any broker at h:9093,g:9093 within 10s. Check --bootstrap-server and that the brokers are "
+     "running. Nothing answered at all: a firewall dropping packets, or brokers too slow to answer; a longer "
+     "--request-timeout waits longer."),
+    (SASL_SSL, Errors.KafkaConnectionError("Handshake failed: bad cert"), None, SecurityMismatch,
+     "Could not reach any broker at h:9093,g:9093 within 10s: the TLS handshake failed (KafkaConnectionError: "
+     "Handshake failed: bad cert). Check the brokers' certificates against ssl.truststore.* / ssl.ca.location and "
+     "ssl.endpoint.identification.algorithm in --command-config."),
+    ({}, Errors.RequestTimedOutError("Request timed out after 1499 ms"), None, ClusterUnreachable,
+     "Could not reach any broker at h:9093,g:9093 within 10s: h:9093 accepted the connection but did not answer "
+     "(the broker is overloaded, or this is not a Kafka port; a slow broker needs a longer --request-timeout)."),
+    (SASL_SSL, Errors.KafkaConnectionError("Handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify "
+                                           "failed: certificate has expired (_ssl.c:1006)"), None, SecurityMismatch,
+     "TLS certificate of h:9093 rejected: certificate has expired. Check that ssl.truststore.location holds the CA "
+     "certificate that signed the broker's certificate."),
+    (SASL_SSL, Errors.KafkaConnectionError("Handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify "
+                                           "failed: Hostname mismatch, certificate is not valid for 'h'. "
+                                           "(_ssl.c:1006)"), None, SecurityMismatch,
+     "TLS certificate of h:9093 rejected: Hostname mismatch, certificate is not valid for 'h'. Connect with a name "
+     "the certificate lists, or set ssl.endpoint.identification.algorithm= (empty) to skip the host name check."),
+    (SASL_SSL, Errors.KafkaConnectionError("Handshake failed: [SSL: WRONG_VERSION_NUMBER] wrong version number"),
+     None, SecurityMismatch,
+     "TLS handshake with h:9093 failed: the port does not speak TLS (a PLAINTEXT or SASL_PLAINTEXT listener?), but "
+     "security.protocol is SASL_SSL. Set security.protocol to what the listener speaks."),
+    ({}, Errors.KafkaConnectionError("socket disconnected"), ListenerKind(tls=True, sasl_mechanisms=()),
+     SecurityMismatch, "h:9093 speaks TLS, but security.protocol is PLAINTEXT: set security.protocol=SSL in "
+                       "--command-config."),
+    ({}, Errors.KafkaConnectionError("socket disconnected"), ListenerKind(tls=False, sasl_mechanisms=("PLAIN",)),
+     SecurityMismatch, "h:9093 speaks SASL without TLS (mechanisms: PLAIN), but security.protocol is PLAINTEXT: "
+                       "set security.protocol=SASL_PLAINTEXT in --command-config."),
+    (SASL_SSL, Errors.IllegalSaslStateError(), None, SecurityMismatch,
+     "h:9093 does not use SASL on this port, but security.protocol is SASL_SSL: set security.protocol=SSL (or use "
+     "the broker's SASL listener port)."),
+    (SASL_SSL, Errors.UnsupportedSaslMechanismError(), ListenerKind(tls=True, sasl_mechanisms=("PLAIN",)),
+     SecurityMismatch, "h:9093 does not offer SASL mechanism SCRAM-SHA-256 (it offers PLAIN): set sasl.mechanism "
+                       "(and the matching login module in sasl.jaas.config) to one it offers."),
+    (SASL_SSL, Errors.SaslAuthenticationFailedError("SaslAuthenticationFailedError: Authentication failed: nope"),
+     None, SecurityMismatch, "SASL authentication failed at h:9093 (SCRAM-SHA-256): Authentication failed: nope. "
+                             "Check the username and password in sasl.jaas.config and sasl.mechanism "
+                             "(--command-config)."),
+    ({}, Errors.KafkaConnectionError("socket disconnected"), ListenerKind(tls=False, sasl_mechanisms=()),
+     ClusterUnreachable, "Could not reach any broker at h:9093,g:9093 within 10s. Check --bootstrap-server and that "
+                         "the brokers are running. Last error: KafkaConnectionError: socket disconnected"),
+])
+def test_each_cause_gets_its_line(props: dict[str, str], error: BaseException, kind: ListenerKind | None,
+                                  cls: type[Exception], message: str) -> None:
+    found = failure(props, error, kind)
+    assert (type(found), str(found)) == (cls, message)
+
+
+def test_listener_kind_names_the_protocol() -> None:
+    assert [ListenerKind(tls, mechs).protocol for tls, mechs in ((False, ()), (True, ()), (False, ("PLAIN",)),
+                                                                 (True, ("PLAIN",)), (True, None))] == [
+        "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", None]
+
+
+def render(*args: Any) -> str:
+    record = logging.LogRecord("kafka", logging.DEBUG, __file__, 1, "%s %s", args, None)
+    RedactSecrets().filter(record)
+    return record.getMessage()
+
+
+def test_logged_secrets_are_masked() -> None:
+    config = {"sasl_plain_username": "u", "sasl_plain_password": "s3cret", "ssl_password": None}
+    assert render("config", config) == f"config {{'sasl_plain_username': 'u', 'sasl_plain_password': '{MASK}', " \
+                                       "'ssl_password': None}"
+    request = SaslAuthenticateRequest(version=2, auth_bytes=b"\0u\0s3cret")
+    assert render("sending", request) == f"sending SaslAuthenticateRequest(version=2, auth_bytes={MASK})"
+    request.with_header(correlation_id=3, client_id="c")
+    frame = bytearray(request.encode(header=True, framed=True))
+    assert render("Send:", frame) == f"Send: <SaslAuthenticate frame of {len(frame)} bytes, {MASK}>"
+    assert render("Send:", b"\0\0\0\x08\0\x03\0\0") == "Send: b'\\x00\\x00\\x00\\x08\\x00\\x03\\x00\\x00'"
+
+
+@pytest.mark.parametrize("error, final", [
+    (Errors.SaslAuthenticationFailedError("nope"), True),
+    (Errors.UnsupportedSaslMechanismError(), True),
+    (Errors.IllegalSaslStateError(), True),
+    (Errors.KafkaConnectionError("Handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), True),
+    (Errors.KafkaConnectionError("Handshake failed: [SSL: WRONG_VERSION_NUMBER] wrong version number"), True),
+    (Errors.KafkaConnectionError("socket disconnected"), False),
+    (Errors.KafkaConnectionError("111 ECONNREFUSED"), False),
+    (Errors.RequestTimedOutError("Request timed out"), False),
+])
+def test_which_errors_no_retry_can_fix(error: BaseException, final: bool) -> None:
+    assert cannot_succeed(error) is final
+
+
+def test_a_connect_watches_only_the_client_it_builds() -> None:
+    tap = KafkaLogTap(ThrottleGate(lambda: 0.0), final=cannot_succeed)
+    logger = logging.getLogger("kafka.net.manager")
+    previous, logger.propagate = logger.propagate, False
+    tap.attach()
+    try:
+        # This thread was running before the connect: an earlier client's retries come from such threads.
+        logger.warning("Bootstrap connection to %s failed: %s", "b-0", Errors.SaslAuthenticationFailedError("old"))
+        assert tap.last_error is None and not tap.gave_up.is_set()
+        worker = threading.Thread(target=logger.warning, args=("Bootstrap connection to %s failed: %s", "b-0",
+                                                               Errors.SaslAuthenticationFailedError("new")))
+        worker.start()
+        worker.join()
+    finally:
+        tap.detach()
+        logger.propagate = previous
+    assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()

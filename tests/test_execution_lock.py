@@ -1,0 +1,88 @@
+"""The execution lock's protocol: Fischer's timed mutual exclusion on a cluster config marker."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from fake_cluster import FakeCluster
+from kreassign.execute.lock import LOCK_KEY, STOP_KEY, ExecutionLock, ExecutionLocked, LockLost, Owner, StopRequested
+
+
+class StaleFirstRead(FakeCluster):
+    """Each contender's first read of the marker shows it free, as when both read before either wrote."""
+
+    def __init__(self) -> None:
+        super().__init__([1, 2])
+        self.fresh_reads = 0
+
+    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+        if self.fresh_reads < 2:
+            self.fresh_reads += 1
+            return {}
+        return super().describe_cluster_configs(keys)
+
+
+def lock(port: FakeCluster, tmp_path: Path, pid: int, host: str, **kw: object) -> ExecutionLock:
+    kw.setdefault("wall", lambda: 1000.0)
+    kw.setdefault("sleep", lambda s: None)
+    return ExecutionLock(port, tmp_path / host, command="execute", journal_id="c/p", host=host, pid=pid,
+                         settle_s=1.0, alive=lambda p: True, **kw)  # type: ignore[arg-type]
+
+
+def test_two_contenders_that_both_read_free_end_with_one_owner(tmp_path: Path) -> None:
+    port = StaleFirstRead()
+    second = lock(port, tmp_path, 2, "host-b")
+    won: list[ExecutionLock] = []
+    # A's settle wait is when B runs all of its acquire: B also read "free" and writes last.
+    first = lock(port, tmp_path, 1, "host-a", sleep=lambda s: won.append(second.acquire()))
+    with pytest.raises(ExecutionLocked, match="host host-b, pid 2"):
+        first.acquire()
+    assert won == [second] and second.owner is not None and first.owner is None
+    assert Owner.from_value(port.cluster_configs[LOCK_KEY]) == second.owner
+
+
+def test_a_writer_slower_than_half_the_settle_time_does_not_trust_its_read(tmp_path: Path) -> None:
+    port = FakeCluster([1])
+    now = [0.0]
+
+    def wall() -> float:
+        now[0] += 0.3  # every look at the clock is 0.3 s later: read-to-write takes 0.6 s > 0.5 s
+        return now[0]
+
+    slow = lock(port, tmp_path, 1, "host-a", wall=wall)
+    with pytest.raises(ExecutionLocked, match="answered too slowly"):
+        slow.acquire()
+    assert slow.owner is None
+
+
+def test_a_marker_kreassign_cannot_read_is_never_taken_over(tmp_path: Path) -> None:
+    port = FakeCluster([1])
+    port.cluster_configs[LOCK_KEY] = "garbage written by hand"
+    with pytest.raises(ExecutionLocked, match="host unknown"):
+        lock(port, tmp_path, 1, "host-a").acquire(force=True)
+
+
+def test_the_owner_stops_when_asked_and_renews_its_lease(tmp_path: Path) -> None:
+    port = FakeCluster([1])
+    now = [1000.0]
+    owner = lock(port, tmp_path, 1, "host-a", wall=lambda: now[0], lease_s=120.0).acquire()
+    now[0] += 70  # more than half the lease used: the next check writes a new lease end
+    owner.check()
+    assert owner.owner is not None and owner.owner.lease_until == now[0] + 120
+    port.cluster_configs[STOP_KEY] = owner.owner.token
+    with pytest.raises(StopRequested):
+        owner.check()
+    owner.release()
+    assert port.cluster_configs == {}
+
+
+def test_a_stale_owner_stops_once_another_run_took_the_lock(tmp_path: Path) -> None:
+    port = FakeCluster([1])
+    owner = lock(port, tmp_path, 1, "host-a").acquire()
+    port.cluster_configs[LOCK_KEY] = Owner("host-b", 9, "resume", "c/p", 0.0, 9e9, "other").to_value()
+    with pytest.raises(LockLost, match="host host-b, pid 9"):
+        owner.check()
+    owner.release()
+    assert LOCK_KEY in port.cluster_configs  # not ours to delete

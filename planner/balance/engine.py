@@ -622,13 +622,15 @@ class Layout:
         """
         t = self.targets
         assert t is not None
-        self._disk_pass(keep_counts, tolerance / 2)
+        self._disk_pass(keep_counts, tolerance / 2, level=False)
         self.targets = replace(t, bytes_hi=[x * (1 + tolerance / 2) for x in t.bytes])
-        self._disk_pass(keep_counts, tolerance / 2)
+        self._disk_pass(keep_counts, tolerance / 2, level=True)
 
-    def _disk_pass(self, keep_counts: bool, half: float) -> None:
+    def _disk_pass(self, keep_counts: bool, half: float, level: bool) -> None:
         """One round of `balance_disk` against the current targets' band; `half` sets how far
-        inside the band a move aims."""
+        inside the band a move aims. When levelling, over-loaded brokers come worst first and
+        the pass stops at the first that cannot be brought down: moving bytes off the ones
+        below it would not lower the plan's worst broker."""
         t = self.targets
         assert t is not None
         stamps = [0] * self.nb
@@ -661,6 +663,8 @@ class Layout:
                     acted = o
                     break
             if acted < 0:
+                if level and over:
+                    return
                 continue
             for x in (b, acted):
                 stamps[x] += 1

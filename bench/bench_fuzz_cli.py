@@ -3,8 +3,8 @@ them in process against the in-memory fake cluster, and every exception that esc
 boundary (a traceback for the operator) is counted. Goal: 0.
 
 Each input is one command (every click subcommand except `sandbox`, which starts servers, and
-`simulate`, which starts Spark; plus the Kafka-compatible front door) with a random subset of its
-options, each given a value drawn from what operators mistype: huge and negative numbers,
+`simulate` and `spark`, which start Spark; plus the Kafka-compatible front door) with a random
+subset of its options, each given a value drawn from what operators mistype: huge and negative numbers,
 ambiguous units, unicode, empty strings, and files that are missing, empty, directories, not
 UTF-8, not JSON, or valid. Loops run on an injected clock that completes moves as it advances.
 
@@ -36,7 +36,7 @@ from bench.common import record
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_cluster import FakeCluster  # noqa: E402
 
-SKIPPED_COMMANDS = ("sandbox", "simulate")
+SKIPPED_COMMANDS = ("sandbox", "simulate", "spark")  # they start local clusters or Spark itself
 _MAX_SLEEPS = 50
 _HANG_S = 10
 """an input still running after this many wall seconds counts as a hang (and is stopped)"""

@@ -144,7 +144,8 @@ QUICK: tuple[Spec, ...] = tuple(replace(s, brokers=max(50, s.brokers // 4), part
 def subset(inp: ModelInput, moves: np.ndarray) -> ModelInput:
     """The same cluster and throttles with only some of the moves."""
     return replace(inp, source=inp.source[moves], dest=inp.dest[moves], bytes=inp.bytes[moves],
-                   write_bps=inp.write_bps[moves], start_s=inp.start_s[moves], fetcher=inp.fetcher[moves])
+                   write_bps=inp.write_bps[moves], start_s=inp.start_s[moves], fetcher=inp.fetcher[moves],
+                   released_bps=None if inp.released_bps is None else inp.released_bps[moves])
 
 
 def fixed_batches(plan: Plan, size: int) -> float:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kreassign.cli.options import COUNT, RATE, SIZE, output_option, source_options
+from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, sample_option, source_options
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -31,17 +31,18 @@ class BrokerRateType(click.ParamType):
             broker_id = -1
         if not sep or broker_id < 0:
             self.fail(f"'{value}' is not ID=RATE, e.g. 3=20MB/s", param, ctx)
-        return broker_id, RATE.convert(rate, param, ctx)
+        return broker_id, THROTTLE.convert(rate, param, ctx)
 
 
 @click.command()
 @click.option("--reassignment-json-file", "plan_file", required=True, type=click.Path(dir_okay=False),
               help="Kafka reassignment JSON to estimate.")
 @source_options
-@click.option("--throttle", type=RATE, default=None,
+@sample_option
+@click.option("--throttle", type=THROTTLE, default=None,
               help="Leader and follower rate on every broker (e.g. 50MB/s); default: the cluster's current throttles.")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate on every broker (overrides --throttle).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate on every broker (overrides --throttle).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
 @click.option("--broker-rate", "broker_rates", type=BrokerRateType(), multiple=True,
               help="Both rates of one broker, ID=RATE (repeatable; overrides the others).")
 @click.option("--max-moves-per-broker", type=COUNT, default=None,
@@ -50,7 +51,8 @@ class BrokerRateType(click.ParamType):
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,
               help="Which moves start first when a limit holds the others back.")
 @output_option
-def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
+def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+             request_timeout: float | None, sample: float | None,
              throttle: int | None, leader_rate: int | None, follower_rate: int | None,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
              max_inflight_bytes: int | None, order: str, output: str) -> None:
@@ -58,15 +60,13 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     bound no schedule can beat, the brokers that decide it, and the moves that can never catch
     up with their partition's writes (with the rate that would let them). Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
-    from kreassign.cli.runtime import read_text
+    from kreassign.cli.runtime import load_state, read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.cluster.source import load_cluster_state
     from kreassign.throttle.estimate import RateRequest, estimate_plan
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
-                               timeout_s=request_timeout)
+    state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
     rates = RateRequest(throttle=throttle, leader_rate=leader_rate, follower_rate=follower_rate,
                         broker_rates=dict(broker_rates))
     result = estimate_plan(state, parsed.entries, rates=rates, max_moves_per_broker=max_moves_per_broker,
@@ -84,6 +84,7 @@ def render_estimate(result: EstimateResult) -> RenderableType:
     from rich.text import Text
 
     from kreassign.cluster.units import format_bytes, format_duration, format_rate
+    from kreassign.cluster.write_sample import rates_line
 
     lower = result.lower
     head = Text()
@@ -91,7 +92,8 @@ def render_estimate(result: EstimateResult) -> RenderableType:
     where = f" on broker {lower.broker}" if lower.broker is not None else ""
     head.append(f" (lower bound {format_duration(lower.seconds)}: {lower.limit.label}{where}); "
                 f"{result.moves} move(s) of {result.partitions} partition(s), {format_bytes(result.bytes)} to copy.")
-    parts: list[RenderableType] = [head]
+    parts: list[RenderableType] = [head, Text(rates_line(result.write_rates),
+                                              style="yellow" if result.write_rates is None else "")]
     if not result.completes and result.completable_eta_s > 0:
         parts.append(Text(f"The moves that do complete are done after {format_duration(result.completable_eta_s)}."))
     if result.critical:
@@ -101,15 +103,21 @@ def render_estimate(result: EstimateResult) -> RenderableType:
         parts.append(Text(f"Critical: {named}"))
     if result.stalled:
         table = Table(title=f"{len(result.stalled)} move(s) never complete", title_justify="left")
-        for col in ("partition", "from", "to", "write rate", "limited by", "needs more than"):
+        for col in ("partition", "from", "to", "write rate", "limited by", "needs more than", "throttle that works"):
             table.add_column(col, justify="left" if col in ("partition", "limited by") else "right")
         for s in result.stalled[:_MAX_STALLED_ROWS]:
             limit = s.limit.label + (f" on broker {s.broker}" if s.broker is not None else "")
             table.add_row(str(s.tp), "-" if s.source is None else str(s.source), str(s.dest),
-                          format_rate(s.write_bps), limit, "-" if s.needed_bps is None else format_rate(s.needed_bps))
+                          format_rate(s.write_bps), limit, "-" if s.needed_bps is None else format_rate(s.needed_bps),
+                          "-" if s.suggested_rate is None else format_rate(s.suggested_rate))
         if len(result.stalled) > _MAX_STALLED_ROWS:
             table.caption = f"... and {len(result.stalled) - _MAX_STALLED_ROWS} more (use --output json for all)"
         parts.append(table)
+        if result.fix_rate is not None and result.fix_eta_s is not None:
+            parts.append(Text(f"--throttle {result.fix_rate} ({format_rate(result.fix_rate)}) lets every move finish: "
+                              f"ETA {format_duration(result.fix_eta_s)}."))
+        else:
+            parts.append(Text("No throttle alone lets these moves finish: a network or fetch limit holds them."))
     table = Table(title="Per broker", title_justify="left")
     for col in ("broker", "leader rate", "follower rate", "bytes in", "bytes out", "busy until"):
         table.add_column(col, justify="right")

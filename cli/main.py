@@ -35,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "watch": "kreassign.cli.watch_cmd:watch",
     "throttle": "kreassign.cli.throttle_cmd:throttle",
     "estimate": "kreassign.cli.estimate_cmd:estimate",
+    "client-metrics": "kreassign.cli.client_metrics_cmd:client_metrics",
+    "canary": "kreassign.cli.canary_cmd:canary",
     "simulate": "kreassign.cli.simulate_cmd:simulate",
     "spark": "kreassign.cli.spark_cmd:spark",
 }

@@ -1,7 +1,9 @@
 """`kreassign execute|verify|cancel|list|resume|abort`: live operations as subcommands.
 
 Text output is Kafka's (the same renderers as the Kafka-compatible front door) with kreassign's
-extras on stderr; `--output json` prints one JSON document with a stable schema instead.
+extras on stderr, except `execute`, which prints a short summary for a person (Kafka's text stays
+on the Kafka-compatible front door); `--output json` prints one JSON document with a stable
+schema instead.
 Every command that writes has `--dry-run`. The work is done by `kreassign.execute.operations`;
 a paced `execute` and `verify --watch` run the watch loop of `kreassign.execute.watch` and print
 its events as `kreassign watch` does. Tests inject the connection, the clock and the sleeper
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import COUNT, DURATION, RATE, SIZE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.options import COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
@@ -51,10 +53,10 @@ def _emit(data: dict[str, Any]) -> None:
 @cluster_options
 @log_dir_timeout_option
 @plan_option()
-@click.option("--throttle", type=RATE, help="Leader and follower replication rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=RATE, help="Leader-side rate (overrides --throttle for leaders).")
-@click.option("--follower-rate", type=RATE, help="Follower-side rate (overrides --throttle for followers).")
-@click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=RATE,
+@click.option("--throttle", type=THROTTLE, help="Leader and follower replication rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=THROTTLE, help="Leader-side rate (overrides --throttle for leaders).")
+@click.option("--follower-rate", type=THROTTLE, help="Follower-side rate (overrides --throttle for followers).")
+@click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=THROTTLE,
               help="Rate of moves between log dirs of one broker.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
@@ -118,18 +120,13 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     def show_plan(plan: Any) -> None:
         shown.append(plan)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
-        if text:
+        if text and dry_run:
             out.write(kafka_live.render_current_assignment(plan.current))
-            if dry_run:
-                out.write(render_would_execute(plan))
-            elif request.throttled:
-                out.write(kafka_live.VERIFY_WARNING + "\n")
+            out.write(render_would_execute(plan))
 
     with connect(bootstrap_server, command_config, request_timeout) as port:
         try:
-            outcome = run_execute(port, request, store=store, dry_run=dry_run, control=control, on_plan=show_plan,
-                                  progress=(lambda event: kafka_live.print_execute_event(event, shown[0], out, err))
-                                  if text else None)
+            outcome = run_execute(port, request, store=store, dry_run=dry_run, control=control, on_plan=show_plan)
         except (KeyboardInterrupt, BrokenPipeError):  # the journal says how to finish or undo
             if shown:
                 err.write(kafka_live.interrupted_hint(store, shown[0]))
@@ -144,6 +141,10 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     if not text:
         _emit(result.as_dict())
         return 0 if result.ok else 1
+    if result.ok:
+        from kreassign.cli.execute_render import execute_summary
+
+        out.write("".join(f"{line}\n" for line in execute_summary(result, plan_file)))
     return kafka_live.finish_execute(result, err)
 
 

@@ -14,18 +14,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RateType(click.ParamType):
-    """A rate in bytes/s: `50000000`, `50MB/s`, `50MiB/s`."""
+    """A rate in bytes/s: `50000000`, `50MB/s`, `50MiB/s`; a throttle must also be positive."""
 
     name = "RATE"
+
+    def __init__(self, *, throttle: bool = False) -> None:
+        self.throttle = throttle
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
         from kreassign.cluster.errors import InputError
-        from kreassign.cluster.units import parse_rate
+        from kreassign.cluster.units import parse_rate, parse_throttle
 
         try:
-            return parse_rate(value)
+            return parse_throttle(value) if self.throttle else parse_rate(value)
         except InputError as exc:
             self.fail(str(exc), param, ctx)
 
@@ -103,6 +106,8 @@ class PercentType(click.ParamType):
 
 
 RATE = RateType()
+THROTTLE = RateType(throttle=True)
+"""a replication throttle rate: positive"""
 SIZE = SizeType()
 DURATION = DurationType()
 COUNT = click.IntRange(min=1, max=JAVA_LONG_MAX)
@@ -150,6 +155,18 @@ def source_options(f: F) -> F:
     return bootstrap_option(g)  # type: ignore[return-value]
 
 
+DEFAULT_SAMPLE_S = 10.0
+"""A short write-rate sample: enough for steady producers, short enough to wait for."""
+
+
+def sample_option(f: F) -> F:
+    """--sample: measure write rates on a live cluster before answering."""
+    return click.option("--sample", "sample", type=DURATION, default=None,
+                        help="With --bootstrap-server: measure each partition's write rate from two readings "
+                             "of its log this long apart, in the cluster's time (default 10s; 0 skips, and "
+                             "ETAs then say the rates are unknown).")(f)
+
+
 def cluster_options(f: F) -> F:
     """--bootstrap-server, --command-config, --request-timeout, --journal-dir: a live cluster."""
     f = click.option("--journal-dir", envvar="KREASSIGN_JOURNAL_DIR", type=click.Path(file_okay=False),
@@ -165,6 +182,13 @@ def log_dir_timeout_option(f: F) -> F:
     return click.option("--timeout", "timeout", type=DURATION, default=10.0,
                         help="How long to wait for log-dir moves to start, as Kafka's --timeout "
                              "(default 10s).")(f)
+
+
+def units_option(f: F) -> F:
+    """--units: one unit system for every size and rate on a screen."""
+    return click.option("--units", type=click.Choice(["decimal", "binary"]), default="decimal", show_default=True,
+                        help="Show sizes and rates in decimal units (MB, MB/s, as Kafka's rate configs count) "
+                             "or binary ones (MiB, MiB/s).")(f)
 
 
 def output_option(f: F) -> F:

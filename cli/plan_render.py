@@ -5,7 +5,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kreassign.cluster.units import format_bytes, format_rate
+from kreassign.cluster.units import format_bytes, format_duration, format_rate
+from kreassign.cluster.write_sample import rates_line
 from kreassign.throttle.plan_report import PlanReport
 
 _MAX_PARTITION_ROWS = 20
@@ -33,6 +34,9 @@ def render_plan(report: PlanReport) -> RenderableType:
             table.caption = f"... and {len(changes) - _MAX_PARTITION_ROWS} more (use --output json for all)"
         parts.append(table)
     parts.append(throttle_table(report))
+    if report.eta_s is not None:
+        parts.append(Text(f"At these throttles the replication model's ETA is {format_duration(report.eta_s)}."))
+        parts.append(Text(rates_line(report.write_rates), style="yellow" if report.write_rates is None else ""))
     for warning in report.warnings:
         parts.append(Text(f"Warning: {warning}", style="yellow"))
     return Group(*parts)

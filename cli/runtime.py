@@ -16,6 +16,7 @@ import click
 
 if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
+    from kreassign.cluster.model import ClusterState
     from kreassign.cluster.port import ClusterPort
     from kreassign.execute.journal import JournalStore
     from kreassign.execute.lock import LockConfig
@@ -81,6 +82,21 @@ def connect(bootstrap: str | None, command_config: str | None,
     if rt.connect is not None:
         return rt.connect(bootstrap, command_config, request_timeout_s)
     return open_port(bootstrap, command_config, request_timeout_s)
+
+
+def load_state(bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+               request_timeout: float | None, sample: float | None, *, with_sizes: bool = True) -> ClusterState:
+    """The cluster state from `--bootstrap-server` (write rates sampled for `--sample`, default
+    a short sample) or `--snapshot`; notes about what could not be measured go to stderr."""
+    from kreassign.cli.options import DEFAULT_SAMPLE_S
+    from kreassign.cluster.source import load_cluster_state
+
+    clock, sleep = timing()
+    live = bool(bootstrap_server) and not snapshot
+    seconds = (DEFAULT_SAMPLE_S if sample is None else sample) if live else 0.0
+    return load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
+                              timeout_s=request_timeout, with_sizes=with_sizes, sample_s=seconds, clock=clock,
+                              sleep=sleep, warn=lambda line: click.echo(f"Note: {line}", err=True))
 
 
 def journal_store(journal_dir: str | None) -> JournalStore:

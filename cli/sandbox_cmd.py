@@ -5,7 +5,7 @@ from typing import Any
 
 import click
 
-from kreassign.cli.options import RATE, SIZE
+from kreassign.cli.options import DURATION, RATE, SIZE, bootstrap_option, request_timeout_option
 
 
 def _state_dir_option(f: Any) -> Any:
@@ -61,15 +61,38 @@ def sandbox() -> None:
 @click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD[:admin]",
               help="A SASL login (repeatable). Users marked admin may change configs and reassign; the others "
                    "may only describe.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
+                   "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
 def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
           log_dirs: int, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
-          users: tuple[str, ...]) -> None:
+          users: tuple[str, ...], metrics_port: int | None) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
 
     With --security, a ready --command-config file per user is written to the state dir
-    (0600) and shown with the password masked."""
+    (0600) and shown with the password masked.
+
+    \b
+    METRICS (--metrics-port), named as the Prometheus JMX exporter with Strimzi's example rules
+    names a real broker's, one endpoint per broker:
+      kafka_network_requestmetrics_{totaltimems,requestqueuetimems,localtimems,remotetimems,
+        throttletimems}{request,quantile}   RequestMetrics histograms (Produce, FetchConsumer, ...);
+        quantiles 0.50..0.999 over the last 300 sandbox seconds; TotalTime = queue + local +
+        remote (time parked in a purgatory), without throttle time (KIP-219); _count alongside
+      kafka_network_requestmetrics_requests_total{request,version}   RequestsPerSec
+      kafka_server_brokertopicmetrics_{bytesin,messagesin,bytesout}_total{topic}   and all topics
+      kafka_server_brokertopicmetrics_replicationbytes{in,out}_total   follower copies and moves
+      kafka_server_replicamanager_{underreplicatedpartitions,leadercount,partitioncount}
+      kafka_server_quota_{byte_rate,throttle_time}{resource=Produce|Fetch,clientId[,user]}
+        KIP-13 per-client sensors (kafka.server:type=Produce|Fetch,client-id=...)
+      org_apache_kafka_<client metric>{client_instance_id,client_id,...}   KIP-714 metrics the
+        clients pushed to that broker (a subscription: IncrementalAlterConfigs on a
+        CLIENT_METRICS resource, as kafka-client-metrics.sh --alter does); gauges keep the latest
+        value, sums the running total
+    Everything is in sandbox time: remote and throttle time and all rates on the sandbox clock,
+    queue and local time (the server's own work, measured in wall time) scaled by --speed."""
     import threading
     from dataclasses import replace
     from pathlib import Path
@@ -85,7 +108,7 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
                              num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs,
-                             client_quotas=client_quotas)
+                             client_quotas=client_quotas, metrics_port=metrics_port)
     options.fetch  # refuse bad limits and quotas before anything starts
     options.default_client_quotas
     logins = tuple(User.parse(u) for u in users)
@@ -97,6 +120,8 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     if daemon:
         info = start_daemon(options, directory)
         click.echo(info.bootstrap)
+        for broker, url in info.extra.get("metrics", {}).items():
+            click.echo(f"Broker {broker} metrics: {url}", err=True)
         _show_client_settings(secured, logins, info.bootstrap, directory)
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
@@ -110,6 +135,8 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
 
     def ready(sb: Any) -> None:
         click.echo(sb.bootstrap)
+        for broker, port in sorted(sb.metrics_ports.items()):
+            click.echo(f"Broker {broker} metrics: http://127.0.0.1:{port}/metrics", err=True)
         _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
         click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
@@ -177,8 +204,48 @@ def status(state_dir: str | None, output: str) -> None:
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
+        for broker, url in info.extra.get("metrics", {}).items():
+            click.echo(f"metrics:   broker {broker} {url}")
         if info.extra.get("security_protocol"):
             mechanism = info.extra.get("sasl_mechanism")
             click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
     if info is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))
+
+
+@sandbox.command()
+@bootstrap_option
+@request_timeout_option
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC:RATE",
+              help="Produce to TOPIC at RATE bytes per second, e.g. orders:200kB/s (repeatable); a consumer "
+                   "group reads every topic.")
+@click.option("--message-size", default="1KB", show_default=True, type=SIZE, help="Bytes per message.")
+@click.option("--duration", default="60s", show_default=True, type=DURATION, help="How long to run.")
+@click.option("--interval", default="2s", show_default=True, type=DURATION, help="Print a line this often.")
+@click.option("--client-id", default="kreassign-load", show_default=True,
+              help="The producer's client id (the consumer's is CLIENT_ID-consumer): what quotas and "
+                   "metrics are keyed by.")
+def load(bootstrap_server: str | None, request_timeout: float | None, topics: tuple[str, ...], message_size: int,
+         duration: float, interval: float, client_id: str) -> None:
+    """Run real clients (kafka-python producers, acks=all, and a consumer group) against a cluster
+    and print, per interval, produce latency percentiles (send to acknowledgement), the throttle
+    time brokers gave the producer and the consumer, and the group's lag: watch clients live
+    through a move. Ctrl-C or SIGTERM ends it after a last line."""
+    import signal
+    import threading
+
+    from kreassign.cluster.errors import InputError
+    from kreassign.sandbox.load import HEADER, LoadGenerator, parse_topic_load
+
+    if not bootstrap_server:
+        raise InputError("give --bootstrap-server (or KREASSIGN_BOOTSTRAP_SERVER)")
+    if interval <= 0:
+        raise InputError("--interval must be positive")
+    generator = LoadGenerator(bootstrap_server, [parse_topic_load(t) for t in topics], message_bytes=message_size,
+                              client_id=client_id, request_timeout_s=request_timeout or 30.0)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    click.echo(HEADER)
+    for sample in generator.run(duration, interval, stop):
+        click.echo(sample.line())

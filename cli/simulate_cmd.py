@@ -89,6 +89,9 @@ def _share(text: str) -> float:
 @click.option("--fetch-quota", type=RATE, default=None, help="Consumer byte-rate quota per client (KIP-13).")
 @click.option("--clients-per-broker", type=int, default=10, show_default=True,
               help="Clients sharing each broker's traffic.")
+@click.option("--client-baseline", "client_baseline", type=click.Path(dir_okay=False),
+              help="A `kreassign canary -o json` taken on the real cluster: its idle produce round trip becomes "
+                   "the simulated clients' baseline latency (default 1 ms).")
 @click.option("--client-request-timeout", type=DURATION, default=30.0, show_default=True,
               help="The simulated clients' request.timeout.ms (KIP-19), as a duration.")
 @click.option("--network-capacity", type=RATE, default=None,
@@ -113,9 +116,9 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
              throttles: tuple[str, ...], per_broker: tuple[str, ...], multipliers: tuple[str, ...],
              failures: tuple[str, ...], seeds: tuple[str, ...], headroom_target: str,
              client_quota: int | None, fetch_quota: int | None, clients_per_broker: int,
-             client_request_timeout: float, network_capacity: int | None, timeline_points: int,
-             out_dir: str, no_plots: bool, report: str | None, master: str, remote: str | None,
-             confs: tuple[str, ...],
+             client_baseline: str | None, client_request_timeout: float, network_capacity: int | None,
+             timeline_points: int, out_dir: str, no_plots: bool, report: str | None, master: str,
+             remote: str | None, confs: tuple[str, ...],
              shuffle_partitions: int, driver_memory: str, output: str) -> None:
     """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
 
@@ -171,7 +174,8 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                             produce_quota_bps=None if client_quota is None else float(client_quota),
                             fetch_quota_bps=None if fetch_quota is None else float(fetch_quota),
                             clients_per_broker=clients_per_broker,
-                            request_timeout_ms=client_request_timeout * 1000.0),
+                            request_timeout_ms=client_request_timeout * 1000.0,
+                            **_baseline(client_baseline)),
         spark=SparkOptions(master=master, remote=remote, shuffle_partitions=shuffle_partitions,
                            driver_memory=driver_memory, conf=conf),
     )
@@ -218,3 +222,25 @@ def render_summary(result: SimulationResult) -> Table:
             f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
         )
     return table
+
+
+def _baseline(path: str | None) -> dict[str, float]:
+    """The ClientModel field a canary baseline sets (its idle produce round trip)."""
+    if path is None:
+        return {}
+    import json
+
+    from kreassign.cli.runtime import read_text
+    from kreassign.cluster.client_latency import BrokerLatency, idle_round_trip_ms
+
+    try:
+        doc = json.loads(read_text(path))
+        brokers = [BrokerLatency(int(b["broker"]), int(b["requests"]), int(b["timeouts"]), b.get("p50_ms"),
+                                 b.get("p99_ms"), b.get("end_to_end_p99_ms"), float(b.get("throttle_max_ms", 0)))
+                   for b in doc["brokers"]]
+    except (ValueError, KeyError, TypeError):
+        raise click.UsageError(f"{path} is not the JSON of `kreassign canary -o json`") from None
+    rtt = idle_round_trip_ms(brokers)
+    if rtt is None:
+        raise click.UsageError(f"{path} has no produce latency to use as the baseline")
+    return {"fetch_rtt_ms": rtt}

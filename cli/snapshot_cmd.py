@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import source_options
+from kreassign.cli.options import sample_option, source_options
 
 
 @click.command()
@@ -12,20 +12,23 @@ from kreassign.cli.options import source_options
               help="Where to write: FILE.json (for people) or FILE.parquet (for big clusters).")
 @click.option("--format", "fmt", type=click.Choice(["json", "parquet"]), default=None,
               help="File format (default: from the file name).")
+@sample_option
 @click.option("--no-sizes", is_flag=True, help="Skip DescribeLogDirs (partition sizes are then 0).")
 def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
-             output_file: str, fmt: str | None, no_sizes: bool) -> None:
+             output_file: str, fmt: str | None, sample: float | None, no_sizes: bool) -> None:
     """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
-    reassignments and throttle configs to a snapshot file. With --snapshot, convert a file."""
+    reassignments and throttle configs to a snapshot file, with each partition's write rate
+    measured over --sample. With --snapshot, convert a file."""
     from kreassign.cluster.snapshot import write_snapshot
-    from kreassign.cluster.source import load_cluster_state
+    from kreassign.cli.runtime import load_state
     from kreassign.cluster.units import format_bytes
+    from kreassign.cluster.write_sample import rates_line
 
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot,
-                               command_config=command_config, timeout_s=request_timeout, with_sizes=not no_sizes)
+    state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample, with_sizes=not no_sizes)
     write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
     facts = state.describe()
     click.echo(
         f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
         f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "
         f"{len(state.reassignments)} reassignment(s) in flight.", err=True)
+    click.echo(rates_line(state.rates_origin()), err=True)

@@ -3,7 +3,17 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import BROKER_LIST, COUNT, PERCENT, RATE, cluster_options, output_option, source_options
+from kreassign.cli.options import (
+    BROKER_LIST,
+    COUNT,
+    PERCENT,
+    RATE,
+    THROTTLE,
+    cluster_options,
+    output_option,
+    sample_option,
+    source_options,
+)
 from kreassign.cli.runtime import connect, journal_store, runtime
 
 
@@ -40,9 +50,9 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
 
 @throttle.command(name="set")
 @cluster_options
-@click.option("--rate", type=RATE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --rate).")
-@click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --rate).")
+@click.option("--rate", type=THROTTLE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
+@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --rate).")
+@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --rate).")
 @click.option("--brokers", type=BROKER_LIST, default=None,
               help="Only these brokers (default: every broker in a reassignment in flight).")
 @click.option("--keep-lists", is_flag=True,
@@ -104,6 +114,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @click.option("--reassignment-json-file", "-f", "plan_file", required=True, type=click.Path(dir_okay=False),
               help="The reassignment to throttle.")
 @source_options
+@sample_option
 @click.option("--max-impact", type=PERCENT, required=True,
               help="Share of each broker's network the moves may take, e.g. 20%.")
 @click.option("--deadline", default=None, help="Finish by then: 2h, 06:00, or a date-time.")
@@ -112,7 +123,8 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Plan for paced execution with this many moves per broker.")
 @output_option
-def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
+def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
+            request_timeout: float | None, sample: float | None,
             max_impact: float, deadline: str | None, network_capacity: int | None,
             max_moves_per_broker: int | None, output: str) -> None:
     """Suggest the highest leader and follower rates that keep replication plus client traffic
@@ -126,12 +138,11 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.cluster.units import parse_deadline
     from kreassign.cli.watch_render import render_suggestion
     from kreassign.cluster.kafka_json import parse_reassignment
-    from kreassign.cluster.source import load_cluster_state
+    from kreassign.cli.runtime import load_state
     from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
 
     parsed = parse_reassignment(read_text(plan_file))
-    state = load_cluster_state(bootstrap_server=bootstrap_server, snapshot=snapshot, command_config=command_config,
-                               timeout_s=request_timeout)
+    state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
         max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,

@@ -14,19 +14,31 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import COUNT, DURATION, PERCENT, RATE, SIZE, cluster_options, output_option
+from kreassign.cli.options import (
+    COUNT,
+    DEFAULT_SAMPLE_S,
+    DURATION,
+    PERCENT,
+    RATE,
+    SIZE,
+    THROTTLE,
+    cluster_options,
+    output_option,
+    units_option,
+)
 from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 
 if TYPE_CHECKING:
+    from kreassign.cluster.units import Units
     from kreassign.execute.watch import WatchResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def rate_options(f: F) -> F:
-    f = click.option("--follower-rate", type=RATE, default=None, help="Follower-side rate (overrides --throttle).")(f)
-    f = click.option("--leader-rate", type=RATE, default=None, help="Leader-side rate (overrides --throttle).")(f)
-    f = click.option("--throttle", "rate", type=RATE, default=None,
+    f = click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --throttle).")(f)
+    f = click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --throttle).")(f)
+    f = click.option("--throttle", "rate", type=THROTTLE, default=None,
                      help="Replication rate for both sides, e.g. 50MB/s.")(f)
     return f
 
@@ -56,8 +68,11 @@ def rate_options(f: F) -> F:
 @click.option("--target-headroom", type=PERCENT, default=None,
               help="With --auto-throttle: share of each broker's network to keep free, e.g. 30%.")
 @click.option("--deadline", default=None, help="With --auto-throttle: finish by then: 2h, 06:00, or a date-time.")
-@click.option("--min-rate", type=RATE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
-@click.option("--max-rate", type=RATE, default=None, help="Auto-throttle's highest rate.")
+@click.option("--max-impact", type=PERCENT, default=None,
+              help="With --auto-throttle and --metrics-url: keep clients' produce p99 within this much above its "
+                   "first reading (e.g. 20%): raise the rates below the bound, lower them above it.")
+@click.option("--min-rate", type=THROTTLE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
+@click.option("--max-rate", type=THROTTLE, default=None, help="Auto-throttle's highest rate.")
 @click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,
               help="Auto-throttle changes a rate only when it differs by more than this.")
 @click.option("--adjust-every", type=DURATION, default=60.0, show_default=True,
@@ -69,6 +84,21 @@ def rate_options(f: F) -> F:
 @click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --stop-after "
                    "(default: what the cluster reports: a kreassign sandbox its --speed, Kafka 1).")
+@click.option("--sample", type=DURATION, default=DEFAULT_SAMPLE_S, show_default=True,
+              help="Before the first poll, measure the watched partitions' write rates over this long, so "
+                   "the first model ETA counts their writes (0: learn them from the polls).")
+@click.option("--metrics-url", "metrics_urls", multiple=True, metavar="ID=URL|@FILE",
+              help="A broker's Prometheus endpoint (the JMX exporter's /metrics), repeatable, or a file of 'ID URL' "
+                   "lines: shows produce latency, client throttle time, under-replicated partitions and "
+                   "replication traffic per broker.")
+@click.option("--canary", "use_canary", is_flag=True,
+              help="Measure clients with a canary producer and consumer (acks=all) on a topic with a partition "
+                   "led by each broker (created and removed by watch): a baseline before the first poll, a "
+                   "measurement at every poll.")
+@click.option("--canary-topic", default=None, help="With --canary: an existing topic to use instead.")
+@click.option("--metrics-names", type=click.Path(dir_okay=False),
+              help="JSON mapping of the metric names to read, over Strimzi's example rule names.")
+@units_option
 @click.option("--dry-run", is_flag=True, help="Watch, but change nothing: say what would be set, submitted, cleared.")
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
@@ -76,9 +106,12 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
           follower_rate: int | None, additional: bool, interval: float, stop_after: float | None,
           stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
-          target_headroom: float | None, deadline: str | None, min_rate: int, max_rate: int | None,
+          target_headroom: float | None, deadline: str | None, max_impact: float | None, min_rate: int,
+          max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
-          time_scale: float | None, dry_run: bool, output: str) -> int:
+          time_scale: float | None, sample: float, metrics_urls: tuple[str, ...], use_canary: bool,
+          canary_topic: str | None, metrics_names: str | None,
+          units: Units, dry_run: bool, output: str) -> int:
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
@@ -101,8 +134,13 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     pacing = max_moves_per_broker is not None or max_inflight_bytes is not None or order != "plan"
     if pacing and not pace_file:
         raise click.UsageError("--max-moves-per-broker, --max-inflight-bytes and --order need --pace PLAN_FILE")
-    if not auto_throttle and (target_headroom is not None or deadline is not None):
-        raise click.UsageError("--target-headroom and --deadline steer --auto-throttle; add --auto-throttle")
+    if not auto_throttle and (target_headroom is not None or deadline is not None or max_impact is not None):
+        raise click.UsageError("--target-headroom, --deadline and --max-impact steer --auto-throttle; "
+                               "add --auto-throttle")
+    if max_impact is not None and not metrics_urls and not use_canary:
+        raise click.UsageError("--max-impact needs a measure of client impact: add --canary or --metrics-url ID=URL")
+    if canary_topic and not use_canary:
+        raise click.UsageError("--canary-topic names the topic of --canary; add --canary")
     targets = None
     source = pace_file or plan_file
     if source:
@@ -113,12 +151,13 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     rt = runtime()
     policy = None
     if auto_throttle:
-        if target_headroom is None and deadline is None:
-            raise InputError("--auto-throttle needs --target-headroom 30% or --deadline 06:00 (or both)")
+        if target_headroom is None and deadline is None and max_impact is None:
+            raise InputError("--auto-throttle needs --max-impact 20%, --target-headroom 30% or --deadline 06:00")
         deadline_s = parse_deadline(deadline, (rt.now or datetime.now().astimezone)()) if deadline else None
         policy = AutoThrottlePolicy(target_headroom=target_headroom, deadline_s=deadline_s, min_rate=min_rate,
                                     max_rate=max_rate, change_threshold=change_threshold,
-                                    min_interval_s=adjust_every, consumer_fanout=consumer_fanout)
+                                    min_interval_s=adjust_every, consumer_fanout=consumer_fanout,
+                                    max_impact=max_impact)
     capacity = (float(network_capacity), float(network_capacity)) if network_capacity else None
     request = WatchRequest(
         targets=targets, interval_s=interval, timeout_s=stop_after, keep_throttles=keep_throttles,
@@ -126,11 +165,20 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
         leader_rate=leader_rate if leader_rate is not None else rate,
         follower_rate=follower_rate if follower_rate is not None else rate,
-        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale)
-    emit, close = event_printer(output)
+        additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
+        sample_s=sample, **metrics_request(metrics_urls, metrics_names))
+    emit, close = event_printer(output, units)
     try:
         with connect(bootstrap_server, command_config, request_timeout) as port:
-            result = watch_run(port, request, store=journal_store(journal_dir), control=run_control(), emit=emit)
+            closing = None
+            if use_canary:
+                request, closing = with_canary(port, request, bootstrap_server, command_config, request_timeout,
+                                               canary_topic)
+            try:
+                result = watch_run(port, request, store=journal_store(journal_dir), control=run_control(), emit=emit)
+            finally:
+                for note in closing() if closing is not None else []:
+                    click.echo(f"Note: {note}", err=True)
     finally:
         close()
     if dry_run and request.pace is not None:
@@ -149,14 +197,40 @@ def echo_first_wave(result: WatchResult, partitions: int, output: str) -> None:
                    f"{','.join(first) or 'nothing fits yet'}. Nothing was changed.")
 
 
-def time_header(scale: float) -> str | None:
-    """The header that says times are not wall-clock times (None on a cluster that runs in real time)."""
-    return None if scale == 1 else f"kreassign watch (sandbox time, x{scale:g})"
+def with_canary(port: Any, request: Any, bootstrap_server: str | None, command_config: str | None,
+                request_timeout: float | None, topic: str | None) -> tuple[Any, Callable[[], list[str]]]:
+    """The request with a canary measurement, and the function that closes the canary."""
+    import dataclasses
+
+    from kreassign.cluster.canary import open_canary
+    from kreassign.cluster.client_config import load_client_config
+    from kreassign.cluster.time_scale import read_time_scale
+
+    config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
+    scale = request.time_scale or read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
+    probe, close = open_canary(port, config, topic=topic, scale=scale)
+    return dataclasses.replace(request, canary=probe.measure), close
 
 
-def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None]]:
-    """How events reach the operator: JSON lines, a live rich display, or a line per poll."""
-    from kreassign.cli.watch_render import event_lines, render_progress, summary_line, write_json_event
+def metrics_request(urls: tuple[str, ...], names_file: str | None) -> dict[str, Any]:
+    """The `WatchRequest` fields for --metrics-url and --metrics-names."""
+    from kreassign.cli.runtime import read_text
+    from kreassign.cluster.broker_metrics import MetricNames
+    from kreassign.cluster.metrics_source import MetricsEndpoints
+
+    if names_file and not urls:
+        raise click.UsageError("--metrics-names maps the names read from --metrics-url; add --metrics-url")
+    out: dict[str, Any] = {}
+    if urls:
+        out["metrics"] = MetricsEndpoints.parse(urls, read_text)
+    if names_file:
+        out["metric_names"] = MetricNames.from_mapping(read_text(names_file), names_file)
+    return out
+
+
+def event_printer(output: str, units: Units = "decimal") -> tuple[Callable[[Any], None], Callable[[], None]]:
+    """How events reach the operator: JSON lines, one live screen (a terminal), or a line per poll."""
+    from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line, time_header, write_json_event
     from kreassign.execute.watch import ProgressEvent
 
     if output == "json":
@@ -169,27 +243,21 @@ def event_printer(output: str) -> tuple[Callable[[Any], None], Callable[[], None
 
         def plain(event: Any) -> None:
             nonlocal headed
-            lines = event_lines(event)
+            lines = event_lines(event, units)
             if isinstance(event, ProgressEvent):
                 header = time_header(event.time_scale)
-                lines = ([header] if header and not headed else []) + [summary_line(event)]
+                lines = ([header] if header and not headed else []) + [summary_line(event, units)]
                 headed = True
             for line in lines:
                 click.echo(line)
         return plain, (lambda: None)
-    from rich.console import Group
     from rich.live import Live
-    from rich.text import Text
 
+    screen = WatchScreen(units=units)
     live = Live(console=console, auto_refresh=False, transient=False)
     live.start()
 
     def show(event: Any) -> None:
-        if isinstance(event, ProgressEvent):
-            header = time_header(event.time_scale)
-            body = render_progress(event)
-            live.update(Group(Text(header, style="bold"), body) if header else body, refresh=True)
-        else:
-            for line in event_lines(event):
-                live.console.print(line, markup=False, highlight=False)
+        screen.update(event)
+        live.update(screen.render(), refresh=True)
     return show, live.stop

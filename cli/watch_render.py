@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from rich.console import Group, RenderableType
@@ -11,12 +13,16 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from kreassign.cluster.units import format_bytes, format_duration, format_rate
+from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
+from kreassign.cluster.write_sample import rates_line
 from kreassign.throttle.suggest import Suggestion
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
+from kreassign.execute.live_eta import StallDiagnosis
+from kreassign.execute.progress import MoveKey
 from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
+    StallClearedEvent,
     StalledEvent,
     ThrottleEvent,
     TimeoutEvent,
@@ -26,6 +32,7 @@ from kreassign.execute.watch import (
 
 _MAX_ROWS = 25
 _BAR_WIDTH = 24
+_LOG_LINES = 6
 
 
 def _eta(seconds: float | None) -> str:
@@ -34,57 +41,178 @@ def _eta(seconds: float | None) -> str:
     return "never" if math.isinf(seconds) else format_duration(seconds)
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else format_rate(max(value, 0.0))
-
-
 def _pct(fraction: float) -> str:
     return f"{fraction * 100:5.1f}%"
 
 
-def render_progress(event: ProgressEvent) -> RenderableType:
-    """Per-move bars and an overall bar, with throughput and both ETAs."""
+@dataclass
+class WatchScreen:
+    """The one screen `watch` shows a person, rebuilt from each event: an overall bar with the
+    model's ETA, a row per broker, the moves in progress, client impact, the stalls in force
+    (each stall appears once, from the event that started it until the one that cleared it) and
+    the last few things that happened. Every size and rate uses one unit system."""
+
+    units: Units = "decimal"
+    header: str | None = None
+    progress: ProgressEvent | None = None
+    stalls: dict[MoveKey, StallDiagnosis] = field(default_factory=dict)
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=_LOG_LINES))
+
+    def update(self, event: WatchEvent) -> None:
+        if isinstance(event, ProgressEvent):
+            self.progress = event
+            self.header = time_header(event.time_scale)
+            return
+        if isinstance(event, StalledEvent):
+            self.stalls[event.stall.key] = event.stall
+        elif isinstance(event, StallClearedEvent):
+            self.stalls.pop(event.stall.key, None)
+        self.log.extend(f"[{format_duration(event.at)}] {line}" for line in event_lines(event, self.units))
+
+    def render(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self.header:
+            parts.append(Text(self.header, style="bold"))
+        event = self.progress
+        if event is not None:
+            parts.extend(self._progress(event))
+        parts.extend(self._client(event))
+        if self.stalls:
+            parts.append(Text("Stalled now:", style="bold red"))
+            parts.extend(Text(f"  {s.message(self.units)}") for _, s in sorted(self.stalls.items()))
+        if self.log:
+            parts.append(Text("Recent:", style="bold"))
+            parts.extend(Text(f"  {line}") for line in self.log)
+        return Group(*parts)
+
+    def _client(self, event: ProgressEvent | None) -> list[RenderableType]:
+        """Client impact: per broker produce latency, its remote (acks=all) part, client throttle
+        time, under-replicated partitions and replication traffic, from the brokers' metrics."""
+        out: list[RenderableType] = []
+        if event is not None and event.client:
+            table = Table(box=None, pad_edge=False, header_style="bold", title="Client impact (broker metrics)",
+                          title_justify="left")
+            for name in ("broker", "produce p50", "produce p99", "remote p99", "throttled p99", "under-replicated",
+                         "replication in", "replication out", "client latency"):
+                table.add_column(name, justify="right")
+            for m in event.client:
+                table.add_row(str(m.broker), _ms(m.produce_p50_ms), _ms(m.produce_p99_ms), _ms(m.remote_p99_ms),
+                              _ms(m.throttle_p99_ms), "-" if m.under_replicated is None else f"{m.under_replicated:g}",
+                              _rate(m.replication_in_bps, self.units), _rate(m.replication_out_bps, self.units),
+                              _ms(m.client_latency_avg_ms))
+            out.append(table)
+        if event is not None and event.canary:
+            rise = {i.broker: i for i in event.canary_impact}
+            table = Table(box=None, pad_edge=False, header_style="bold", title="Client impact (canary)",
+                          title_justify="left")
+            for name in ("broker", "produce p50", "produce p99", "vs baseline", "end-to-end p99", "throttled",
+                         "timeouts"):
+                table.add_column(name, justify="right")
+            for c in event.canary:
+                i = rise.get(c.broker)
+                table.add_row(str(c.broker), _ms(c.p50_ms), _ms(c.p99_ms),
+                              "-" if i is None or i.p99_increase is None else f"{i.p99_increase:+.0%}",
+                              _ms(c.end_to_end_p99_ms), _ms(c.throttle_max_ms), str(c.timeouts))
+            out.append(table)
+        note = event.client_note if event is not None else None
+        if note or not out:
+            out.append(Text(f"Client impact: {note or 'not measured yet'}.", style="dim"))
+        return out
+
+    def _progress(self, event: ProgressEvent) -> list[RenderableType]:
+        view, u = event.view, self.units
+        overall = Table.grid(padding=(0, 1))
+        overall.add_row(Text("overall", style="bold"), ProgressBar(total=1.0, completed=view.fraction, width=_BAR_WIDTH),
+                        Text(_pct(view.fraction)), Text(f"{format_bytes(view.copied, u)}/{format_bytes(view.total, u)}"),
+                        Text(f"{len(view.active)} moving, {len(view.moves) - len(view.active)} done"))
+        out: list[RenderableType] = [overall, Text(eta_line(event, u))]
+        if event.down:
+            many = len(event.down) > 1
+            out.append(Text(f"Broker{'s' if many else ''} {','.join(map(str, event.down))} do{'' if many else 'es'} "
+                            "not answer: their moves cannot progress.", style="bold red"))
+        if event.brokers:
+            brokers = Table(box=None, pad_edge=False, header_style="bold")
+            for name in ("broker", "sends", "receives", "leader throttle", "follower throttle", "throttle used"):
+                brokers.add_column(name, justify="right")
+            for b in event.brokers:
+                share = b.share_used
+                brokers.add_row(str(b.broker), format_rate(b.out_bps, u), format_rate(b.in_bps, u),
+                                _throttle(b.leader_rate, u), _throttle(b.follower_rate, u),
+                                "-" if share is None else f"{share:.0%}")
+            out.append(brokers)
+        active = [m for m in view.moves if not m.done]
+        if active:
+            moves = Table(box=None, pad_edge=False, header_style="bold")
+            for name, justify in (("move", "left"), ("progress", "left"), ("", "right"), ("copied", "right"),
+                                  ("copies", "right"), ("writes", "right"), ("eta", "right")):
+                moves.add_column(name, justify=justify)  # type: ignore[arg-type]
+            for m in active[:_MAX_ROWS]:
+                moves.add_row(str(m.key), ProgressBar(total=1.0, completed=m.fraction, width=_BAR_WIDTH),
+                              _pct(m.fraction), f"{format_bytes(m.copied, u)}/{format_bytes(m.total, u)}",
+                              _rate(m.copy_bps, u), _rate(m.write_bps, u), "stalled" if m.stalled else _eta(m.eta_s))
+            out.append(moves)
+            if len(active) > _MAX_ROWS:
+                out.append(Text(f"... and {len(active) - _MAX_ROWS} more moving"))
+        return out
+
+
+def eta_line(event: ProgressEvent, units: Units = "decimal") -> str:
+    """The ETA the model gives now, what it assumed about writes, and the observed one."""
     view = event.view
-    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-    for name, justify in (("move", "left"), ("progress", "left"), ("", "right"), ("copied", "right"),
-                          ("rate", "right"), ("writes", "right"), ("eta", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    active = [m for m in view.moves if not m.done]
-    for m in active[:_MAX_ROWS]:
-        status = "stalled" if m.stalled else _eta(m.eta_s)
-        table.add_row(str(m.key), ProgressBar(total=1.0, completed=m.fraction, width=_BAR_WIDTH), _pct(m.fraction),
-                      f"{format_bytes(m.copied)}/{format_bytes(m.total)}", _rate(m.copy_bps), _rate(m.write_bps),
-                      status)
-    done = len(view.moves) - len(active)
-    parts: list[RenderableType] = [table] if active else []
-    if len(active) > _MAX_ROWS:
-        parts.append(Text(f"... and {len(active) - _MAX_ROWS} more moving"))
-    overall = Table.grid(padding=(0, 1))
-    overall.add_row(Text("overall", style="bold"), ProgressBar(total=1.0, completed=view.fraction, width=_BAR_WIDTH),
-                    Text(_pct(view.fraction)), Text(f"{format_bytes(view.copied)}/{format_bytes(view.total)}"))
-    parts.append(overall)
-    parts.append(Text(summary_line(event)))
-    return Group(*parts)
+    if event.model is None:
+        model = "-"
+    elif math.isinf(event.model.seconds):
+        model = "never (a move cannot finish at these throttles)"
+    else:
+        model = format_duration(event.model.seconds)
+    rates = event.write_rates
+    if rates is None:
+        writes = "write rates not measured yet (taken as 0)"
+    elif rates.window_s:
+        writes = f"writes measured over {format_duration(rates.window_s)}"
+    else:
+        writes = "writes measured from the polls"
+    return (f"ETA {model} (replication model; {writes}); observed {_eta(view.eta_s)}; "
+            f"throughput {_rate(view.throughput_bps, units)}")
 
 
-def summary_line(event: ProgressEvent) -> str:
+def _rate(value: float | None, units: Units = "decimal") -> str:
+    return "-" if value is None else format_rate(max(value, 0.0), units)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def _throttle(value: int | None, units: Units) -> str:
+    return "none" if value is None else format_rate(value, units)
+
+
+def time_header(scale: float) -> str | None:
+    """The header that says times are not wall-clock times (None on a cluster that runs in real time)."""
+    return None if scale == 1 else f"kreassign watch (sandbox time, x{scale:g})"
+
+
+def summary_line(event: ProgressEvent, units: Units = "decimal") -> str:
     """One line for logs and non-terminal output."""
     view = event.view
     model = "-" if event.model is None else _eta(event.model.seconds)
     down = (f"; broker{'s' if len(event.down) > 1 else ''} {','.join(map(str, event.down))} not answering"
             if event.down else "")
-    return (f"[{format_duration(event.at)}] {_pct(view.fraction).strip()} {format_bytes(view.copied)}/"
-            f"{format_bytes(view.total)}, {len(view.active)} moving, {len(view.moves) - len(view.active)} done, "
-            f"throughput {_rate(view.throughput_bps)}, ETA observed {_eta(view.eta_s)}, model {model}{down}")
+    return (f"[{format_duration(event.at)}] {_pct(view.fraction).strip()} {format_bytes(view.copied, units)}/"
+            f"{format_bytes(view.total, units)}, {len(view.active)} moving, {len(view.moves) - len(view.active)} done, "
+            f"throughput {_rate(view.throughput_bps, units)}, ETA observed {_eta(view.eta_s)}, model {model}{down}")
 
 
-def event_lines(event: WatchEvent) -> list[str]:
+def event_lines(event: WatchEvent, units: Units = "decimal") -> list[str]:
     """Text lines for events other than progress (which has its own display)."""
     if isinstance(event, StalledEvent):
-        return [f"STALLED: {event.stall.message()}"]
+        return [f"STALLED: {event.stall.message(units)}"]
+    if isinstance(event, StallClearedEvent):
+        return [f"Stall over: {event.message()}"]
     if isinstance(event, WaveEvent):
         w = event.wave
-        line = (f"Wave {w.number}: submitted {len(w.partitions)} partition(s) ({format_bytes(w.bytes)}): "
+        line = (f"Wave {w.number}: submitted {len(w.partitions)} partition(s) ({format_bytes(w.bytes, units)}): "
                 + ",".join(str(tp) for tp in w.partitions) + f"; {event.pending} partition(s) wait")
         return ([line] + [f"  {tp}: {e.message}" for tp, e in sorted(w.errors.items())]
                 + [f"  broker {b} did not answer ({e.message}): its throttle is not set yet; `kreassign resume` "
@@ -94,23 +222,24 @@ def event_lines(event: WatchEvent) -> list[str]:
         lines = []
         for b, (lead, fol) in sorted(event.decision.rates.items()):
             old = event.decision.previous.get(b, (None, None))
-            lines.append(f"{verb} throttle on broker {b}: leader {_rate_or_none(old[0])} -> {_rate_or_none(lead)}, "
-                         f"follower {_rate_or_none(old[1])} -> {_rate_or_none(fol)} ({event.decision.reason})")
+            lines.append(f"{verb} throttle on broker {b}: leader {_rate_or_none(old[0], units)} -> "
+                         f"{_rate_or_none(lead, units)}, follower {_rate_or_none(old[1], units)} -> "
+                         f"{_rate_or_none(fol, units)} ({event.decision.reason})")
         return lines
     if isinstance(event, CompleteEvent):
-        return complete_lines(event)
+        return complete_lines(event, units)
     if isinstance(event, TimeoutEvent):
         return [f"Timed out after {format_duration(event.at)} with {len(event.view.active)} move(s) still running "
                 f"({_pct(event.view.fraction).strip()} copied); the throttles stay in place."]
     return []
 
 
-def _rate_or_none(value: int | None) -> str:
-    return "unthrottled" if value is None else format_rate(value)
+def _rate_or_none(value: int | None, units: Units = "decimal") -> str:
+    return "unthrottled" if value is None else format_rate(value, units)
 
 
-def complete_lines(event: CompleteEvent) -> list[str]:
-    lines = [f"All moves finished after {format_duration(event.at)} ({format_bytes(event.view.copied)} copied)."]
+def complete_lines(event: CompleteEvent, units: Units = "decimal") -> list[str]:
+    lines = [f"All moves finished after {format_duration(event.at)} ({format_bytes(event.view.copied, units)} copied)."]
     for p in event.mismatched:
         lines.append(f"Partition {p.tp} is at {','.join(map(str, p.current))} rather than "
                      f"{','.join(map(str, p.target))}.")
@@ -216,4 +345,5 @@ def render_suggestion(s: Suggestion) -> RenderableType:
                                               for c in s.critical[:3]) + ".")
     lines.extend(f"To reach it: {r.text}." for r in s.remedies)
     lines.extend(f"Warning: {w}." for w in s.warnings)
+    lines.append(rates_line(s.write_rates))
     return Group(table, *(Text(line) for line in lines))

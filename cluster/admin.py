@@ -391,6 +391,76 @@ class KafkaAdmin:
                 out[replica] = (None if error is None or error is Errors.NoError else api_error(error))
         return out
 
+    # ---- topics the tool owns (the canary) ------------------------------------------------------
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
+        """CreateTopics with an explicit replica assignment (partition -> replicas, first leads)."""
+        spec = {name: {"assignments": {p: list(r) for p, r in sorted(assignment.items())}}}
+        try:
+            self._call(f"create topic {name}", lambda: self._client.create_topics(
+                spec, timeout_ms=self._request_timeout_ms(), wait_for_metadata=True))
+        except ClusterError as exc:
+            cause = exc.__cause__
+            return api_error(cause if isinstance(cause, Errors.KafkaError) else Errors.KafkaError(str(exc)))
+        return None
+
+    def delete_topic(self, name: str) -> ApiError | None:
+        """DeleteTopics of one topic; an error value when the cluster refuses or cannot."""
+        try:
+            self._call(f"delete topic {name}", lambda: self._client.delete_topics(
+                [name], timeout_ms=self._request_timeout_ms()))
+        except ClusterError as exc:
+            cause = exc.__cause__
+            return api_error(cause if isinstance(cause, Errors.KafkaError) else Errors.KafkaError(str(exc)))
+        return None
+
+    # ---- KIP-714 client-metrics subscriptions -----------------------------------------------
+    def list_client_metrics(self) -> list[str] | None:
+        """Names of the CLIENT_METRICS resources (ListConfigResources); None when the cluster
+        does not support listing them (before Kafka 3.7)."""
+        try:
+            raw = self._call("list client-metrics resources",
+                             lambda: self._client.list_config_resources([ConfigResourceType.CLIENT_METRICS]))
+        except ClusterError as exc:
+            if isinstance(exc.__cause__, (Errors.UnsupportedVersionError, Errors.IncompatibleBrokerVersion)):
+                return None
+            raise
+        return sorted(raw.get("client_metrics", []))
+
+    def describe_client_metrics(self, names: Iterable[str]) -> dict[str, dict[str, ConfigEntry]]:
+        """The configs of each named CLIENT_METRICS resource (empty for one that does not exist)."""
+        wanted = sorted(set(names))
+        if not wanted:
+            return {}
+        resources = [ConfigResource(ConfigResourceType.CLIENT_METRICS, n) for n in wanted]
+        raw = self._call("describe client-metrics resources",
+                         lambda: self._client.describe_configs(resources, config_filter="modified"))
+        found = raw.get("client_metrics", {})
+        return {n: _config_entries(found.get(n, {})) for n in wanted}
+
+    def alter_client_metrics(self, name: str, ops: ConfigOps, *, validate_only: bool = False) -> ApiError | None:
+        """SET/DELETE keys of one CLIENT_METRICS resource; None means applied."""
+        resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, name, _alter_ops(ops))
+        raw = self._call("alter a client-metrics resource", lambda: self._alter_configs([resource], validate_only))
+        return _alter_result(raw, "client_metrics", name)
+
+    # ---- offsets -----------------------------------------------------------------------------
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """ListOffsets (latest) from each partition's leader; None when the cluster does not
+        know the API (an old broker, or a sandbox without it)."""
+        from kafka.admin import OffsetSpec
+
+        wanted = {KafkaTopicPartition(p.topic, p.partition): OffsetSpec.LATEST for p in sorted(set(partitions))}
+        if not wanted:
+            return {}
+        try:
+            raw = self._call("list log end offsets", lambda: self._client.list_partition_offsets(
+                wanted, timeout_ms=self._request_timeout_ms()))
+        except ClusterError as exc:
+            if isinstance(exc.__cause__, (Errors.UnsupportedVersionError, Errors.IncompatibleBrokerVersion)):
+                return None
+            raise
+        return {TopicPartition(tp.topic, tp.partition): int(v.offset) for tp, v in sorted(raw.items())}
+
     # ---- reassignments -----------------------------------------------------------------------
     def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
                            ) -> dict[TopicPartition, Reassignment]:

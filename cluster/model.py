@@ -98,6 +98,30 @@ class Reassignment:
 
 
 @dataclass(frozen=True)
+class WriteRates:
+    """Where the partitions' write rates (`produce_bps`) came from.
+
+    `measured`: two readings of log end offsets and sizes `window_s` cluster seconds apart
+    (`method` says which readings gave bytes/s); `given`: written into a snapshot by hand or by
+    another tool. A state without a `WriteRates` and with every rate 0 has unknown rates: every
+    ETA computed from it says so instead of passing 0 off as a measurement.
+    """
+
+    source: str
+    """"measured" or "given"."""
+    window_s: float | None = None
+    method: str | None = None
+    """"sizes" (DescribeLogDirs) or "offsets+sizes" (ListOffsets too), for measured rates."""
+    measured_at: str | None = None
+    note: str | None = None
+    """What was missing (e.g. ListOffsets unsupported), one line."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "window_s": self.window_s, "method": self.method,
+                "measured_at": self.measured_at, "note": self.note}
+
+
+@dataclass(frozen=True)
 class ThrottleConfigs:
     """Dynamic throttle configs: broker id -> {key: value} and topic -> {key: value}."""
 
@@ -126,7 +150,7 @@ class ClusterState:
     __slots__ = (
         "brokers", "topics", "topic_index", "partition", "replica_offsets", "replica_ids",
         "leader", "isr_offsets", "isr_ids", "size_bytes", "produce_bps", "consume_bps",
-        "reassignments", "throttles", "cluster_id", "captured_at", "_topic_start",
+        "reassignments", "throttles", "cluster_id", "captured_at", "write_rates", "_topic_start",
         "_topic_pos", "_broker_pos",
     )
 
@@ -149,6 +173,7 @@ class ClusterState:
         throttles: ThrottleConfigs | None = None,
         cluster_id: str | None = None,
         captured_at: str | None = None,
+        write_rates: WriteRates | None = None,
     ) -> None:
         """Use `from_arrays` or `from_partitions`; this expects sorted, validated columns."""
         self.brokers: tuple[Broker, ...] = tuple(sorted(brokers, key=lambda b: b.id))
@@ -167,6 +192,7 @@ class ClusterState:
         self.throttles = throttles or ThrottleConfigs()
         self.cluster_id = cluster_id
         self.captured_at = captured_at
+        self.write_rates = write_rates
         self._topic_pos = {t: i for i, t in enumerate(self.topics)}
         self._topic_start = np.searchsorted(topic_index, np.arange(len(self.topics) + 1))
         self._broker_pos = {b.id: i for i, b in enumerate(self.brokers)}
@@ -194,6 +220,7 @@ class ClusterState:
         throttles: ThrottleConfigs | None = None,
         cluster_id: str | None = None,
         captured_at: str | None = None,
+        write_rates: WriteRates | None = None,
     ) -> ClusterState:
         """Build from columns (any order); sorts rows and checks consistency.
 
@@ -260,7 +287,7 @@ class ClusterState:
             leader=lead[order].astype(np.int32), isr_offsets=ioff_s, isr_ids=iids_s.astype(np.int32),
             size_bytes=size[order], produce_bps=prod[order], consume_bps=cons[order],
             reassignments=reassignments, throttles=throttles, cluster_id=cluster_id,
-            captured_at=captured_at,
+            captured_at=captured_at, write_rates=write_rates,
         )
 
     @classmethod
@@ -273,6 +300,7 @@ class ClusterState:
         throttles: ThrottleConfigs | None = None,
         cluster_id: str | None = None,
         captured_at: str | None = None,
+        write_rates: WriteRates | None = None,
     ) -> ClusterState:
         """Build from value objects; convenient for tests and small clusters."""
         parts = list(partitions)
@@ -286,6 +314,7 @@ class ClusterState:
             size_bytes=[p.size_bytes for p in parts], produce_bps=[p.produce_bps for p in parts],
             consume_bps=[p.consume_bps for p in parts], reassignments=reassignments,
             throttles=throttles, cluster_id=cluster_id, captured_at=captured_at,
+            write_rates=write_rates,
         )
 
     # ---- lookups ----------------------------------------------------------------------
@@ -440,8 +469,19 @@ class ClusterState:
             leader=leaders.astype(np.int32), isr_offsets=roff, isr_ids=rids,
             size_bytes=self.size_bytes, produce_bps=self.produce_bps,
             consume_bps=self.consume_bps, reassignments={}, throttles=self.throttles,
-            cluster_id=self.cluster_id, captured_at=self.captured_at,
+            cluster_id=self.cluster_id, captured_at=self.captured_at, write_rates=self.write_rates,
         )
+
+    @property
+    def rates_known(self) -> bool:
+        """Whether `produce_bps` are rates someone measured or gave, rather than 0 for unknown."""
+        return self.write_rates is not None or bool(np.any(self.produce_bps > 0))
+
+    def rates_origin(self) -> WriteRates | None:
+        """How the write rates were obtained; None when they are unknown."""
+        if self.write_rates is not None:
+            return self.write_rates
+        return WriteRates("given") if self.rates_known else None
 
     def describe(self) -> dict[str, Any]:
         return {"brokers": len(self.brokers), "topics": len(self.topics), "partitions": len(self),

@@ -7,10 +7,8 @@ whole operation raise `ClusterError` subclasses.
 """
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Generic, Protocol, TypeVar
 
 # Re-exported: the adapters and the throttle package import it from here.
@@ -181,6 +179,11 @@ class ClusterPort(Protocol):
         """Replica sizes and log dirs from DescribeLogDirs, per broker (all brokers by default)."""
         ...
 
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """Log end offsets (ListOffsets, latest) from the partitions' leaders; None when the
+        cluster does not support ListOffsets."""
+        ...
+
     def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
                            ) -> dict[TopicPartition, Reassignment]:
         """Reassignments in progress (all, or among `partitions`)."""
@@ -226,84 +229,25 @@ class ClusterPort(Protocol):
         """Run a preferred (or unclean) leader election; None means the leader is as wanted."""
         ...
 
-    def close(self) -> None:
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
+        """Create a topic with this replica assignment (partition -> replicas); None: created."""
         ...
 
+    def delete_topic(self, name: str) -> ApiError | None:
+        """Delete a topic; None: deleted."""
+        ...
 
-_log = logging.getLogger(__name__)
+    def list_client_metrics(self) -> list[str] | None:
+        """Names of the KIP-714 CLIENT_METRICS resources; None when the cluster cannot list them."""
+        ...
 
+    def describe_client_metrics(self, names: Iterable[str]) -> dict[str, dict[str, ConfigEntry]]:
+        """The set configs of each named CLIENT_METRICS resource (empty: it does not exist)."""
+        ...
 
-def snapshot_state(
-    port: ClusterPort,
-    *,
-    with_sizes: bool = True,
-    warn: Callable[[str], None] | None = None,
-    now: Callable[[], datetime] | None = None,
-) -> ClusterState:
-    """Read a complete `ClusterState` through the port.
+    def alter_client_metrics(self, name: str, ops: ConfigOps, *, validate_only: bool = False) -> ApiError | None:
+        """SET/DELETE keys of one CLIENT_METRICS resource; None means applied."""
+        ...
 
-    Sizes come from DescribeLogDirs of each partition's leader replica (the largest replica
-    when the leader's broker did not answer). Throttles are every throttle key set on any
-    broker or topic itself (cluster-wide defaults are left out: a per-broker DELETE cannot
-    remove them). Brokers that do not answer are skipped with a warning.
-
-    Args:
-        port: the cluster.
-        with_sizes: False skips DescribeLogDirs (sizes are then 0).
-        warn: receives one line per skipped broker or topic (default: this module's logger).
-        now: clock for `captured_at` (default: UTC now).
-
-    Raises:
-        ClusterError: the cluster-wide reads (brokers, topics, reassignments) failed.
-    """
-    say = warn if warn is not None else _log.warning
-    info = port.describe_brokers()
-    partitions = port.describe_topics()
-    if with_sizes:
-        report = port.log_dir_sizes(partitions=[p.tp for p in partitions])
-        for broker, error in sorted(report.unreachable.items()):
-            say(f"broker {broker} did not answer DescribeLogDirs, so sizes of partitions led "
-                f"by it come from other replicas: {error.message}")
-        partitions = [_with_size(p, report) for p in partitions]
-    reassignments = port.list_reassignments()
-    throttles = _read_throttles(port, [b.id for b in info.brokers],
-                                sorted({p.topic for p in partitions}), say)
-    captured = (now or (lambda: datetime.now(timezone.utc)))()
-    return ClusterState.from_partitions(
-        info.brokers, partitions, reassignments=reassignments, throttles=throttles,
-        cluster_id=info.cluster_id,
-        captured_at=captured.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
-
-
-def _with_size(p: PartitionInfo, report: LogDirReport) -> PartitionInfo:
-    size = report.size(p.tp, p.leader) if p.leader is not None else None
-    if size is None:
-        sizes = [s for s in (report.size(p.tp, b) for b in p.replicas) if s is not None]
-        size = max(sizes, default=0)
-    return PartitionInfo(topic=p.topic, partition=p.partition, replicas=p.replicas,
-                         leader=p.leader, isr=p.isr, size_bytes=size,
-                         produce_bps=p.produce_bps, consume_bps=p.consume_bps)
-
-
-def _read_throttles(port: ClusterPort, broker_ids: list[int], topics: list[str],
-                    say: Callable[[str], None]) -> ThrottleConfigs:
-    brokers = port.describe_broker_configs(broker_ids, BROKER_THROTTLE_KEYS)
-    for broker, error in sorted(brokers.errors.items()):
-        say(f"broker {broker}: could not read its throttle configs: {error.message}")
-    topic_configs = port.describe_topic_configs(topics, TOPIC_THROTTLE_KEYS) if topics else ConfigsResult[str]()
-    for topic, error in sorted(topic_configs.errors.items()):
-        say(f"topic {topic}: could not read its throttle configs: {error.message}")
-
-    def set_values(entries: Mapping[str, ConfigEntry], keys: tuple[str, ...]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key, entry in sorted(entries.items()):
-            if key in keys and entry.is_override and entry.value:
-                out[key] = entry.value
-        return out
-
-    broker_out = {b: v for b, e in sorted(brokers.configs.items())
-                  if (v := set_values(e, BROKER_THROTTLE_KEYS))}
-    topic_out = {t: v for t, e in sorted(topic_configs.configs.items())
-                 if (v := set_values(e, TOPIC_THROTTLE_KEYS))}
-    return ThrottleConfigs(broker=broker_out, topic=topic_out)
+    def close(self) -> None:
+        ...

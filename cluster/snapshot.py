@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
 from kreassign.cluster.model import NO_LEADER, ClusterState
 from kreassign.cluster.snapshot_checks import first_missing, first_repeat, is_member, row_of
 from kreassign.cluster.snapshot_header import (
@@ -100,7 +100,7 @@ def snapshot_to_dict(state: ClusterState) -> dict[str, Any]:
          "produce_bps": p.produce_bps, "consume_bps": p.consume_bps}
         for p in state.iter_partitions()
     ]
-    order = ["format", "version", "cluster_id", "captured_at", "brokers", "partitions",
+    order = ["format", "version", "cluster_id", "captured_at", "write_rates", "brokers", "partitions",
              "reassignments", "throttles"]
     return {key: doc[key] for key in order}
 
@@ -189,7 +189,8 @@ def _columns_from_rows(rows: Any, source: str) -> _Columns:
         for k, key in enumerate(("produce_bps", "consume_bps")):
             value = row.get(key)
             if value is not None:
-                if type(value) not in (int, float) or not math.isfinite(value):
+                if type(value) not in (int, float) or (type(value) is int and abs(value) > JAVA_LONG_MAX) or (
+                        not math.isfinite(value)):
                     fail(source, f"{where}.{key}", f"must be a number of bytes per second, got {show(value)}")
                 rates[k, i] = value
     return _Columns(
@@ -383,7 +384,7 @@ def _build_state(cols: _Columns, header: Header, source: str) -> ClusterState:
         produce_bps=rates["produce_bps"].astype(np.float64),
         consume_bps=rates["consume_bps"].astype(np.float64),
         throttles=header.throttles, cluster_id=header.cluster_id,
-        captured_at=header.captured_at,
+        captured_at=header.captured_at, write_rates=header.write_rates,
     )
     moves = dict(header.reassignments)
     if moves:
@@ -496,6 +497,7 @@ def _header_dict(state: ClusterState) -> dict[str, Any]:
         "version": FORMAT_VERSION,
         "cluster_id": state.cluster_id,
         "captured_at": None if state.captured_at is None else parse_time(state.captured_at, "state"),
+        "write_rates": None if state.write_rates is None else state.write_rates.to_dict(),
         "brokers": [{key: getattr(b, key) for key in BROKER_KEYS} for b in state.brokers],
         "reassignments": [
             {"topic": tp.topic, "partition": tp.partition, "replicas": list(r.replicas),
@@ -518,6 +520,7 @@ def _json_bytes(state: ClusterState) -> bytes:
     head = _header_dict(state)
     out = [f'{{"format":{_compact(FORMAT_NAME)},"version":{FORMAT_VERSION},',
            f'"cluster_id":{_compact(head["cluster_id"])},"captured_at":{_compact(head["captured_at"])},',
+           f'"write_rates":{_compact(head["write_rates"])},',
            '"brokers":[', ",\n".join(_compact(b) for b in head["brokers"]), "],",
            '"partitions":[']
     if len(state):

@@ -12,10 +12,11 @@ from datetime import datetime, timezone
 from typing import Any, NoReturn
 
 from kreassign.cluster.errors import JAVA_LONG_MAX, InputError
-from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition
+from kreassign.cluster.model import Broker, Reassignment, ThrottleConfigs, TopicPartition, WriteRates
 
 FORMAT_NAME = "kreassign-snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2 added `write_rates`; version 1 files read as before (rates given, or unknown when all 0)."""
 INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -27,6 +28,7 @@ class Header:
     brokers: tuple[Broker, ...]
     reassignments: tuple[tuple[TopicPartition, Reassignment], ...]
     throttles: ThrottleConfigs
+    write_rates: WriteRates | None = None
 
 
 def fail(source: str, where: str, what: str) -> NoReturn:
@@ -88,7 +90,25 @@ def parse_header(doc: Any, source: str) -> Header:
         brokers=_parse_brokers(doc.get("brokers"), source),
         reassignments=_parse_reassignments(doc.get("reassignments", []), source),
         throttles=_parse_throttles(doc.get("throttles", {}), source),
+        write_rates=_parse_write_rates(doc.get("write_rates"), source),
     )
+
+
+def _parse_write_rates(value: Any, source: str) -> WriteRates | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("source") not in ("measured", "given"):
+        fail(source, "write_rates", "must be null or an object whose \"source\" is \"measured\" or "
+              f"\"given\", got {show(value)}")
+    window = value.get("window_s")
+    if window is not None and (type(window) not in (int, float) or not math.isfinite(window) or window <= 0):
+        fail(source, "write_rates.window_s", f"must be a positive number of seconds or null, got {show(window)}")
+    method = _opt_str(value.get("method"), source, "write_rates.method")
+    note = _opt_str(value.get("note"), source, "write_rates.note")
+    measured = value.get("measured_at")
+    return WriteRates(source=value["source"], window_s=None if window is None else float(window),
+                      method=method, measured_at=None if measured is None else parse_time(measured, source),
+                      note=note)
 
 
 def parse_time(value: Any, source: str) -> str | None:

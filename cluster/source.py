@@ -1,6 +1,8 @@
 """Where cluster state comes from: a live cluster or a snapshot file, behind one function."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState
 
@@ -12,8 +14,16 @@ def load_cluster_state(
     command_config: str | None = None,
     with_sizes: bool = True,
     timeout_s: float | None = None,
+    sample_s: float = 0.0,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> ClusterState:
     """Read the cluster state from exactly one source.
+
+    With `sample_s` > 0 and a live cluster, every partition's write rate is measured over that
+    many cluster seconds (`clock` and `sleep` are wall-clock ones; the cluster's time scale
+    converts them). A snapshot keeps the rates it was written with.
 
     Raises:
         InputError: neither or both sources given, or a malformed snapshot.
@@ -31,7 +41,13 @@ def load_cluster_state(
             "or --snapshot FILE"
         )
     from kreassign.cluster.admin import open_admin
-    from kreassign.cluster.port import snapshot_state
+    from kreassign.cluster.capture import snapshot_state
+    from kreassign.cluster.time_scale import cluster_timing, read_time_scale
 
     with open_admin(bootstrap_server, command_config=command_config, timeout_s=timeout_s) as admin:
-        return snapshot_state(admin, with_sizes=with_sizes)
+        if sample_s > 0 and clock is not None and sleep is not None:
+            ids = [b.id for b in admin.describe_brokers().brokers]
+            clock, sleep = cluster_timing(clock, sleep, read_time_scale(admin, ids))
+            return snapshot_state(admin, with_sizes=with_sizes, sample_s=sample_s, clock=clock, sleep=sleep,
+                                  warn=warn)
+        return snapshot_state(admin, with_sizes=with_sizes, warn=warn)

@@ -5,6 +5,7 @@ import math
 import re
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Literal
 
 from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
 
@@ -48,21 +49,25 @@ def parse_bytes(text: str) -> int:
 
 
 def parse_rate(text: str) -> int:
-    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`.
-
-    A rate must be positive: 0 would stop replication (to remove a throttle, clear it)."""
+    """Parse a rate in bytes per second: `50000000`, `50MB/s`, `50MiB/s`, `50MB`."""
     raw = str(text).strip()
     body = raw[:-2] if raw.lower().endswith("/s") else raw
     try:
-        value = parse_bytes(body)
+        return parse_bytes(body)
     except UnitError:
         raise
     except InputError:
         raise InputError(
             f"'{clip(text)}' is not a rate: use bytes per second or a unit such as 50MB/s, 100MiB/s"
         ) from None
+
+
+def parse_throttle(text: str) -> int:
+    """A replication throttle: a rate that must be positive (0 would stop replication; a
+    throttle is removed by clearing it, not by setting 0)."""
+    value = parse_rate(text)
     if value <= 0:
-        raise InputError(f"a rate of '{clip(text)}' would stop replication: give a positive rate, or remove "
+        raise InputError(f"a throttle of '{clip(text)}' would stop replication: give a positive rate, or remove "
                          "the throttle with `kreassign throttle clear`")
     return value
 
@@ -89,30 +94,39 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def format_bytes(value: float) -> str:
-    """Render bytes with a binary unit: 1536 -> '1.5 KiB'."""
-    if value is None or math.isnan(value):
-        return "-"
+Units = Literal["decimal", "binary"]
+"""How sizes and rates are shown: decimal (kB, MB: Kafka's configs count bytes/s this way) or
+binary (KiB, MiB: how disks are often reported). One screen uses one system for both."""
+_STEPS = {"decimal": (1000, ("B", "kB", "MB", "GB", "TB", "PB")),
+          "binary": (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB"))}
+
+
+def _scaled(value: float, units: Units, suffix: str) -> str:
+    step, names = _STEPS[units]
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
-        value /= 1024
+    for name in names:
+        if value < step or name == names[-1]:
+            return f"{sign}{value:.0f} {name}{suffix}" if name == "B" else f"{sign}{value:.1f} {name}{suffix}"
+        value /= step
     raise AssertionError("unreachable")
 
 
-def format_rate(value: float) -> str:
-    """Render a rate in bytes/s with decimal units, as operators type them: 5e7 -> '50.0 MB/s'."""
+def format_bytes(value: float, units: Units = "binary") -> str:
+    """Render bytes: 1536 -> '1.5 KiB' (binary, the default) or '1.5 kB' (decimal)."""
+    if value is None or math.isnan(value):
+        return "-"
+    return _scaled(value, units, "")
+
+
+def format_rate(value: float, units: Units = "decimal") -> str:
+    """Render a rate in bytes/s, by default with decimal units as operators type them:
+    5e7 -> '50.0 MB/s' (binary: '47.7 MiB/s')."""
     if value is None or math.isnan(value):
         return "-"
     if math.isinf(value):
         return "unlimited"
-    for unit in ("B/s", "kB/s", "MB/s", "GB/s", "TB/s"):
-        if abs(value) < 1000 or unit == "TB/s":
-            return f"{value:.0f} {unit}" if unit == "B/s" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")
+    return _scaled(value, units, "/s")
 
 
 def format_duration(seconds: float) -> str:

@@ -48,10 +48,13 @@ class AutoThrottlePolicy:
     min_interval_s: float = 60.0
     consumer_fanout: float = 1.0
     """bytes read by consumers per byte produced, for the send side of client traffic"""
+    max_impact: float | None = None
+    """the bound on clients' produce p99 above its baseline (0.2 = 20%), measured by the brokers'
+    metrics; steers the rates by `impact_throttle.impact_step`"""
 
     def __post_init__(self) -> None:
-        if self.target_headroom is None and self.deadline_s is None:
-            raise InputError("--auto-throttle needs --target-headroom or --deadline")
+        if self.target_headroom is None and self.deadline_s is None and self.max_impact is None:
+            raise InputError("--auto-throttle needs --max-impact, --target-headroom or --deadline")
         if self.target_headroom is not None and not 0 <= self.target_headroom < 1:
             raise InputError("--target-headroom must be at least 0% and below 100%")
         if self.min_rate < 0 or (self.max_rate is not None and self.max_rate < self.min_rate):
@@ -64,7 +67,8 @@ class AutoThrottlePolicy:
         return int(min(max(rate, self.min_rate), top))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target_headroom": self.target_headroom, "deadline_s": self.deadline_s, "min_rate": self.min_rate,
+        return {"target_headroom": self.target_headroom, "deadline_s": self.deadline_s,
+                "max_impact": self.max_impact, "min_rate": self.min_rate,
                 "max_rate": self.max_rate, "change_threshold": self.change_threshold,
                 "min_interval_s": self.min_interval_s}
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kreassign.cluster.model import PartitionInfo, TopicPartition
-from kreassign.cluster.units import format_duration, format_rate
+from kreassign.cluster.units import Units, format_duration, format_rate
 from kreassign.execute.pacing import PaceLimits, PendingPartition
 from kreassign.execute.progress import MoveKey, ProgressView
 from kreassign.throttle.replication_model import (
@@ -33,18 +33,7 @@ from kreassign.throttle.replication_model import (
     simulate,
 )
 from kreassign.execute.live_throttle import ThrottleView
-
-SUGGESTION_MARGIN = 1.25
-"""a suggested rate is the needed one plus 25%, so the move finishes in reasonable time"""
-
-
-def nice_ceil(value: float) -> int:
-    """Round up to two significant digits: 2_345_678 -> 2_400_000."""
-    if value <= 0 or not math.isfinite(value):
-        return 0
-    step = 10 ** max(int(math.floor(math.log10(value))) - 1, 0)
-    return int(math.ceil(value / step) * step)
-
+from kreassign.throttle.estimate import SUGGESTION_MARGIN, nice_ceil
 
 @dataclass(frozen=True)
 class Fix:
@@ -87,18 +76,18 @@ class StallDiagnosis:
         side = {"leader-throttle": "leader", "follower-throttle": "follower"}.get(self.limit or "")
         return next((f.rate for f in self.fixes if f.side == side and f.broker == self.broker), None)
 
-    def message(self) -> str:
+    def message(self, units: Units = "decimal") -> str:
         what = f"{self.key.topic}-{self.key.partition} (new replica on broker {self.key.broker})"
         if self.reason == "observed" or self.limit is None:
-            copy = "" if self.copy_bps is None else f" (it copies {format_rate(max(self.copy_bps, 0.0))})"
+            copy = "" if self.copy_bps is None else f" (it copies {format_rate(max(self.copy_bps, 0.0), units)})"
             return (f"{what} makes no progress: its lag has not shrunk{copy} while its partition takes "
-                    f"{format_rate(self.write_bps)} of writes; raise the throttles of broker "
+                    f"{format_rate(self.write_bps, units)} of writes; raise the throttles of broker "
                     f"{self.key.broker} and of the partition's leader")
         where = f" on broker {self.broker}" if self.broker is not None else ""
-        head = (f"{what} cannot finish: its partition takes {format_rate(self.write_bps)} of writes, "
+        head = (f"{what} cannot finish: its partition takes {format_rate(self.write_bps, units)} of writes, "
                 f"more than its share of the {self.limit}{where}")
         if self.needed_bps is not None:
-            head += f" (which must exceed {format_rate(self.needed_bps)})"
+            head += f" (which must exceed {format_rate(self.needed_bps, units)})"
         if self.fixes:
             return head + "; these rates would work: " + "; ".join(f.command() for f in self.fixes)
         return head + "; no throttle change can raise that limit"

@@ -18,17 +18,24 @@ cluster seconds: a sandbox running faster than the wall clock says so through th
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.errors import ClusterError, ExitStatus
-from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
+from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, MetricNames, broker_metrics, missing_note
+from kreassign.cluster.capture import take_reading
+from kreassign.cluster.client_latency import BrokerLatency, Impact, LatencySample, impact, summarize, worst
+from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
+from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
+from kreassign.cluster.time_scale import cluster_timing, read_time_scale
+from kreassign.cluster.write_sample import rates_to_dict, sampled_rates
+from kreassign.execute.impact_throttle import ImpactBound, impact_step
 from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
+    Rates,
     RateDecision,
     WriteRateMeter,
     client_traffic_of,
@@ -55,39 +62,6 @@ from kreassign.execute.live_throttle import (
 
 Capacities = Mapping[int, tuple[float | None, float | None]]
 _CLOCK_SLACK = 1e-6  # a clock stepped in float increments may land a hair short of the timeout
-TIME_SCALE_KEY = "kreassign.sandbox.time.scale"
-"""Read-only broker config of a kreassign sandbox: its seconds per wall second."""
-_TIME_SCALE_PROBES = 3  # brokers asked before assuming real Kafka time
-
-
-def read_time_scale(port: ClusterPort, broker_ids: Sequence[int]) -> float:
-    """Cluster seconds per wall second: what the first answering broker reports as
-    `kreassign.sandbox.time.scale`, else 1 (Kafka brokers, which run on the wall clock)."""
-    for broker in broker_ids[:_TIME_SCALE_PROBES]:
-        try:
-            result = port.describe_broker_configs([broker], [TIME_SCALE_KEY])
-        except ClusterError:
-            return 1.0  # the loop's own reads report the problem properly
-        if broker in result.errors:
-            continue
-        entry = result.configs.get(broker, {}).get(TIME_SCALE_KEY)
-        try:
-            scale = float(entry.value) if entry is not None and entry.value is not None else 1.0
-        except ValueError:
-            return 1.0
-        return scale if math.isfinite(scale) and scale > 0 else 1.0
-    return 1.0
-
-
-def cluster_timing(clock: Callable[[], float], sleep: Callable[[float], None], scale: float
-                   ) -> tuple[Callable[[], float], Callable[[float], None]]:
-    """A clock and a sleeper in cluster seconds over wall-clock ones (`scale` cluster seconds
-    per wall second)."""
-    if scale == 1.0:
-        return clock, sleep
-    return (lambda: clock() * scale), (lambda seconds: sleep(seconds / scale))
-
-
 @dataclass(frozen=True)
 class WatchRequest:
     """What to watch and what to do along the way.
@@ -115,6 +89,15 @@ class WatchRequest:
     dry_run: bool = False
     time_scale: float | None = None
     """cluster seconds per wall second; None reads it from the cluster (see `read_time_scale`)"""
+    sample_s: float = 0.0
+    """before the first poll, measure the watched partitions' write rates over this many cluster
+    seconds, so the model's first ETA counts their writes (0: learn them from the polls)"""
+    metrics: MetricsEndpoints | None = None
+    """brokers' Prometheus endpoints, read at every poll for what clients see"""
+    metric_names: MetricNames = field(default_factory=MetricNames)
+    canary: Callable[[], Sequence[LatencySample]] | None = None
+    """one canary measurement (a record to every broker's canary partition, read back); taken
+    before the first poll for the baseline and at every poll after"""
 
     @property
     def stall_window_s(self) -> float:
@@ -126,7 +109,51 @@ class WatchRequest:
         return self.network_capacity if self.network_capacity is not None else (None, None)
 
 
+_CANARY_BASELINE_ROUNDS = 3
+_MIN_METRICS_WINDOW_S = 1.0  # counters read closer together than this give no rate yet
+STALL_CLEAR_POLLS = 2
+"""a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
+move that stalls and recovers on alternate polls is reported once, not on every poll)"""
+
+
 # ---- events -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BrokerRow:
+    """One broker's part in the moves now: catch-up bytes/s sent and received, its throttles, and
+    the share of them the catch-up uses (None where unthrottled or idle)."""
+
+    broker: int
+    out_bps: float
+    in_bps: float
+    leader_rate: int | None
+    follower_rate: int | None
+
+    @property
+    def share_used(self) -> float | None:
+        shares = [used / rate for used, rate in ((self.out_bps, self.leader_rate), (self.in_bps, self.follower_rate))
+                  if rate]
+        return max(shares) if shares else None
+
+    def to_dict(self) -> dict[str, Any]:
+        share = self.share_used
+        return {"broker": self.broker, "out_bps": round(self.out_bps, 3), "in_bps": round(self.in_bps, 3),
+                "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
+                "share_used": None if share is None else round(share, 4)}
+
+
+def broker_rows(view: ProgressView, throttles: ThrottleView) -> tuple[BrokerRow, ...]:
+    """Per broker involved in the active moves: what it sends and receives, against its throttles."""
+    out: dict[int, float] = {}
+    into: dict[int, float] = {}
+    for m in view.active:
+        rate = max(m.copy_bps or 0.0, 0.0)
+        into[m.key.broker] = into.get(m.key.broker, 0.0) + rate
+        if m.leader is not None:
+            out[m.leader] = out.get(m.leader, 0.0) + rate
+    return tuple(BrokerRow(b, out.get(b, 0.0), into.get(b, 0.0), throttles.broker(b).leader_rate,
+                           throttles.broker(b).follower_rate) for b in sorted(set(out) | set(into)))
+
+
 @dataclass(frozen=True)
 class ProgressEvent:
     at: float
@@ -136,12 +163,32 @@ class ProgressEvent:
     kind: str = "progress"
     time_scale: float = 1.0
     """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
+    write_rates: WriteRates | None = None
+    """how the write rates behind the model's ETA were measured; None: not yet known"""
+    brokers: tuple[BrokerRow, ...] = ()
+    client: tuple[BrokerMetrics, ...] = ()
+    """per broker, from its Prometheus endpoint (empty without --metrics-url, or before two reads)"""
+    client_note: str | None = None
+    """what the metrics could not show (not exported, or no endpoint given)"""
+    canary: tuple[BrokerLatency, ...] = ()
+    """per broker, what the canary measured at this poll"""
+    canary_impact: tuple[Impact, ...] = ()
+    """per broker, the canary's p99 against its baseline (before the first poll)"""
+    stalls: tuple[StallDiagnosis, ...] = ()
+    """the stalls reported before this poll and not cleared (this poll's changes follow as
+    `stalled` and `stall-cleared` events)"""
     down: tuple[int, ...] = ()
     """brokers of the moves that did not answer this poll (their moves cannot progress)"""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
                                "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
+                               "write_rates": rates_to_dict(self.write_rates),
+                               "brokers": [b.to_dict() for b in self.brokers],
+                               "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
+                               "canary": [c.to_dict() for c in self.canary],
+                               "canary_impact": [i.to_dict() for i in self.canary_impact],
+                               "stalls": [s.to_dict() for s in self.stalls],
                                "brokers_not_answering": list(self.down)}
         out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
         out["moves"] = [m.to_dict() for m in self.view.moves]
@@ -156,6 +203,26 @@ class StalledEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": self.kind, "at": round(self.at, 3), **self.stall.to_dict()}
+
+
+@dataclass(frozen=True)
+class StallClearedEvent:
+    """A reported stall is over: its move progressed for `STALL_CLEAR_POLLS` polls, or finished."""
+
+    at: float
+    stall: StallDiagnosis
+    finished: bool
+    kind: str = "stall-cleared"
+
+    def message(self) -> str:
+        k = self.stall.key
+        how = "finished" if self.finished else "makes progress again"
+        return f"{k.topic}-{k.partition} (new replica on broker {k.broker}) {how}"
+
+    def to_dict(self) -> dict[str, Any]:
+        k = self.stall.key
+        return {"event": self.kind, "at": round(self.at, 3), "topic": k.topic, "partition": k.partition,
+                "broker": k.broker, "finished": self.finished, "message": self.message()}
 
 
 @dataclass(frozen=True)
@@ -216,7 +283,8 @@ class TimeoutEvent:
                 "fraction": round(self.view.fraction, 6)}
 
 
-WatchEvent = ProgressEvent | StalledEvent | WaveEvent | ThrottleEvent | CompleteEvent | TimeoutEvent
+WatchEvent = (ProgressEvent | StalledEvent | StallClearedEvent | WaveEvent | ThrottleEvent | CompleteEvent
+              | TimeoutEvent)
 
 
 @dataclass(frozen=True)
@@ -252,12 +320,88 @@ class _Loop:
     broker_ids: list[int]
     pacer: Pacer | None = None
     tracker: ProgressTracker = field(default_factory=ProgressTracker)
-    reported: set[MoveKey] = field(default_factory=set)
+    reported: dict[MoveKey, StallDiagnosis] = field(default_factory=dict)
+    """stalls reported and not cleared yet"""
+    moving_again: dict[MoveKey, int] = field(default_factory=dict)
+    """polls in a row in which a reported stall's move progressed"""
     stalls: list[StallDiagnosis] = field(default_factory=list)
     last_change_s: float | None = None
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
     seen_topics: set[str] = field(default_factory=set)
+    sampled: dict[TopicPartition, float] = field(default_factory=dict)
+    """write rates measured before the first poll; the polls' own estimates replace them"""
+    rates_origin: WriteRates | None = None
+    topic_bytes_in: dict[str, float] = field(default_factory=dict)
+    """bytes/s written to each topic, from the brokers' metrics at the last poll"""
     guard: Callable[[str], None] | None = None
+    scraped: dict[int, BrokerReading] = field(default_factory=dict)
+    baseline_p99: dict[int, float] = field(default_factory=dict)
+    """each broker's first measured produce p99: the baseline of --max-impact"""
+    canary_baseline: dict[int, float] = field(default_factory=dict)
+    canary_worst: float | None = None
+    """the canary's worst impact at the last poll (None: no canary)"""
+
+    def canary_now(self) -> tuple[tuple[BrokerLatency, ...], tuple[Impact, ...]]:
+        """This poll's canary per broker and its impact against the baseline."""
+        if self.request.canary is None:
+            return (), ()
+        now = summarize(self.request.canary())
+        impacts = impact(self.canary_baseline, now)
+        self.canary_worst = worst(impacts)
+        return tuple(now.values()), tuple(impacts.values())
+
+    def client_metrics(self, now: float) -> tuple[tuple[BrokerMetrics, ...], str | None]:
+        """Per broker, what its metrics say since the previous poll; and what is missing."""
+        endpoints = self.request.metrics
+        if endpoints is None:
+            return (), "no --metrics-url: client latency is not measured (the admin API shows replication only)"
+        notes: list[str] = []
+        readings = read_brokers(endpoints, self.request.metric_names, now, warn=notes.append)
+        out = {b: broker_metrics(self.scraped[b], r) for b, r in readings.items()
+               if b in self.scraped and r.at - self.scraped[b].at >= _MIN_METRICS_WINDOW_S}
+        self.scraped.update({b: r for b, r in readings.items() if b in out or b not in self.scraped})
+        topics: dict[str, float] = {}
+        for m in out.values():
+            for topic, rate in m.bytes_in_bps.items():
+                topics[topic] = topics.get(topic, 0.0) + rate
+        self.topic_bytes_in = topics
+        note = missing_note(out)
+        return tuple(out[b] for b in sorted(out)), "; ".join(notes + ([note] if note else [])) or None
+
+    def sample_writes(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+        """Measure the watched partitions' write rates over `sample_s` before the first poll."""
+        wanted = self.target_set if self.target_set is not None else set(self.port.list_reassignments())
+        topics = sorted({tp.topic for tp in wanted})
+        if self.request.sample_s <= 0 or not topics:
+            return
+        parts = [p for p in self.port.describe_topics(topics) if p.tp in wanted]
+        first, _, note1 = take_reading(self.port, parts, clock)
+        sleep(self.request.sample_s)
+        second, _, note2 = take_reading(self.port, parts, clock, with_offsets=first.offsets is not None)
+        self.sampled, self.rates_origin = sampled_rates(first, second, (note1, note2), None)
+
+    def write_rates(self, partitions: Mapping[TopicPartition, PartitionInfo] | None = None) -> dict[TopicPartition, float]:
+        """Each partition's write rate: the polls' own estimate, else the sample, else its share of
+        its topic's bytes in from the brokers' metrics (spread evenly over the topic's partitions)."""
+        spread: dict[TopicPartition, float] = {}
+        if self.topic_bytes_in and partitions:
+            counts: dict[str, int] = {}
+            for tp in partitions:
+                counts[tp.topic] = counts.get(tp.topic, 0) + 1
+            spread = {tp: self.topic_bytes_in[tp.topic] / counts[tp.topic] for tp in partitions
+                      if tp.topic in self.topic_bytes_in}
+        return {**spread, **self.sampled, **self.tracker.write_rates()}
+
+    def rates_now(self, view: ProgressView) -> WriteRates | None:
+        """How the model's write rates were measured: the sample, else the polls once every
+        moving partition has two of them; None while some are unknown."""
+        if self.rates_origin is not None:
+            return self.rates_origin
+        if self.topic_bytes_in:
+            return WriteRates("measured", method="metrics", note="bytes in per topic from the brokers' metrics")
+        if view.active and all(m.write_bps is not None for m in view.active):
+            return WriteRates("measured", method="sizes", note="from successive polls of the log sizes")
+        return None
 
     @property
     def target_set(self) -> set[TopicPartition] | None:
@@ -292,34 +436,98 @@ class _Loop:
             return None, None
         capacities = {b: self.request.capacity(b) for b in self.broker_ids}
         live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
-                                write_rates=self.tracker.write_rates(), pending=pending,
+                                write_rates=self.write_rates(poll.partitions), pending=pending,
                                 limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
                                 capacities=capacities)
         return live, diagnose(live)
 
     def check_stalls(self, now: float, view: ProgressView, eta: ModelEta | None) -> list[StallDiagnosis]:
-        """Stalls seen for the first time: observed (the lag did not shrink over the window),
-        explained by the model when it agrees."""
+        """Stalls that start now, reported once: observed (the lag did not shrink over the window,
+        and the move copies no faster than its partition is written, so the message holds), and
+        explained by the model when it agrees. A reported stall clears, also once, when its move
+        finishes or has progressed for `STALL_CLEAR_POLLS` polls in a row."""
         by_model = {s.key: s for s in (eta.stalls if eta is not None else ())}
+        active = {m.key: m for m in view.active}
+        for key in sorted(set(self.reported) - set(active)):
+            self.emit(StallClearedEvent(now, self.reported.pop(key), finished=True))
+            self.moving_again.pop(key, None)
         fresh = []
         for m in view.active:
-            if not m.stalled:
-                self.reported.discard(m.key)
-                continue
             if m.key in self.reported:
+                if m.stalled:
+                    self.moving_again.pop(m.key, None)
+                    continue
+                self.moving_again[m.key] = self.moving_again.get(m.key, 0) + 1
+                if self.moving_again[m.key] >= STALL_CLEAR_POLLS:
+                    self.emit(StallClearedEvent(now, self.reported.pop(m.key), finished=False))
+                    del self.moving_again[m.key]
+                continue
+            if not m.stalled:
                 continue
             found = by_model.get(m.key)
+            if found is None and m.copy_bps is not None and m.write_bps is not None and m.copy_bps > m.write_bps:
+                continue  # it copies faster than it is written: the lag will shrink, not a stall yet
             diagnosis = found if found is not None else observed_stall(m.key, m.write_bps, m.copy_bps)
             if found is not None and m.copy_bps is not None:
                 diagnosis = StallDiagnosis(found.key, found.reason, found.write_bps, found.limit, found.broker,
                                            found.needed_bps, found.fixes, m.copy_bps)
-            self.reported.add(m.key)
+            self.reported[m.key] = diagnosis
             fresh.append(diagnosis)
             self.emit(StalledEvent(now, diagnosis))
         self.stalls.extend(fresh)
         return fresh
 
-    def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView) -> None:
+    def read_baselines(self, now: float) -> None:
+        """Before the first poll: the canary's p99 per broker and the brokers' first metrics
+        reading (the start of the counters' first window, and with --max-impact the p99 baseline)."""
+        if self.request.canary is not None:
+            self.canary_baseline = {b: lat.p99_ms for b, lat in summarize(
+                [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).items()
+                if lat.p99_ms is not None}
+        if self.request.metrics is None:
+            return
+        self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)
+        if self.request.auto is not None and self.request.auto.max_impact is not None:
+            self.baseline_p99 = {b: r.produce_ms["0.99"] for b, r in self.scraped.items() if r.produce_ms.get("0.99")}
+
+    def impact_rates(self, policy: AutoThrottlePolicy, sides: Mapping[int, tuple[bool, bool]], current: Rates,
+                     client: Sequence[BrokerMetrics], rows: Sequence[BrokerRow], deadline: Rates | None,
+                     ) -> tuple[dict[int, tuple[int | None, int | None]], str]:
+        """Per broker, one impact step of the sides its moves use (`sides`: sends, receives), by
+        the worst broker's produce p99 over its baseline. An unthrottled side gets a throttle only
+        when the impact is over the bound (from what it carries now)."""
+        assert policy.max_impact is not None
+        for m in client:
+            if m.produce_p99_ms is not None:
+                self.baseline_p99.setdefault(m.broker, m.produce_p99_ms)
+        now_p99 = {m.broker: m.produce_p99_ms for m in client if m.produce_p99_ms is not None}
+        rises = [p / self.baseline_p99[b] - 1 for b, p in now_p99.items() if self.baseline_p99.get(b, 0) > 0]
+        measured = self.canary_worst if self.canary_worst is not None else (max(rises) if rises else None)
+        bound = ImpactBound(policy.max_impact)
+        seen = {r.broker: r for r in rows}
+        out: dict[int, tuple[int | None, int | None]] = {}
+        reasons: list[str] = []
+        for b, used_sides in sorted(sides.items()):
+            row = seen.get(b)
+            new: list[int | None] = []
+            for i, (rate, used, steer) in enumerate(zip(current.get(b, (None, None)),
+                                                        (row.out_bps if row else 0.0, row.in_bps if row else 0.0),
+                                                        used_sides)):
+                if not steer:
+                    new.append(None)
+                    continue
+                start = rate if rate is not None else policy.clamp(used)
+                need = None if deadline is None or b not in deadline else deadline[b][i]
+                step = impact_step(bound, start, measured, min_rate=policy.min_rate, max_rate=policy.max_rate,
+                                   deadline_rate=need)
+                new.append(None if rate is None and step.rate >= start else step.rate)
+                reasons.append(step.conflict or step.reason)
+            out[b] = (new[0], new[1])
+        reason = next((r for r in reasons if "cannot both hold" in r), reasons[0] if reasons else "")
+        return out, reason
+
+    def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView,
+                      client: Sequence[BrokerMetrics] = (), rows: Sequence[BrokerRow] = ()) -> None:
         policy = self.request.auto
         if policy is None or live is None or (view.active and view.throughput_bps is None):
             return  # decide on measured write rates, not on the first sample
@@ -343,7 +551,16 @@ class _Loop:
             client_in, client_out = client_traffic_of(brokers, infos, rates, policy.consumer_fanout)
             cap = headroom_rates(policy, involved_ids, {b: self.request.capacity(b) for b in involved_ids},
                                  client_in, client_out, leader_bases(live))
-        if policy.deadline_s is not None:
+        if policy.max_impact is not None:
+            needed = deadline_rates(policy, live, now)[0] if policy.deadline_s is not None else None
+            sending = {ids[i] for i in set(live.inp.source[live.inp.source >= 0].tolist())}
+            receiving = {ids[i] for i in set(live.inp.dest.tolist())}
+            sides = {b: (b in sending, b in receiving) for b in involved_ids}
+            proposed, reason = self.impact_rates(policy, sides, current, client, rows, needed)
+            if cap is not None:
+                proposed = {b: tuple(min(x, c) if x is not None and c is not None else x  # type: ignore[misc]
+                                     for x, c in zip(r, cap.get(b, (None, None)))) for b, r in proposed.items()}
+        elif policy.deadline_s is not None:
             proposed, reason = deadline_rates(policy, live, now, cap)
             proposed = {b: proposed[b] for b in involved_ids if b in proposed}
         else:
@@ -396,9 +613,11 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
-    start = clock()
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
                  guard=guard)
+    loop.sample_writes(clock, sleep)
+    start = clock()
+    loop.read_baselines(0.0)
     if request.pace is not None:
         if request.targets is None:
             from kreassign.cluster.errors import InputError
@@ -431,12 +650,20 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         throttles = read_throttle_view(port, brokers=throttle_brokers,
                                        topics=sorted({tp.topic for tp in poll.watched} | pending_topics),
                                        in_flight=poll.in_flight)
+        client, client_note = loop.client_metrics(now)
         live, eta = loop.model(view, poll, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, down=tuple(sorted(poll.report.unreachable))))
+        canary, canary_impact = loop.canary_now()
+        if canary:
+            client_note = None if client else "from the canary (no --metrics-url)"
+        rows = broker_rows(view, throttles)
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
+                           brokers=rows, client=client, client_note=client_note, canary=canary,
+                           canary_impact=canary_impact, stalls=tuple(loop.reported.values()),
+                           down=tuple(sorted(poll.report.unreachable))))
         fresh = loop.check_stalls(now, view, eta)
         if fresh and request.fail_on_stall:
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)
-        loop.auto_throttle(now, view, live, throttles)
+        loop.auto_throttle(now, view, live, throttles, client, rows)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
             done = loop.finish(now, view, poll)
             emit(done)

@@ -42,6 +42,9 @@ class Moves:
     """bytes to copy: the partition's size (int64)"""
     write_bps: np.ndarray
     """the partition's produce rate, which the new replica must also keep up with (float64)"""
+    released_bps: np.ndarray
+    """the in-sync replication the leader stops sending when the partition's move completes: the
+    writes times the in-sync followers the plan removes, shared among its moves (float64)"""
 
     def __len__(self) -> int:
         return len(self.row)
@@ -49,7 +52,7 @@ class Moves:
     @classmethod
     def empty(cls) -> Moves:
         i = np.zeros(0, dtype=np.int64)
-        return cls(row=i, dest=i, source=i, bytes=i, write_bps=np.zeros(0))
+        return cls(row=i, dest=i, source=i, bytes=i, write_bps=np.zeros(0), released_bps=np.zeros(0))
 
     @property
     def total_bytes(self) -> int:
@@ -58,7 +61,7 @@ class Moves:
     def select(self, mask: np.ndarray) -> Moves:
         """The moves where `mask` (boolean or index array) selects."""
         return Moves(row=self.row[mask], dest=self.dest[mask], source=self.source[mask],
-                     bytes=self.bytes[mask], write_bps=self.write_bps[mask])
+                     bytes=self.bytes[mask], write_bps=self.write_bps[mask], released_bps=self.released_bps[mask])
 
     def bytes_in(self) -> dict[int, int]:
         """Bytes each destination broker receives, by broker id (only brokers that receive)."""
@@ -298,9 +301,15 @@ def diff_rows(state: ClusterState, rows: np.ndarray, target_offsets: np.ndarray,
     preferred_after = t_ids[t_off[:-1]] if n else np.zeros(0, dtype=np.int64)
     move_seg = t_seg[is_new]
     move_rows = rows[move_seg]
+    # In-sync followers the plan removes: the leader quota counts their fetches until the move ends.
+    i_off, i_ids = _take(state.isr_offsets, state.isr_ids.astype(np.int64), rows)
+    in_sync = _in_row(c_ids, c_seg, _padded(i_off, i_ids)) & (c_ids != leader_before[c_seg])
+    gone_in_sync = np.bincount(c_seg[is_gone & in_sync], minlength=n)
+    adding = np.maximum(np.diff(a_off), 1)
+    produce = state.produce_bps[move_rows].astype(np.float64)
     moves = Moves(row=move_rows, dest=t_ids[is_new], source=leader_before[move_seg],
-                  bytes=state.size_bytes[move_rows].astype(np.int64),
-                  write_bps=state.produce_bps[move_rows].astype(np.float64))
+                  bytes=state.size_bytes[move_rows].astype(np.int64), write_bps=produce,
+                  released_bps=produce * gone_in_sync[move_seg] / adding[move_seg])
 
     cluster_ids = np.asarray(state.broker_ids, dtype=np.int64)
     all_leaders = state.leader.astype(np.int64)

@@ -114,6 +114,27 @@ class Rate:
         return total / (self.window_ms(now_ms) / 1000.0)
 
 
+@dataclass
+class Avg:
+    """Kafka's `Avg` over the quota windows: the mean of the values recorded in the last
+    `samples` windows (0 when none, where Kafka's JMX shows NaN)."""
+
+    config: WindowConfig = field(default_factory=WindowConfig)
+    events: list[tuple[int, float]] = field(default_factory=list)
+
+    def record(self, value: float, now_ms: int) -> None:
+        self.events.append((now_ms, value))
+        self._purge(now_ms)
+
+    def _purge(self, now_ms: int) -> None:
+        horizon = now_ms - self.config.samples * self.config.window_ms
+        self.events = [(t, v) for t, v in self.events if t > horizon]
+
+    def measure(self, now_ms: int) -> float:
+        self._purge(now_ms)
+        return sum(v for _, v in self.events) / len(self.events) if self.events else 0.0
+
+
 def throttle_time_ms(rate: float, bound: float, window_ms: int) -> int:
     """`QuotaUtils.throttleTime`: how long to stay silent to bring `rate` down to `bound`
     (Java's Math.round: halves round up)."""
@@ -295,6 +316,8 @@ class ClientQuotaManager:
         self.configs = configs if configs is not None else QuotaConfigs()
         self.window = window if window is not None else WindowConfig()
         self.rates: dict[tuple[str, str, str], Rate] = {}
+        # the `throttle-time` sensors (Avg of the throttles given, recorded as KafkaApis throttles)
+        self.throttles: dict[tuple[str, str, str], Avg] = {}
 
     def _record(self, key: str, client_id: str, user: str, nbytes: float, now: float) -> tuple[int, Rate | None]:
         if not self.configs.enabled(key):
@@ -308,7 +331,10 @@ class ClientQuotaManager:
         value = rate.measure(now_ms)
         if value <= bound:
             return 0, rate
-        return throttle_time_ms(value, bound, rate.window_ms(now_ms)), rate
+        throttle = throttle_time_ms(value, bound, rate.window_ms(now_ms))
+        if throttle > 0:
+            self.throttles.setdefault((key, *tags), Avg(self.window)).record(throttle, now_ms)
+        return throttle, rate
 
     def produce_throttle_ms(self, client_id: str, user: str, nbytes: int, now: float) -> int:
         return self._record(PRODUCER_BYTE_RATE, client_id, user, nbytes, now)[0]

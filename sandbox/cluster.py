@@ -27,8 +27,10 @@ from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.private_files import write_private
+from kreassign.sandbox.prometheus import MetricsEndpoints, Sources
 from kreassign.sandbox.security import Security
 from kreassign.sandbox.server import SandboxServer
+from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTimings
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
@@ -64,6 +66,9 @@ class SandboxCluster:
             which AlterClientQuotas configures).
         log_dirs: log dirs per broker (a saved state keeps its own).
         default_client_quotas: `<default>` client-id quotas set at start, e.g. {"producer_byte_rate": 1e6}.
+        telemetry: run the KIP-714 telemetry receiver (`self.telemetry`) and advertise APIs 71 and 72.
+        metrics_port: serve each broker's Prometheus `/metrics` (`prometheus.py`) on 127.0.0.1,
+            broker i on metrics_port + i - 1 (0: free ports; None: no endpoints).
 
     Consumer groups and client quota configs are saved next to the state (groups.json,
     client_quotas.json) and restored with it.
@@ -81,8 +86,8 @@ class SandboxCluster:
                  tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
-                 default_client_quotas: Mapping[str, float] | None = None,
-                 security: Security | None = None) -> None:
+                 default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False,
+                 metrics_port: int | None = None, security: Security | None = None) -> None:
         if brokers < 1:
             raise InputError("a sandbox needs at least one broker")
         if log_dirs < 1:
@@ -95,7 +100,7 @@ class SandboxCluster:
         self.clock: Clock = clock if clock is not None else ScaledClock(speed)
         self.lock = threading.RLock()
         self.faults = Faults()
-        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only)
+        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only, telemetry=telemetry)
         saved = self.state_path if self.state_path is not None and self.state_path.exists() and not fresh else None
         if saved is not None:
             self.engine = _load(saved)
@@ -125,6 +130,7 @@ class SandboxCluster:
         self.data = DataPlane(self.engine, logs)
         self.clients = ClientState.load(self.state_dir if saved is not None else None, self.engine.now,
                                         default_client_quotas)
+        self.telemetry = TelemetryReceiver(self.engine.client_metrics) if telemetry else None
         ports = {b: (port_base + i if port_base else 0) for i, b in enumerate(self.engine.brokers)}
         self.security = security or Security()
         self.server = SandboxServer(self.engine, self.lock, clock=self.clock, faults=self.faults, ranges=self.ranges,
@@ -132,7 +138,11 @@ class SandboxCluster:
                                     data=self.data, quotas=client_quotas,
                                     broker_quotas=None if client_quotas is not None else self.clients.quotas.for_broker,
                                     groups=self.clients.groups, quota_configs=self.clients.quotas.configs,
-                                    security=self.security)
+                                    telemetry=self.telemetry, security=self.security)
+        self.metrics = None if metrics_port is None else MetricsEndpoints(
+            Sources(self.lock, self.engine, self.server.timings,
+                    None if client_quotas is not None else self.clients.quotas, self.telemetry),
+            list(self.engine.brokers), metrics_port)
         self._running = False
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -144,12 +154,21 @@ class SandboxCluster:
             except OSError as exc:
                 raise InputError(f"cannot listen on 127.0.0.1 ({exc.strerror}); pick another --port-base "
                                  "or leave it at 0 for free ports") from exc
+            if self.metrics is not None:
+                try:
+                    self.metrics.start()
+                except OSError as exc:
+                    self.server.stop()
+                    raise InputError(f"cannot serve metrics on 127.0.0.1 ({exc.strerror}); pick another "
+                                     "--metrics-port or 0 for free ports") from exc
             self._running = True
         return self
 
     def stop(self) -> None:
         """Close every listener, stop the ticker and save the state (with a state dir)."""
         if self._running:
+            if self.metrics is not None:
+                self.metrics.stop()
             self.server.stop()
             self._running = False
             if self.state_dir is not None:
@@ -173,6 +192,11 @@ class SandboxCluster:
     @property
     def ports(self) -> dict[int, int]:
         return self.server.ports
+
+    @property
+    def metrics_ports(self) -> dict[int, int]:
+        """Each broker's Prometheus port (empty without --metrics-port)."""
+        return self.metrics.ports if self.metrics is not None else {}
 
     @property
     def timings(self) -> RequestTimings:

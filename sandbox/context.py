@@ -1,6 +1,7 @@
 """What a request handler knows besides the request: the engine, which broker it is, where
 every broker listens, and for the data path the partition logs, the sandbox time, the client and
-its quotas; for groups and quota admin, the group coordinator and the client quota configs. Shared
+its quotas; for groups and quota admin, the group coordinator and the client quota configs; for
+KIP-714, the telemetry receiver. Shared
 by every handler module."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kreassign.sandbox.client_quotas import QuotaConfigs
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.groups import GroupCoordinator
+from kreassign.sandbox.telemetry import TelemetryReceiver
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Context:
     quotas: ClientQuotaHook = NoClientQuotas()
     groups: GroupCoordinator | None = None
     quota_configs: QuotaConfigs | None = None
+    telemetry: TelemetryReceiver | None = None
     principal: Principal | None = None
     """The authenticated user (None on listeners without SASL, where everything is allowed)."""
 

@@ -58,6 +58,7 @@ class SandboxOptions:
     fetch_round_s: float = FetchConfig.round_s
     log_dirs: int = 1
     client_quotas: tuple[str, ...] = ()
+    metrics_port: int | None = None  # Prometheus endpoints and the KIP-714 receiver when set
     security: dict[str, Any] | None = None
     """`Security.to_json()`: protocol, mechanism, stored credentials (no passwords), TLS dir."""
 
@@ -81,6 +82,7 @@ class SandboxOptions:
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
                               fetch=self.fetch, log_dirs=self.log_dirs,
                               default_client_quotas=self.default_client_quotas,
+                              telemetry=self.metrics_port is not None, metrics_port=self.metrics_port,
                               security=Security.from_json(self.security))
 
     @property
@@ -116,6 +118,12 @@ class DaemonInfo:
         tmp = path.with_suffix(".tmp")
         write_private(tmp, json.dumps(asdict(self), indent=2))
         os.replace(tmp, path)
+
+
+def metrics_extra(cluster: SandboxCluster) -> dict[str, Any]:
+    """What `sandbox.json` and `status` show about the Prometheus endpoints."""
+    ports = cluster.metrics_ports
+    return {"metrics": {str(b): f"http://127.0.0.1:{p}/metrics" for b, p in sorted(ports.items())}} if ports else {}
 
 
 def serve(cluster: SandboxCluster, stop: threading.Event, on_ready: Callable[[SandboxCluster], None]) -> None:
@@ -238,7 +246,7 @@ def main(argv: list[str]) -> int:
                                                              "sasl_mechanism": security.mechanism}
         DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), options.speed,
                    dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   str(state_dir / LOG_FILE), extra).write(state_dir / PID_FILE)
+                   str(state_dir / LOG_FILE), {**extra, **metrics_extra(cluster)}).write(state_dir / PID_FILE)
         print(f"sandbox ready: {cluster.bootstrap}", flush=True)
 
     try:

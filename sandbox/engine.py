@@ -23,9 +23,11 @@ import numpy as np
 
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
 from kreassign.sandbox import codes
+from kreassign.sandbox.client_metrics import ClientMetricsStore
 from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.replication import Replication
+from kreassign.sandbox.traffic import Traffic
 from kreassign.sandbox.state import NO_LEADER, BrokerState, PartitionState, TopicState
 from kreassign.sandbox.topics import TopicSpec, assign_replicas, partition_loads
 
@@ -72,6 +74,8 @@ class Engine:
         self.log_end = np.zeros(0)
         self.produce_bps = np.zeros(0)
         self.configs = ConfigStore()
+        self.client_metrics = ClientMetricsStore()
+        self.traffic = Traffic()
         self.fetch = fetch if fetch is not None else FetchConfig()
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0
@@ -484,6 +488,7 @@ class Engine:
                                             produce_bps=float(self.produce_bps[p.row])) for p in t.partitions]}
                        for t in self.topics.values()],
             "configs": self.configs.to_json(),
+            "client_metrics": {name: dict(cfg) for name, cfg in sorted(self.client_metrics.subscriptions.items())},
         }
 
     @classmethod
@@ -512,6 +517,8 @@ class Engine:
         engine.log_end = np.array(sizes, dtype=float)
         engine.produce_bps = np.array(rates, dtype=float)
         engine.configs = ConfigStore.from_json(data["configs"])
+        engine.client_metrics.subscriptions = {str(n): {str(k): str(v) for k, v in cfg.items()}
+                                               for n, cfg in data.get("client_metrics", {}).items()}
         # Draw fresh randomness for later topic creation without replaying the start-up draws.
         engine.rng = np.random.default_rng([engine.seed, len(engine.rows), int(math.floor(engine.now))])
         return engine

@@ -16,6 +16,7 @@ from kreassign.sandbox.handlers_admin import ADMIN_HANDLERS, NOT_CONTROLLER_MESS
 from kreassign.sandbox.handlers_data import DATA_HANDLERS
 from kreassign.sandbox.handlers_groups import GROUP_HANDLERS
 from kreassign.sandbox.handlers_quotas import QUOTA_HANDLERS
+from kreassign.sandbox.handlers_telemetry import TELEMETRY_HANDLERS
 from kreassign.sandbox.state import NO_LEADER
 from kreassign.sandbox.wire import APIS
 
@@ -24,7 +25,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 def dispatch(ctx: Context, api_key: int, version: int, request: Any) -> Any:
     handler = (HANDLERS.get(api_key) or DATA_HANDLERS.get(api_key) or GROUP_HANDLERS.get(api_key)
-               or QUOTA_HANDLERS.get(api_key) or ADMIN_HANDLERS[api_key])
+               or QUOTA_HANDLERS.get(api_key) or TELEMETRY_HANDLERS.get(api_key) or ADMIN_HANDLERS[api_key])
     return handler(ctx, version, request)
 
 

@@ -73,6 +73,8 @@ def describe_configs(ctx: Context, v: int, req: Any) -> Any:
             if code == codes.NONE:
                 entries = (eng.configs.describe_broker_default(keys) if broker_id is None else
                            eng.configs.describe_broker(broker_id, eng.static_broker_configs(broker_id), keys))
+        elif r.resource_type == ResourceType.CLIENT_METRICS:
+            entries = eng.client_metrics.describe(r.resource_name, keys)
         else:
             code, msg = codes.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         configs = [Ent(version=v, name=e.name, value=e.value, read_only=e.read_only, config_source=int(e.source),
@@ -120,6 +122,9 @@ def _alter_configs(ctx: Context, v: int, req: Any, incremental: bool) -> Any:
                 else:
                     code, msg = eng.configs.alter_broker(broker_id, static, [(c.name, c.value) for c in r.configs],
                                                          validate_only)
+        elif r.resource_type == ResourceType.CLIENT_METRICS and incremental:
+            code, msg = eng.client_metrics.alter(
+                r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs], validate_only)
         else:
             code, msg = codes.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         changed = changed or (code == codes.NONE and not validate_only)
@@ -263,7 +268,20 @@ def alter_replica_log_dirs(ctx: Context, v: int, req: Any) -> Any:
              results=[T(version=v, topic_name=t, partitions=ps) for t, ps in grouped.items()])
 
 
+def list_config_resources(ctx: Context, v: int, req: Any) -> Any:
+    """ListConfigResources (KIP-714's ListClientMetricsResources at v0): the client-metrics
+    subscriptions, the only listable type the sandbox has."""
+    R = _resp(74)
+    wanted = list(getattr(req, "resource_types", None) or []) if v >= 1 else []
+    if wanted and any(t != ResourceType.CLIENT_METRICS for t in wanted):
+        return R(version=v, throttle_time_ms=0, error_code=codes.UNSUPPORTED_VERSION, config_resources=[])
+    items = [R.ConfigResource(version=v, resource_name=n, resource_type=int(ResourceType.CLIENT_METRICS))
+             for n in ctx.engine.client_metrics.names()]
+    return R(version=v, throttle_time_ms=0, error_code=codes.NONE, config_resources=items)
+
+
 ADMIN_HANDLERS: dict[int, Callable[[Context, int, Any], Any]] = {
+    74: list_config_resources,
     32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 45: alter_partition_reassignments,
     46: list_partition_reassignments, 43: elect_leaders, 35: describe_log_dirs, 34: alter_replica_log_dirs,
 }

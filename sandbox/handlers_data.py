@@ -152,6 +152,8 @@ def _append(ctx: Context, p: PartitionState, records: bytes | None, r: _Produced
             return
         r.appended = data.append(p, records or b"", headers, ctx.now)
         r.nbytes = len(records or b"")
+        ctx.engine.traffic.produced(ctx.broker_id, p.topic, r.nbytes, sum(h.last_offset_delta + 1 for h in headers),
+                                    p.isr)
     except InvalidRecords as exc:
         r.code, r.message = exc.code, str(exc)
     except SequenceError as exc:
@@ -301,6 +303,9 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
             version=v, partition_index=w.index, error_code=code, high_watermark=hw, last_stable_offset=lso,
             log_start_offset=start, aborted_transactions=None, preferred_read_replica=-1, records=records, **extra))
     throttle = ctx.quotas.fetch_throttle_ms(ctx.client_id, ANONYMOUS, moved, now) if consumer else 0
+    if consumer and throttle == 0:
+        for (name, _), parts in by_topic.items():
+            ctx.engine.traffic.fetched(ctx.broker_id, name, sum(len(x.records or b"") for x in parts))
     if throttle > 0:
         return R(version=v, throttle_time_ms=throttle, error_code=codes.NONE, session_id=0, responses=[])
     topics = [T(version=v, topic=name, topic_id=tid or uuid.UUID(int=0), partitions=parts)

@@ -155,6 +155,9 @@ class Replication:
         self.rates = SampledRates(2 * len(self.broker_ids), samples=samples, window=window)
         self.table: FlowTable | None = None
         self.due: dict[int, float] = {}  # session key -> next fetch, kept across rebuilds
+        # replication bytes each broker sent as a leader and received as a follower, since start
+        self.sent = np.zeros(len(self.broker_ids))
+        self.received = np.zeros(len(self.broker_ids))
 
     def lagging_size(self, p: PartitionState, broker_id: int) -> float:
         """The current size of an out-of-sync replica, from the live table if it is a flow."""
@@ -320,10 +323,14 @@ class Replication:
         log_end[growing] += produce_bps[growing] * dt
         lrec = t.leader_quota_isr_bps * dt
         frec = t.follower_quota_isr_bps * dt
+        self.sent += t.out_isr_bps * dt
+        self.received += t.in_isr_bps * dt
         if not t.live.any():
             self._record_in_sync(t, lrec, frec, now + dt)
             return []
         used_out, used_in = self._free(t, log_end, dt, lrec, frec)
+        self.sent += used_out
+        self.received += used_in
         avail_out = np.maximum(self.network_bps - t.out_isr_bps - used_out / dt, 0.0)
         avail_in = np.maximum(self.network_bps - t.in_isr_bps - used_in / dt, 0.0)
         self._paced(t, log_end, produce_bps, now, now + dt, avail_out, avail_in)
@@ -438,6 +445,8 @@ class Replication:
                                                 resp_max, caps)
             src, dst = t.src[f], t.dst[f]
             t.size[f] += grant
+            self.sent += np.bincount(src, weights=grant, minlength=nb)
+            self.received += np.bincount(dst, weights=grant, minlength=nb)
             # joined the leader's log end at this fetch: in sync from here on (ISR at the tick's end)
             t.caught[f[ok & (lag - grant <= CAUGHT_UP_BYTES)]] = True
             data = (np.bincount(seg, weights=grant, minlength=len(ds)) > 0) | (t.isr_busy[ds] > 0)

@@ -36,6 +36,7 @@ from kreassign.sandbox.handlers_data import NoResponse, replica_id
 from kreassign.sandbox.purgatory import Delayed, Purgatory
 from kreassign.sandbox.sasl import SaslSession, not_sasl_listener
 from kreassign.sandbox.security import Security
+from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTiming, RequestTimings
 from kreassign.sandbox.wire import (
     APIS, API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, decode_request, encode_response, peek,
@@ -80,8 +81,10 @@ class SandboxServer:
                  data: DataPlane | None = None, quotas: ClientQuotaHook | None = None,
                  broker_quotas: Callable[[int], ClientQuotaHook] | None = None,
                  groups: GroupCoordinator | None = None, quota_configs: QuotaConfigs | None = None,
+                 telemetry: TelemetryReceiver | None = None,
                  security: Security | None = None) -> None:
         self.engine = engine
+        self.telemetry = telemetry
         self.broker_quotas = broker_quotas  # each broker's own quota manager, as Kafka's quotas are per broker
         self.groups = groups
         self.quota_configs = quota_configs
@@ -401,8 +404,9 @@ class SandboxServer:
         if response is CLOSE:
             return CLOSE, 0
         throttle = int(getattr(response, "throttle_time_ms", 0) or 0)
-        self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id,
-                                       (started - received) * 1000.0, local_ms, remote_ms, float(throttle)))
+        with self.lock:  # the metrics endpoints read the timings under the lock
+            self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id, (started - received) * 1000.0,
+                                           local_ms, remote_ms, float(throttle), self.clock.now()))
         if head.api_key in POKING_APIS:
             self.poke()  # an append may complete parked fetches, a join or sync parked group requests
         if isinstance(response, NoResponse):
@@ -448,7 +452,8 @@ class SandboxServer:
             quotas = self.broker_quotas(broker_id) if self.broker_quotas is not None else self.quotas
             ctx = Context(self.engine, broker_id, self.ports, self.ranges, self.host, data=self.data,
                           now=self.clock.now(), client_id=client_id, quotas=quotas, groups=self.groups,
-                          quota_configs=self.quota_configs, principal=principal)
+                          quota_configs=self.quota_configs, telemetry=self.telemetry,
+                          principal=principal)
             try:
                 outcome = dispatch(ctx, head.api_key, head.api_version, request)
                 report_operations(principal, head.api_key, head.api_version, request, outcome)

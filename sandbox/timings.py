@@ -22,6 +22,7 @@ class RequestTiming:
     local_ms: float
     remote_ms: float
     throttle_ms: float
+    at: float = 0.0  # sandbox time the response was ready
 
 
 class RequestTimings:

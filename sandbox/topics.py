@@ -59,21 +59,8 @@ def parse_topic_spec(text: str) -> TopicSpec:
     except ValueError:
         raise InputError(f"'{text}': partitions and replication factor must be integers") from None
     size = parse_bytes(parts[3]) if len(parts) > 3 else 80 * MB
-    rate = _write_rate(parts[4]) if len(parts) > 4 else 50_000.0
+    rate = float(parse_rate(parts[4])) if len(parts) > 4 else 50_000.0  # 0 (a quiet topic) is a rate
     return TopicSpec(parts[0], partitions, rf, size, rate)
-
-
-def _write_rate(text: str) -> float:
-    """A topic's produce rate: unlike a throttle rate, 0 (a quiet topic) is a rate."""
-    try:
-        return float(parse_rate(text))
-    except InputError:
-        body = text.strip()
-        if body.lower().endswith("/s"):
-            body = body[:-2]
-        if parse_bytes(body) == 0:
-            return 0.0
-        raise
 
 
 def partition_loads(spec: TopicSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

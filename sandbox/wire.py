@@ -13,7 +13,8 @@ from kafka.protocol.admin import (
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
     ElectLeadersResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    ListConfigResourcesRequest, ListConfigResourcesResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.consumer import (
     FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
@@ -37,8 +38,13 @@ from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
 
+from kreassign.sandbox.telemetry_messages import (
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
+)
+
 API_VERSIONS = 18
 DESCRIBE_CLUSTER = 60
+TELEMETRY_APIS = (71, 72)  # advertised only with the telemetry receiver on, as Kafka does
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 
@@ -59,6 +65,7 @@ APIS: dict[int, tuple[Any, Any]] = {
         (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         (DescribeClusterRequest, DescribeClusterResponse),
         (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+        (ListConfigResourcesRequest, ListConfigResourcesResponse),
         (ProduceRequest, ProduceResponse),
         (FetchRequest, FetchResponse),
         (ListOffsetsRequest, ListOffsetsResponse),
@@ -75,16 +82,21 @@ APIS: dict[int, tuple[Any, Any]] = {
         (DescribeGroupsRequest, DescribeGroupsResponse),
         (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         (AlterClientQuotasRequest, AlterClientQuotasResponse),
+        (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+        (PushTelemetryRequest, PushTelemetryResponse),
         (SaslHandshakeRequest, SaslHandshakeResponse),
         (SaslAuthenticateRequest, SaslAuthenticateResponse),
     )
 }
 
 
-def advertised_versions(*, describe_cluster_v0_only: bool = False) -> dict[int, tuple[int, int]]:
-    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0)."""
+def advertised_versions(*, describe_cluster_v0_only: bool = False,
+                        telemetry: bool = False) -> dict[int, tuple[int, int]]:
+    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0);
+    the KIP-714 APIs only with a telemetry receiver (`ApiVersionManager.clientTelemetryEnabled`)."""
     ranges: dict[int, tuple[int, int]] = {key: (int(req._valid_versions[0]), int(req._valid_versions[1]))
-                                          for key, (req, _) in APIS.items()}
+                                          for key, (req, _) in APIS.items()
+                                          if telemetry or key not in TELEMETRY_APIS}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
     # SaslHandshake v0 is followed by raw tokens instead of SaslAuthenticate frames (pre-KIP-152);

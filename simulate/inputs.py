@@ -159,6 +159,7 @@ def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
         pa.array(source.astype(np.int32)), pa.array(moves.dest.astype(np.int32)),
         pa.array(moves.bytes.astype(np.int64)), pa.array(moves.write_bps.astype(np.float64)),
         pa.array(leader_base.astype(np.float64)), pa.array(failover.astype(np.int32)),
+        pa.array(moves.released_bps.astype(np.float64)),
     ]
     return pa.table(columns, schema=arrow_schema(MOVES))
 

@@ -134,6 +134,7 @@ def scenario_arrays(brokers: Mapping[str, np.ndarray], moves: Mapping[str, np.nd
         bytes=col(moves["bytes"], np.int64),
         write_bps=col(moves["write_bps"], np.float64),
         failover_source=col(moves["failover_source"], np.int64),
+        released_bps=col(moves["released_bps"], np.float64),
     )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from kreassign.cluster.errors import InputError
 from kreassign.simulate.client_impact import BrokerTraffic, ClientModel, assess
 from kreassign.simulate.scenarios import RANDOM_BROKER, Scenario
+from kreassign.throttle.estimate import tolerance_for
 from kreassign.throttle.replication_model import (
     Admission,
     FetchLimits,
@@ -58,6 +59,8 @@ class ScenarioArrays:
     bytes: np.ndarray
     write_bps: np.ndarray
     failover_source: np.ndarray
+    released_bps: np.ndarray
+    """in-sync replication its leader stops sending when the move completes (unscaled)"""
 
     def __len__(self) -> int:
         return len(self.move_id)
@@ -111,6 +114,7 @@ def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.nda
         network_in=arrays.network_in, network_out=arrays.network_out,
         client_in=c_in + arrays.replication_in, client_out=c_out + arrays.replication_out,
         leader_base=arrays.leader_base, fetch=fetch,
+        released_bps=arrays.released_bps * scenario.write_multiplier,
     )
 
 
@@ -123,7 +127,7 @@ def _admission(scenario: Scenario, priority: np.ndarray) -> Admission | None:
 def _simulate(inp: ModelInput, admission: Admission | None) -> ModelResult:
     # The model subtracts inf - inf for moves that never start (no leader), harmlessly.
     with np.errstate(invalid="ignore"):
-        return simulate(inp, admission=admission)
+        return simulate(inp, admission=admission, tolerance=tolerance_for(len(inp)))
 
 
 def run_model(arrays: ScenarioArrays, scenario: Scenario) -> ModelResult:
@@ -219,7 +223,7 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
         leader_base=arrays.leader_base, leader_rate=arrays.leader_rate,
         follower_rate=arrays.follower_rate, move_id=arrays.move_id[rest], source=source,
         dest=arrays.dest[rest], bytes=remaining, write_bps=arrays.write_bps[rest],
-        failover_source=arrays.failover_source[rest],
+        failover_source=arrays.failover_source[rest], released_bps=arrays.released_bps[rest],
     )
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)

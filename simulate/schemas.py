@@ -57,6 +57,7 @@ MOVES = _fields(
     ("write_bps", _DOUBLE, False),
     ("leader_base_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
+    ("released_bps", _DOUBLE, False),
 )
 """One row per replica a plan adds, as `planner.diff.Moves` (source -1: partition has no leader).
 
@@ -141,6 +142,7 @@ MODEL_MOVES = _fields(
     ("bytes", _LONG, False),
     ("write_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
+    ("released_bps", _DOUBLE, False),
 )
 """The moves side of every scenario's model run (the same for all of them)."""
 

@@ -250,6 +250,8 @@ def _expansion_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
             F.col("produce_bps").alias("write_bps"),
             (F.col("produce_bps") * (F.col("isr_size") - 1)).alias("leader_base_bps"),
             (F.col("replicas")[1] if spec.rf > 1 else F.lit(-1)).alias("failover_source"),
+            # the replica it replaces stops replicating: an in-sync follower when the ISR has one
+            F.when(F.col("isr_size") > 1, F.col("produce_bps")).otherwise(0.0).alias("released_bps"),
         )
         .select(*columns(MOVES))
     )
@@ -286,6 +288,9 @@ def _decommission_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame
             F.col("size_bytes").alias("bytes"), F.col("produce_bps").alias("write_bps"),
             F.when(F.col("pos") == F.col("first_removed"),
                    F.col("produce_bps") * (F.col("isr_size") - 1)).otherwise(0.0).alias("leader_base_bps"),
+            # the removed replica stops replicating when it was an in-sync follower
+            F.when((F.col("broker") != F.col("leader")) & (F.col("isr_size") > 1),
+                   F.col("produce_bps")).otherwise(0.0).alias("released_bps"),
         )
         .withColumn("failover_source", F.coalesce(F.element_at(others, 1), F.lit(-1)))
         .select(*columns(MOVES))

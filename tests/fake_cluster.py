@@ -94,6 +94,7 @@ class FakeCluster:
         self.replica_dirs: dict[TopicPartitionReplica, str] = {}
         self.future_dirs: dict[TopicPartitionReplica, str] = {}
         self.calls: list[str] = []
+        self.client_metrics: dict[str, dict[str, str]] = {}
         self.reject: dict[TopicPartition, ApiError] = {}
         """per-partition errors the controller returns for reassignments (start or cancel)"""
         self.refuse_configs: dict[int | str, ApiError] = {}
@@ -175,6 +176,48 @@ class FakeCluster:
             raise UnknownTopicError(sorted(missing))
         return [PartitionInfo(tp.topic, tp.partition, tuple(p.replicas), p.leader, tuple(p.isr))
                 for tp, p in sorted(self.partitions.items()) if tp.topic in wanted]
+
+    def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
+        self._enter("create_topic")
+        if any(tp.topic == name for tp in self.partitions):
+            return ApiError(36, "TOPIC_ALREADY_EXISTS", f"Topic '{name}' already exists.")
+        self.add_topic(name, [assignment[p] for p in sorted(assignment)])
+        return None
+
+    def delete_topic(self, name: str) -> ApiError | None:
+        self._enter("delete_topic")
+        for tp in [tp for tp in self.partitions if tp.topic == name]:
+            del self.partitions[tp]
+        return None
+
+    def list_client_metrics(self) -> list[str] | None:
+        self._enter("list_client_metrics")
+        return sorted(self.client_metrics)
+
+    def describe_client_metrics(self, names: Iterable[str]) -> dict[str, dict[str, ConfigEntry]]:
+        self._enter("describe_client_metrics")
+        return {n: {k: ConfigEntry(v, "DYNAMIC_CLIENT_METRICS_CONFIG") for k, v in self.client_metrics.get(n, {}).items()}
+                for n in sorted(set(names))}
+
+    def alter_client_metrics(self, name: str, ops: Mapping[str, str | None], *,
+                             validate_only: bool = False) -> ApiError | None:
+        self._enter("alter_client_metrics")
+        current = dict(self.client_metrics.get(name, {}))
+        for key, value in ops.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        if not validate_only:
+            if current:
+                self.client_metrics[name] = current
+            else:
+                self.client_metrics.pop(name, None)
+        return None
+
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """Like a cluster without ListOffsets: write rates then come from log sizes alone."""
+        return None
 
     def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
                       partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:

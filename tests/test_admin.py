@@ -42,8 +42,8 @@ from kreassign.cluster.port import (
     LogDir,
     ReplicaLogDir,
     UnknownTopicError,
-    snapshot_state,
 )
+from kreassign.cluster.capture import snapshot_state
 
 
 class FakeClock:

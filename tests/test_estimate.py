@@ -72,11 +72,14 @@ def test_estimate_with_enough_rate_completes_and_respects_the_lower_bound(state:
 def test_json_schema_is_stable_and_strict(state: ClusterState) -> None:
     doc = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), max_moves_per_broker=1).to_dict()
     assert list(doc) == ["schema", "eta_s", "completes", "completable_eta_s", "lower_bound", "ratio_to_lower_bound",
-                         "moves", "partitions", "bytes", "schedule", "critical", "stalled", "brokers", "model"]
-    assert doc["schema"] == "kreassign.estimate/1" and doc["eta_s"] is None
+                         "moves", "partitions", "bytes", "schedule", "critical", "stalled", "write_rates", "fix",
+                         "brokers", "model"]
+    assert doc["schema"] == "kreassign.estimate/2" and doc["eta_s"] is None
+    assert doc["write_rates"] == {"known": True, "source": "given", "window_s": None, "method": None,
+                                  "measured_at": None, "note": None}
     assert doc["schedule"] == {"max_moves_per_broker": 1, "max_inflight_bytes": None, "order": "plan"}
     assert list(doc["stalled"][0]) == ["topic", "partition", "source", "dest", "bytes", "write_bps", "limit",
-                                       "broker", "needed_bps"]
+                                       "broker", "needed_bps", "suggested_rate"]
     assert list(doc["brokers"][0]) == ["broker", "leader_rate", "follower_rate", "bytes_out", "bytes_in", "busy_until_s"]
     json.dumps(doc, allow_nan=False)
 
@@ -129,3 +132,55 @@ def test_schedules_never_start_more_than_allowed(state: ClusterState) -> None:
                            fetch=NO_FETCH_LIMITS, tolerance=0)
     starts = np.sort(result.model.start_s)
     assert starts.tolist() == pytest.approx([0.0, 0.0, 1.0])  # orders-1 waits for orders-0 on broker 1
+
+
+def test_stalled_move_names_the_throttle_that_lets_it_finish(state: ClusterState) -> None:
+    result = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), fetch=NO_FETCH_LIMITS, tolerance=0)
+    (stuck,) = result.stalled
+    assert stuck.suggested_rate == 75 * MB  # needs more than 60 MB/s, plus 25%
+    assert result.fix_rate == 75 * MB and result.fix_eta_s == pytest.approx(100 / 15)  # clicks-0: 75 - 30 in sync - 30 writes
+    fixed = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB, broker_rates={2: stuck.suggested_rate}),
+                          fetch=NO_FETCH_LIMITS, tolerance=0)
+    assert fixed.completes and not fixed.stalled
+
+
+def test_unknown_write_rates_are_said_in_text_and_json() -> None:
+    brokers = [Broker(1), Broker(2), Broker(3)]
+    quiet = ClusterState.from_partitions(brokers, [PartitionInfo("t", 0, (1, 2), size_bytes=100 * MB)])
+    result = estimate_plan(quiet, [PartitionTarget("t", 0, (3, 2))], rates=RateRequest(throttle=10 * MB))
+    assert result.write_rates is None
+    doc = result.to_dict()
+    assert doc["write_rates"]["known"] is False and "write rates unknown, taken as 0" in doc["write_rates"]["note"]
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    console.print(render_estimate(result))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "Write rates unknown, taken as 0: the ETA is optimistic" in text
+
+
+def test_plan_names_moves_that_never_finish_before_they_start(state: ClusterState) -> None:
+    from kreassign.throttle.plan_report import build_plan_report
+
+    report = build_plan_report(state, PLAN, rate=50 * MB)
+    assert report.eta_s == math.inf and [str(s.tp) for s in report.stalled] == ["clicks-0"]
+    assert report.warnings[-2:] == (
+        "clicks-0 (new replica on broker 4) never finishes: its partition takes 30.0 MB/s of writes, more than "
+        "its share of the leader-throttle on broker 2; --leader-rate 75000000 (75.0 MB/s) on broker 2 lifts that limit",
+        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 11s)")  # with Kafka's fetch limits
+    doc = report.to_dict()
+    assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
+    assert doc["write_rates"]["source"] == "given"
+    assert build_plan_report(state, PLAN).eta_s is None  # no throttle, no ETA
+
+
+def test_moves_release_the_in_sync_replication_of_the_followers_they_replace() -> None:
+    from kreassign.planner.diff import diff_plan
+
+    brokers = [Broker(i) for i in (1, 2, 3, 4, 5)]
+    parts = [PartitionInfo("a", 0, (1, 2, 3), leader=1, isr=(1, 2, 3), produce_bps=6.0),  # replace 3: in sync
+             PartitionInfo("a", 1, (1, 2, 3), leader=1, isr=(1, 2), produce_bps=6.0),  # replace 3: out of sync
+             PartitionInfo("a", 2, (1, 2), leader=1, isr=(1, 2), produce_bps=6.0),  # grow to RF 3: nothing goes
+             PartitionInfo("a", 3, (1, 2, 3), leader=1, isr=(1, 2, 3), produce_bps=6.0)]  # replace 2 and 3 by 4 and 5
+    state = ClusterState.from_partitions(brokers, parts)
+    moves = diff_plan(state, [PartitionTarget("a", 0, (1, 2, 4)), PartitionTarget("a", 1, (1, 2, 4)),
+                              PartitionTarget("a", 2, (1, 2, 4)), PartitionTarget("a", 3, (1, 4, 5))]).moves
+    assert moves.released_bps.tolist() == [6.0, 0.0, 0.0, 6.0, 6.0]

@@ -43,14 +43,19 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return int(exit_info.value.code or 0), captured.out, captured.err
 
 
-def test_execute_prints_kafka_text_and_names_the_journal(fake: FakeCluster, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_execute_prints_a_short_summary_and_names_the_journal(fake: FakeCluster, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
     code, out, err = run(capsys, "execute", "-f", plan, "--throttle", "50MB/s")
     assert code == 0, err
-    assert out.endswith("The inter-broker throttle limit was set to 50000000 B/s\n"
-                        "Successfully started partition reassignment for foo-0\n")
     assert err.startswith("Journal: " + str(tmp_path / "journal" / "fake-cluster"))
+    journal = err.split("Journal: ")[1].strip()
+    assert out == ("Started 1 partition reassignment(s): 1 move data, 1 new replica(s).\n"
+                   "Throttle: leader 50.0 MB/s, follower 50.0 MB/s on broker(s) 1,2,3; it stays until "
+                   "`kreassign verify` or `kreassign watch` sees the moves done.\n"
+                   f"Follow it: kreassign watch -f {plan}\n"
+                   f"Undo it: kreassign abort --journal {journal}\n")
+    assert "Successfully started" not in out and "rollback" not in out  # Kafka's text is the front door's
     assert fake.bootstraps == ["127.0.0.1:9092"]  # type: ignore[attr-defined]
 
 
@@ -59,7 +64,7 @@ def test_execute_separate_leader_and_follower_rates(fake: FakeCluster, tmp_path:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
     code, out, _ = run(capsys, "execute", "-f", plan, "--leader-rate", "100", "--follower-rate", "200")
     assert code == 0
-    assert "The inter-broker throttle limit was set to 100 B/s (leader) and 200 B/s (follower)\n" in out
+    assert "Throttle: leader 100 B/s, follower 200 B/s on broker(s) 1,2,3;" in out
     assert fake.broker_configs[1] == {"leader.replication.throttled.rate": "100",
                                       "follower.replication.throttled.rate": "200"}
 

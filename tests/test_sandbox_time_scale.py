@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kreassign.cli.runtime import Runtime
-from kreassign.cli.watch_cmd import time_header
+from kreassign.cli.watch_render import time_header
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
 from kreassign.cluster.errors import ClusterError
@@ -22,8 +22,8 @@ from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.configs import TIME_SCALE_KEY
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.execute.watch import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
-from kreassign.execute.watch import read_time_scale
+from kreassign.cluster.time_scale import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
+from kreassign.cluster.time_scale import read_time_scale
 from fake_cluster import FakeCluster
 from test_throttle_cmd import Ran, invoke
 
@@ -105,9 +105,11 @@ def test_watch_measures_rates_and_etas_in_sandbox_seconds(fast: SandboxCluster, 
     wall_before = wall.now
     ran = cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "120s", "--output", "json")
     assert ran.exit_code == 3, ran.output[-2000:]
-    assert wall.now - wall_before == pytest.approx(120 / SPEED)  # sleeps are wall seconds
+    # sleeps are wall seconds: the 10 s write-rate sample, then 120 s of polls
+    assert wall.now - wall_before == pytest.approx((10 + 120) / SPEED)
     last = progress(ran)[-1]
     assert last["time_scale"] == SPEED and last["at"] == pytest.approx(120)
+    assert last["write_rates"]["known"] and last["write_rates"]["window_s"] == pytest.approx(10, rel=1e-3)
     # the leader quota also counts the in-sync follower's 0.1 MB/s, so the copy gets a bit less
     assert last["throughput_bps"] == pytest.approx(THROTTLE, rel=0.15)
     assert last["eta_model_s"] is not None
@@ -123,7 +125,7 @@ def test_time_scale_option_overrides_what_the_cluster_reports(fast: SandboxClust
     # measured against the wall clock (scale 1), the sandbox seems 60 times faster than its throttle,
     # and the model, which knows the throttle, says the move never finishes
     naive = cli(fast, wall, journals, "watch", "--time-scale", "1", "--interval", "1s", "--stop-after", "2s",
-                "--output", "json")
+                "--sample", "0", "--output", "json")
     last = progress(naive)[-1]
     assert last["time_scale"] == 1.0 and last["throughput_bps"] == pytest.approx(SPEED * THROTTLE, rel=0.15)
     assert last["eta_model_s"] is None

@@ -17,6 +17,7 @@ from kreassign.simulate.scenario_run import (
 )
 from kreassign.simulate.scenarios import RANDOM_BROKER, Failure, Scenario
 from kreassign.simulate.schemas import SCENARIO_RESULT
+from kreassign.throttle.estimate import tolerance_for
 from kreassign.throttle.replication_model import simulate
 
 MB = 1_000_000.0
@@ -34,13 +35,13 @@ def _arrays(throttle: float = 10 * MB) -> ScenarioArrays:
         leader_rate=np.full(4, throttle), follower_rate=np.full(4, throttle),
         move_id=np.arange(5), source=np.array([1, 1, 2, 3, 2]), dest=np.array([4, 3, 4, 1, 1]),
         bytes=np.array([100, 200, 300, 400, 150]) * 1_000_000, write_bps=np.array([1e5, 2e5, 0.0, 5e4, 0.0]),
-        failover_source=np.array([2, 2, 3, 2, -1]),
+        failover_source=np.array([2, 2, 3, 2, -1]), released_bps=np.array([1e5, 0.0, 0.0, 0.0, 0.0]),
     )
 
 
 def test_a_scenario_without_failure_is_exactly_the_model() -> None:
     arrays, scenario = _arrays(), Scenario(0, throttle_bps=10 * MB)
-    expected = simulate(model_input(arrays, scenario))
+    expected = simulate(model_input(arrays, scenario), tolerance=tolerance_for(len(arrays)))
     run = run_scenario(arrays, scenario, points=50)
     assert np.array_equal(run.finish_s, expected.finish_s)
     assert run.makespan_s == expected.makespan

@@ -21,6 +21,7 @@ from kreassign.cluster.model import (
     Reassignment,
     ThrottleConfigs,
     TopicPartition,
+    WriteRates,
 )
 from kreassign.cluster.snapshot import (
     PARQUET_METADATA_KEY,
@@ -128,8 +129,9 @@ def test_empty_cluster_round_trips(tmp_path: Path) -> None:
 def test_json_layout_is_one_record_per_line(tmp_path: Path) -> None:
     write_snapshot(sample_state(), tmp_path / "s.json")
     lines = (tmp_path / "s.json").read_text(encoding="utf-8").splitlines()
-    assert lines[0] == '{"format":"kreassign-snapshot","version":1,'
+    assert lines[0] == '{"format":"kreassign-snapshot","version":2,'
     assert lines[1] == '"cluster_id":"Mk3OEYBSD34fcwNTJENDM2Qk","captured_at":"2024-05-01T12:00:00Z",'
+    assert lines[2] == '"write_rates":null,'
     assert lines[lines.index('"partitions":[') + 1] == (
         '{"topic":"a","partition":10,"replicas":[1,2,4,3],"leader":4,"isr":[4],'
         '"size_bytes":0,"produce_bps":0.1,"consume_bps":0.0},')
@@ -232,7 +234,7 @@ DEL = object()
 
 TYPE_ERRORS = [
     ("format", DEL, 'is not a kreassign snapshot: its "format" field should be "kreassign-snapshot", got null'),
-    ("version", 7, "snapshot format version 7 is newer than this kreassign understands (1); upgrade kreassign"),
+    ("version", 7, "snapshot format version 7 is newer than this kreassign understands (2); upgrade kreassign"),
     ("version", "1", 'version must be a positive integer, got "1"'),
     ("brokers", DEL, "brokers must be a list of broker objects, got null"),
     ("brokers.0.id", -1, "brokers[0].id must be a broker id (0 or more), got -1"),
@@ -339,10 +341,10 @@ def test_parquet_refusals(tmp_path: Path) -> None:
     pq.write_table(pa.table({"x": [1]}), tmp_path / "plain.parquet")
     with pytest.raises(InputError, match="is a Parquet file but not a kreassign snapshot"):
         read_snapshot(tmp_path / "plain.parquet")
-    header = json.dumps({"format": "kreassign-snapshot", "version": 2, "brokers": []})
+    header = json.dumps({"format": "kreassign-snapshot", "version": 3, "brokers": []})
     pq.write_table(pa.table({"x": [1]}).replace_schema_metadata({PARQUET_METADATA_KEY: header}),
                    tmp_path / "new.parquet")
-    with pytest.raises(InputError, match=r"version 2 is newer than this kreassign understands \(1\)"):
+    with pytest.raises(InputError, match=r"version 3 is newer than this kreassign understands \(2\)"):
         read_snapshot(tmp_path / "new.parquet")
     header = json.dumps({"format": "kreassign-snapshot", "version": 1, "brokers": [{"id": 1}]})
     bad = pa.table({"topic": ["a"], "partition": [0], "replicas": ["1,2"]})
@@ -419,3 +421,35 @@ def test_row_checks_for_narrow_and_wide_rows(width: int, change: dict[str, Any],
     else:
         with pytest.raises(InputError, match=r"partitions\[1\] \(w-0\) " + message):
             snapshot_from_dict(doc)
+
+
+MEASURED = WriteRates("measured", window_s=30.0, method="sizes", measured_at="2024-05-01T12:00:30Z",
+                      note="ListOffsets is not supported by this cluster: rates from log sizes only")
+
+
+@pytest.mark.parametrize("name", ["m.json", "m.parquet"])
+def test_measured_write_rates_round_trip(tmp_path: Path, name: str) -> None:
+    state = ClusterState.from_partitions([Broker(1)], [PartitionInfo("a", 0, (1,), produce_bps=2048.0)],
+                                         write_rates=MEASURED)
+    write_snapshot(state, tmp_path / name)
+    back = read_snapshot(tmp_path / name)
+    assert back.write_rates == MEASURED and back.rates_origin() == MEASURED
+    assert back.produce_bps.tolist() == [2048.0]
+
+
+def test_version_1_files_stay_readable_and_say_where_rates_came_from(tmp_path: Path) -> None:
+    given = {"format": "kreassign-snapshot", "version": 1, "brokers": [{"id": 1}],
+             "partitions": [{"topic": "a", "partition": 0, "replicas": [1], "produce_bps": 5.0}]}
+    unknown = {**given, "partitions": [{"topic": "a", "partition": 0, "replicas": [1]}]}
+    (tmp_path / "given.json").write_text(json.dumps(given), encoding="utf-8")
+    (tmp_path / "unknown.json").write_text(json.dumps(unknown), encoding="utf-8")
+    assert read_snapshot(tmp_path / "given.json").rates_origin() == WriteRates("given")
+    assert read_snapshot(tmp_path / "unknown.json").rates_origin() is None
+
+
+def test_bad_write_rates_field_is_named(tmp_path: Path) -> None:
+    doc = {"format": "kreassign-snapshot", "version": 2, "brokers": [{"id": 1}], "partitions": [],
+           "write_rates": {"source": "measured", "window_s": -1}}
+    (tmp_path / "bad.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.json: write_rates.window_s must be a positive number of seconds"):
+        read_snapshot(tmp_path / "bad.json")

@@ -15,12 +15,13 @@ from kreassign.cluster.units import (
     parse_bytes,
     parse_duration,
     parse_rate,
+    parse_throttle,
 )
 
 
 @pytest.mark.parametrize(("text", "value"), [
     ("50000000", 50_000_000), ("50MB/s", 50_000_000), ("50MiB/s", 50 * 1024**2), ("50 mb/s", 50_000_000),
-    ("1.5GB", 1_500_000_000), ("10k", 10_000), ("7B/s", 7), (str(2**63 - 1), 2**63 - 1),
+    ("1.5GB", 1_500_000_000), ("10k", 10_000), ("0", 0), ("7B/s", 7), (str(2**63 - 1), 2**63 - 1),
 ])
 def test_parse_rate(text: str, value: int) -> None:
     assert parse_rate(text) == value
@@ -57,15 +58,21 @@ def test_formatting() -> None:
     assert format_duration(3 * 86400 + 7200) == "3d02h"
 
 
-@given(st.integers(min_value=1, max_value=2**63 - 1))
+@given(st.integers(min_value=0, max_value=2**63 - 1))
 def test_plain_numbers_round_trip(value: int) -> None:
     assert parse_rate(str(value)) == value
     assert parse_bytes(str(value)) == value
 
 
+def test_a_throttle_of_zero_is_refused() -> None:
+    with pytest.raises(InputError) as err:
+        parse_throttle("0MB/s")
+    assert str(err.value) == ("a throttle of '0MB/s' would stop replication: give a positive rate, or remove the "
+                              "throttle with `kreassign throttle clear`")
+    assert parse_throttle("1") == 1
+
+
 @pytest.mark.parametrize("text, message", [
-    ("0", "a rate of '0' would stop replication: give a positive rate, or remove the throttle with "
-          "`kreassign throttle clear`"),
     ("50Mb/s", "'50Mb' is ambiguous: a lower-case b means bits; write 50MB for bytes (or 50MiB for binary units)"),
     (str(2**63), f"'{2**63}' is too large: Kafka accepts at most {2**63 - 1} bytes"),
     ("9" * 400, "'" + "9" * 80 + "... (400 characters)' is too large: Kafka accepts at most 9223372036854775807 bytes"),

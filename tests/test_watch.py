@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from fake_cluster import FakeCluster
-from kreassign.cli.watch_render import event_lines, render_progress, summary_line
+from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
@@ -29,11 +30,13 @@ from kreassign.throttle.replication_model import FetchLimits
 from kreassign.execute.auto_throttle import AutoThrottlePolicy
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
+from kreassign.cluster.write_sample import OFFSETS_MISSING
 from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,
     ThrottleEvent,
+    TimeoutEvent,
     WatchEvent,
     WatchRequest,
     watch,
@@ -193,19 +196,68 @@ def test_rendering() -> None:
     progress = [e for e in events if isinstance(e, ProgressEvent)][1]
     # 25 MB of 105 MB; 5 MB/s against 1 MB/s of writes leaves 80 MB at 4 MB/s: 20 s observed; the
     # model counts what fetches get of 5 MB/s on a real broker (4.59 MB/s): 80 / 3.59 = 22 s.
-    assert summary_line(progress) == ("[5.0s] 23.8% 23.8 MiB/100.1 MiB, 1 moving, 0 done, throughput 5.0 MB/s, "
+    assert summary_line(progress) == ("[5.0s] 23.8% 25.0 MB/105.0 MB, 1 moving, 0 done, throughput 5.0 MB/s, "
                                       "ETA observed 20s, model 22s")
-    console = Console(file=io.StringIO(), width=100, color_system=None)
-    console.print(render_progress(progress))
-    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
-    assert lines[0].split() == ["move", "progress", "copied", "rate", "writes", "eta"]
-    assert lines[1].startswith("t-0->3 ") and lines[1].split()[-9:] == [
-        "23.8%", "23.8", "MiB/100.1", "MiB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
-    assert lines[2].startswith("overall ") and lines[2].endswith("23.8% 23.8 MiB/100.1 MiB")
-    assert lines[3] == summary_line(progress)
+    assert summary_line(progress, "binary").startswith("[5.0s] 23.8% 23.8 MiB/100.1 MiB, 1 moving, 0 done, "
+                                                       "throughput 4.8 MiB/s")
+    screen = WatchScreen()
+    screen.update(progress)
+    lines = screen_text(screen).splitlines()
+    assert lines[0].startswith("overall ") and lines[0].endswith("23.8% 25.0 MB/105.0 MB 1 moving, 0 done")
+    assert lines[1] == ("ETA 22s (replication model; writes measured from the polls); observed 20s; "
+                        "throughput 5.0 MB/s")
+    assert lines[2].split() == ["broker", "sends", "receives", "leader", "throttle", "follower", "throttle",
+                                "throttle", "used"]
+    assert lines[3].split() == ["1", "5.0", "MB/s", "0", "B/s", "none", "none", "-"]
+    assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
+    assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
+        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
     down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
     assert summary_line(down) == summary_line(progress) + "; brokers 3,4 not answering"
     assert down.to_dict()["brokers_not_answering"] == [3, 4]
+    screen.update(down)
+    assert "Brokers 3,4 do not answer: their moves cannot progress." in screen_text(screen)
+
+
+def screen_text(screen: WatchScreen) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(screen.render())
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_screen_at_three_moments_reports_a_stall_once_and_its_end_once() -> None:
+    fake = stalled_cluster()
+    screen = WatchScreen(units="binary")
+    shots: dict[str, str] = {}
+
+    def emit(event: WatchEvent) -> None:
+        screen.update(event)
+        if isinstance(event, ProgressEvent) and int(event.at) in (20, 90):
+            shots["before" if event.at < 30 else "stalled"] = screen_text(screen)
+        if isinstance(event, (CompleteEvent, TimeoutEvent)):
+            shots["after"] = screen_text(screen)
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now >= 100 and fake.broker_configs[3][FOLLOWER_RATE] == "1000000":
+            fake.broker_configs[3][FOLLOWER_RATE] = "10000000"  # the operator raises the throttle
+
+    watch(fake, WatchRequest(interval_s=10, stall_after_s=30, timeout_s=150), store=None, clock=lambda: fake.now,
+          sleep=sleep, emit=emit)
+    assert set(shots) == {"before", "stalled", "after"}
+    assert "Stalled now" not in shots["before"] and "STALLED" not in shots["before"]
+    during = shots["stalled"]
+    # six polls into the stall it is listed once as in force and logged once, and the message's
+    # numbers agree with the rows above it (2 MB/s of writes, a 1 MB/s follower throttle)
+    assert during.count("Stalled now:") == 1 and during.count("STALLED:") == 1
+    assert during.count("t-0 (new replica on broker 3) cannot finish") == 2
+    assert "takes 1.9 MiB/s of writes, more than its share of the follower-throttle on broker 3" in during
+    assert "none        976.6 KiB/s           100%" in during  # broker 3: a 1 MB/s follower throttle, all used
+    after = shots["after"]
+    assert "Stalled now" not in after and after.count("STALLED:") == 1
+    assert after.count("Stall over: t-0 (new replica on broker 3)") == 1
+    for shot in shots.values():  # one unit system: binary sizes and rates only
+        assert not re.search(r"\d (kB|MB|GB)(/s)?\b", shot), shot
 
 
 def test_auto_throttle_toward_a_deadline_is_journaled(tmp_path: Path) -> None:
@@ -240,3 +292,37 @@ def test_pace_dry_run_names_the_first_wave(tmp_path: Path) -> None:
     # t-0: 1 sends to 3; t-1: 3 sends to 2. One move per broker each way: both fit.
     assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: t-0,t-1. Nothing was changed.\n"
     assert fake.list_reassignments() == {}
+
+
+def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -> None:
+    etas = {}
+    for sample in (0.0, 10.0):
+        fake = GrowingCluster()
+        store = JournalStore(tmp_path / str(sample))
+        fake.alter_reassignments({TP: [1, 3]})
+        apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
+                              store=store)
+        fake.advance(10.0 - sample)  # both first polls see the same state: 110 MB written, 40 MB copied
+        _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=sample),
+                        store)
+        first = next(e for e in events if isinstance(e, ProgressEvent))
+        assert first.view.moves[0].lag == 70 * MB and first.model is not None
+        etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
+    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s leader
+    # rate; with it, the quota also carries the in-sync follower's 1 MB/s and the lag grows by 1 MB/s
+    fetches = FetchLimits()
+    got = 5 * MB * float(fetches.quota_share(np.array([5 * MB]), fetches.backoff_s)[0])
+    assert etas[0.0][0] == pytest.approx(70 * MB / got, rel=0.01) and etas[0.0][1]["known"] is False
+    assert etas[10.0][0] == pytest.approx(70 * MB / (got - 2 * MB), rel=0.01)
+    assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
+                             "measured_at": None, "note": OFFSETS_MISSING}
+
+
+def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
+    from kreassign.execute.watch import _Loop
+
+    loop = _Loop(GrowingCluster(), WatchRequest(), None, lambda e: None, [1, 2, 3, 4])
+    loop.topic_bytes_in = {"t": 4_000_000.0}
+    loop.sampled = {TP: 1_000_000.0}
+    partitions = {TP: None, TopicPartition("t", 1): None, TopicPartition("u", 0): None}
+    assert loop.write_rates(partitions) == {TP: 1_000_000.0, TopicPartition("t", 1): 2_000_000.0}  # type: ignore[arg-type]

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition
+from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition, WriteRates
+from kreassign.cluster.units import format_rate
+from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.throttle.replication_model import (
     DEFAULT_TOLERANCE,
     INF,
@@ -28,7 +30,29 @@ from kreassign.throttle.replication_model import (
 )
 from kreassign.throttle.schedule import Order, schedule_waves
 
-SCHEMA = "kreassign.estimate/1"
+SCHEMA = "kreassign.estimate/2"
+"""2 added write_rates (where the rates came from; never silently 0) and stalled[].suggested_rate."""
+SUGGESTION_MARGIN = 1.25
+"""a suggested rate is the needed one plus 25%, so the move finishes in reasonable time"""
+
+
+def nice_ceil(value: float) -> int:
+    """Round up to two significant digits: 2_345_678 -> 2_400_000."""
+    if value <= 0 or not math.isfinite(value):
+        return 0
+    step = 10 ** max(int(math.floor(math.log10(value))) - 1, 0)
+    return int(math.ceil(value / step) * step)
+
+EXACT_UP_TO = 2_000
+"""plans with at most this many moves are modelled event by event (tolerance 0: milliseconds);
+bigger ones batch completions (DEFAULT_TOLERANCE), which can overstate the tail a few percent"""
+
+
+def tolerance_for(moves: int) -> float:
+    """The event batching of the model for a plan this big (see EXACT_UP_TO)."""
+    return 0.0 if moves <= EXACT_UP_TO else DEFAULT_TOLERANCE
+
+
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
 
@@ -98,10 +122,32 @@ class StalledMove:
     broker: int | None
     needed_bps: float | None
 
+    @property
+    def suggested_rate(self) -> int | None:
+        """The throttle on `broker` that lets the move finish (the needed rate plus a margin);
+        None when the limit is not a throttle."""
+        if self.limit not in (Limit.LEADER_THROTTLE, Limit.FOLLOWER_THROTTLE) or self.needed_bps is None:
+            return None
+        return nice_ceil(self.needed_bps * SUGGESTION_MARGIN)
+
+    def message(self) -> str:
+        """One line for a person: which move never finishes, why, and the throttle that would do."""
+        where = f" on broker {self.broker}" if self.broker is not None else ""
+        text = (f"{self.tp} (new replica on broker {self.dest}) never finishes: its partition takes "
+                f"{format_rate(self.write_bps)} of writes, more than its share of the {self.limit.label}{where}")
+        if self.suggested_rate is not None and self.broker is not None:
+            side = "leader" if self.limit == Limit.LEADER_THROTTLE else "follower"
+            return text + f"; --{side}-rate {self.suggested_rate} ({format_rate(self.suggested_rate)}) on broker " \
+                          f"{self.broker} lifts that limit"
+        if self.needed_bps is not None:
+            return text + f" (which must exceed {format_rate(self.needed_bps)})"
+        return text
+
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.tp.topic, "partition": self.tp.partition, "source": self.source,
                 "dest": self.dest, "bytes": self.bytes, "write_bps": self.write_bps,
-                "limit": self.limit.label, "broker": self.broker, "needed_bps": self.needed_bps}
+                "limit": self.limit.label, "broker": self.broker, "needed_bps": self.needed_bps,
+                "suggested_rate": self.suggested_rate}
 
 
 @dataclass(frozen=True)
@@ -144,6 +190,12 @@ class EstimateResult:
     fetch: FetchLimits
     tolerance: float
     model: ModelResult
+    write_rates: WriteRates | None = None
+    """where the partitions' write rates came from; None: unknown (taken as 0)"""
+    fix_rate: int | None = None
+    """when moves stall: a throttle (leader and follower, on every broker) with which every move
+    finishes, found by raising the binding limits and running the model again"""
+    fix_eta_s: float | None = None
 
     @property
     def completes(self) -> bool:
@@ -167,6 +219,8 @@ class EstimateResult:
                          "max_inflight_bytes": self.max_inflight_bytes, "order": self.order},
             "critical": [c.to_dict() for c in self.critical],
             "stalled": [s.to_dict() for s in self.stalled],
+            "write_rates": rates_to_dict(self.write_rates),
+            "fix": None if self.fix_rate is None else {"throttle": self.fix_rate, "eta_s": _finite(self.fix_eta_s or 0.0)},
             "brokers": [b.to_dict() for b in self.brokers],
             "model": {"tolerance": self.tolerance, "steps": self.model.steps,
                       "fetch": {"replica_fetch_max_bytes": self.fetch.partition_max_bytes,
@@ -185,13 +239,16 @@ def estimate_moves(
     max_inflight_bytes: float | None = None,
     order: Order = "plan",
     fetch: FetchLimits | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float | None = None,
 ) -> EstimateResult:
-    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` (the planner's Moves).
+    """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` and optionally
+    `released_bps` (the planner's Moves).
 
     Raises:
         InputError: bad rates or limits, or moves that do not fit the cluster.
     """
+    if tolerance is None:
+        tolerance = tolerance_for(len(moves.row))
     leader, follower = resolve_rates(state, rates or RateRequest())
     inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch)
     if max_moves_per_broker is None and max_inflight_bytes is None:
@@ -200,14 +257,43 @@ def estimate_moves(
         result = schedule_waves(inp, max_moves_per_broker=max_moves_per_broker,
                                 max_inflight_bytes=max_inflight_bytes, order=order, tolerance=tolerance).result
     rows = np.asarray(moves.row, dtype=np.int64)
+    stalled = _stalled(state, inp, result, rows)
+    fix_rate, fix_eta = _fix(inp, stalled, max_moves_per_broker, max_inflight_bytes, order, tolerance)
     return EstimateResult(
         eta_s=result.makespan, completable_eta_s=result.completable_makespan, lower=result.lower,
-        critical=result.critical, stalled=_stalled(state, inp, result, rows),
+        critical=result.critical, stalled=stalled,
         brokers=_brokers(inp, result), moves=len(inp), partitions=int(len(np.unique(rows))),
         bytes=int(inp.bytes.sum()), max_moves_per_broker=max_moves_per_broker,
         max_inflight_bytes=max_inflight_bytes, order=order, fetch=inp.fetch, tolerance=tolerance,
-        model=result,
+        model=result, write_rates=state.rates_origin(), fix_rate=fix_rate, fix_eta_s=fix_eta,
     )
+
+
+_FIX_ROUNDS = 4
+
+
+def _fix(inp: ModelInput, stalled: Sequence[StalledMove], max_moves: int | None, max_bytes: float | None,
+         order: Order, tolerance: float) -> tuple[int | None, float | None]:
+    """One throttle for both sides of every broker with which the stalled moves finish: the
+    largest suggested rate, raised again while the model finds another limit (the follower side
+    after the leader side); None when no throttle can do it (a NIC or fetch limit binds)."""
+    rate = max((s.suggested_rate for s in stalled if s.suggested_rate is not None), default=None)
+    for _ in range(_FIX_ROUNDS):
+        if rate is None:
+            return None, None
+        trial = inp.with_rates(leader_rate=np.maximum(inp.leader_rate, rate), follower_rate=np.maximum(inp.follower_rate, rate))
+        if max_moves is None and max_bytes is None:
+            result = simulate(trial, tolerance=tolerance)
+        else:
+            result = schedule_waves(trial, max_moves_per_broker=max_moves, max_inflight_bytes=max_bytes, order=order,
+                                    tolerance=tolerance).result
+        if not result.stalled.any():
+            return rate, result.makespan
+        needed = result.needed_bps[result.stalled & np.isin(result.limit, [int(Limit.LEADER_THROTTLE),
+                                                                           int(Limit.FOLLOWER_THROTTLE)])]
+        needed = needed[~np.isnan(needed)]
+        rate = max(rate, nice_ceil(float(needed.max()) * SUGGESTION_MARGIN)) if len(needed) else None
+    return None, None
 
 
 def estimate_plan(

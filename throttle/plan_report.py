@@ -6,9 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartitionReplica
+from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartitionReplica, WriteRates
+from kreassign.cluster.units import format_duration, format_rate
+from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import PlanDiff, diff_plan
 from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
+from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves
 
 _MAX_WARNED = 5
 
@@ -35,6 +38,10 @@ class PlanReport:
     throttles: ThrottlePlan
     brokers: tuple[BrokerLoad, ...]
     warnings: tuple[str, ...]
+    eta_s: float | None = None
+    """with a throttle given: the model's ETA at that throttle (inf: some move never finishes)"""
+    stalled: tuple[StalledMove, ...] = ()
+    write_rates: WriteRates | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A stable JSON-ready form (the `--output json` schema of `kreassign plan`)."""
@@ -53,6 +60,9 @@ class PlanReport:
                 "brokers": {str(b): v for b, v in self.throttles.broker_rates.items()},
             },
             "warnings": list(self.warnings),
+            "eta_s": None if self.eta_s is None or self.eta_s == float("inf") else round(self.eta_s, 3),
+            "stalled": [s.to_dict() for s in self.stalled],
+            "write_rates": rates_to_dict(self.write_rates),
         }
 
 
@@ -88,8 +98,21 @@ def build_plan_report(
                    leaders_after=diff.leaders_after.get(b, 0))
         for b in brokers
     )
-    return PlanReport(diff=diff, throttles=throttles, brokers=loads,
-                      warnings=tuple(plan_warnings(state, diff)))
+    eta, stalled, fix = None, (), ""
+    if rate is not None or leader_rate is not None or follower_rate is not None:
+        estimate = estimate_moves(state, diff.moves, rates=RateRequest(
+            throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate))
+        eta, stalled = estimate.eta_s, estimate.stalled
+        if estimate.fix_rate is not None and estimate.fix_eta_s is not None:
+            fix = (f"--throttle {estimate.fix_rate} ({format_rate(estimate.fix_rate)}) lets every move finish "
+                   f"(ETA {format_duration(estimate.fix_eta_s)})")
+    warnings = plan_warnings(state, diff) + [s.message() for s in stalled[:_MAX_WARNED]]
+    if len(stalled) > _MAX_WARNED:
+        warnings.append(f"... and {len(stalled) - _MAX_WARNED} more move(s) never finish (see --output json)")
+    if fix:
+        warnings.append(fix)
+    return PlanReport(diff=diff, throttles=throttles, brokers=loads, warnings=tuple(warnings), eta_s=eta,
+                      stalled=stalled, write_rates=state.rates_origin())
 
 
 def plan_warnings(state: ClusterState, diff: PlanDiff) -> list[str]:

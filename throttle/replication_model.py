@@ -179,6 +179,9 @@ class ModelInput:
     leader_base: np.ndarray
     follower_base: np.ndarray
     fetch: FetchLimits = field(default_factory=FetchLimits)
+    released_bps: np.ndarray | None = None
+    """per move: in-sync replication its leader stops sending when the move completes (the
+    replicas the plan removes, whose fetches `leader_base` counted); None: nothing"""
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.broker_ids, dtype=np.int64)
@@ -190,6 +193,7 @@ class ModelInput:
             conv[name] = np.asarray(getattr(self, name), dtype=np.int64)
         for name in ("bytes", "write_bps", "start_s"):
             conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
+        conv["released_bps"] = np.zeros(m) if self.released_bps is None else np.asarray(self.released_bps, np.float64)
         for name in ("leader_rate", "follower_rate", "network_in", "network_out", "client_in",
                      "client_out", "leader_base", "follower_base"):
             conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
@@ -203,7 +207,8 @@ class ModelInput:
             raise InputError("a move names a broker position outside the broker list")
         if np.any(src == dst):
             raise InputError("a move copies a replica onto the broker it comes from")
-        for name in ("bytes", "write_bps", "start_s", "client_in", "client_out", "leader_base", "follower_base"):
+        for name in ("bytes", "write_bps", "start_s", "client_in", "client_out", "leader_base", "follower_base",
+                     "released_bps"):
             if np.any(~np.isfinite(conv[name])) or np.any(conv[name] < 0):
                 raise InputError(f"{name} must be finite and not negative")
         for name in ("leader_rate", "follower_rate", "network_in", "network_out"):
@@ -235,6 +240,7 @@ class ModelInput:
         leader_base: PerBroker = 0.0,
         follower_base: PerBroker = 0.0,
         fetch: FetchLimits | None = None,
+        released_bps: float | Sequence[float] | np.ndarray = 0.0,
     ) -> ModelInput:
         """Build from broker ids (not positions); per-broker values may be a scalar, an array
         in `broker_ids` order or a {broker id: value} map; a source of -1 means no leader.
@@ -276,7 +282,7 @@ class ModelInput:
             client_out=_per_broker(client_out, ids, 0.0, "client out"),
             leader_base=_per_broker(leader_base, ids, 0.0, "leader base"),
             follower_base=_per_broker(follower_base, ids, 0.0, "follower base"),
-            fetch=fetch if fetch is not None else FetchLimits(),
+            fetch=fetch if fetch is not None else FetchLimits(), released_bps=per_move(released_bps, np.float64),
         )
 
     def __len__(self) -> int:
@@ -775,7 +781,9 @@ class _Simulation:
         self._count(moves, -1)
         if self.admission is not None and self.admission.release_finished:
             return
-        self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves], minlength=b)
+        released = self.inp.released_bps
+        assert released is not None
+        self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves] - released[moves], minlength=b)
         self.in_sync_in += np.bincount(self.dst[moves], weights=self.w[moves], minlength=b)
 
     def _choose(self, eligible: np.ndarray) -> np.ndarray:
@@ -945,9 +953,13 @@ class _Simulation:
         b = self.inp.n_brokers
         src, dst, w = self.src[act], self.dst[act], self.w[act]
         after = np.where(done, dt - np.where(done, tau, 0.0), 0.0)
+        released = self.inp.released_bps
+        assert released is not None
         synced = np.where(done, w, 0.0)
+        sent = np.where(done, w - released[act], 0.0)  # the leader also stops serving removed replicas
         spare = []
-        for cap, ends in ((self.inp.out_capacity(self.in_sync_out)[0], src), (self.inp.in_capacity(self.in_sync_in)[0], dst)):
+        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out)[0], src, sent),
+                                  (self.inp.in_capacity(self.in_sync_in)[0], dst, synced)):
             begin = cap + np.bincount(ends, weights=synced, minlength=b)
             used = np.bincount(ends, weights=moved + synced * after, minlength=b)
             with np.errstate(invalid="ignore"):
@@ -1187,14 +1199,16 @@ def from_moves(
     dest: np.ndarray | None = None,
     bytes: np.ndarray | None = None,
     write_bps: np.ndarray | None = None,
+    released_bps: np.ndarray | None = None,
     start_s: float | np.ndarray = 0.0,
     leader_rate: PerBroker = INF,
     follower_rate: PerBroker = INF,
     fetch: FetchLimits | None = None,
 ) -> ModelInput:
     """Model input for moves of a cluster: columns `row` (partition row in `state`), `dest`
-    (broker receiving a new replica), `bytes`, `write_bps`, taken from `moves` (any object with
-    those attributes, such as the planner's Moves) unless given one by one.
+    (broker receiving a new replica), `bytes`, `write_bps` and, when the moves have it,
+    `released_bps`, taken from `moves` (any object with those attributes, such as the planner's
+    Moves) unless given one by one.
 
     Each move copies from the partition's current leader, as Kafka does (a `source` column, if
     any, is not used). NIC capacities come from the brokers, client traffic from the partitions'
@@ -1215,6 +1229,8 @@ def from_moves(
     dst = column("dest", dest).astype(np.int64)
     size = column("bytes", bytes).astype(np.float64)
     writes = column("write_bps", write_bps).astype(np.float64)
+    if released_bps is None and moves is not None and hasattr(moves, "released_bps"):
+        released_bps = np.asarray(moves.released_bps)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(state)):
         raise InputError("a move names a partition row that is not in the cluster")
     fetch = fetch if fetch is not None else FetchLimits()
@@ -1238,4 +1254,5 @@ def from_moves(
         fetcher=fetcher_ids(state, rows, fetch.num_fetchers), leader_rate=leader_rate,
         follower_rate=follower_rate, network_in=net_in, network_out=net_out, client_in=client_in,
         client_out=client_out, leader_base=leader_base, fetch=fetch,
+        released_bps=0.0 if released_bps is None else released_bps,
     )

@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.model import ClusterState, PartitionTarget
+from kreassign.cluster.model import ClusterState, PartitionTarget, WriteRates
 from kreassign.cluster.units import format_duration, format_rate
+from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import diff_plan
 from kreassign.throttle.replication_model import (
     INF,
@@ -114,6 +115,8 @@ class Suggestion:
     critical: tuple[Critical, ...] = ()
     remedies: tuple[Remedy, ...] = ()
     warnings: tuple[str, ...] = ()
+    write_rates: WriteRates | None = None
+    """where the write rates behind client traffic and the ETAs came from; None: unknown"""
 
     @property
     def reachable(self) -> bool | None:
@@ -128,7 +131,8 @@ class Suggestion:
                 "deadline_s": self.deadline_s, "reachable": self.reachable,
                 "brokers": [b.to_dict() for b in self.brokers],
                 "critical": [c.to_dict() for c in self.critical],
-                "remedies": [r.to_dict() for r in self.remedies], "warnings": list(self.warnings)}
+                "remedies": [r.to_dict() for r in self.remedies], "warnings": list(self.warnings),
+                "write_rates": rates_to_dict(self.write_rates)}
 
 
 def _capacities(state: ClusterState, request: SuggestRequest) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +204,7 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     if request.deadline_s is not None and result.makespan > request.deadline_s:
         remedies = _remedies(base_inp, admission, request, result.makespan, result.critical)
     return Suggestion(brokers, uniform_l, uniform_f, result.makespan, uniform.makespan, request.max_impact,
-                      request.deadline_s, result.critical, remedies, warnings)
+                      request.deadline_s, result.critical, remedies, warnings, state.rates_origin())
 
 
 def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str, ...]:

@@ -1,0 +1,189 @@
+"""The canary: a real producer (acks=all) and consumer on a topic with one partition led by each
+broker, measuring what a client of each broker sees: produce latency, end-to-end latency, the
+KIP-13 throttle time brokers put in their responses, and KIP-19 request timeouts. It needs
+nothing but an ordinary Kafka client (kafka-python), so it works against any cluster.
+
+Latencies are reported in cluster milliseconds (wall milliseconds x the cluster's time scale),
+so an accelerated sandbox reads like the Kafka it stands for."""
+from __future__ import annotations
+
+import struct
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kreassign.cluster.client_config import ClientConfig
+from kreassign.cluster.client_latency import BrokerLatency, LatencySample, summarize
+from kreassign.cluster.errors import ClusterError, InputError
+from kreassign.cluster.port import ClusterPort
+
+CANARY_TOPIC = "__kreassign_canary"
+_CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
+_HEADER = struct.Struct(">d")  # the send time (wall seconds) leads every canary value
+
+
+def canary_assignment(brokers: Sequence[int], replication_factor: int = 2) -> dict[int, tuple[int, ...]]:
+    """Partition i led by the i-th broker, followed by the next ones (acks=all waits on them)."""
+    ids = sorted(brokers)
+    rf = max(1, min(replication_factor, len(ids)))
+    return {i: tuple(ids[(i + k) % len(ids)] for k in range(rf)) for i in range(len(ids))}
+
+
+class CanaryProbe:
+    """Open producer and consumer on the canary topic; each `measure` sends `rounds` records to
+    every partition and reads them back (so `watch --canary` measures at every poll without
+    reconnecting). Close it when done."""
+
+    def __init__(self, config: ClientConfig, topic: str, leaders: Mapping[int, int], *, scale: float = 1.0,
+                 timeout_s: float = 10.0, payload_bytes: int = 256, clock: Callable[[], float] = time.time) -> None:
+        """Raises ClusterError when the clients cannot start (no broker reachable)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from kafka import KafkaConsumer, KafkaProducer
+            from kafka import TopicPartition as KafkaTopicPartition
+            from kafka.errors import KafkaError
+
+        self.topic, self.leaders, self.scale, self.timeout_s, self.clock = topic, dict(leaders), scale, timeout_s, clock
+        self.notes: list[str] = []
+        self._filler = b"\0" * max(payload_bytes - _HEADER.size, 0)
+        common: dict[str, Any] = {k: v for k, v in config.admin_kwargs().items()
+                                  if k not in ("client_id", "request_timeout_ms", "bootstrap_timeout_ms", "api_version")}
+        common["bootstrap_timeout_ms"] = int(min(config.timeouts.connect_timeout_s, _CONNECT_S) * 1000)
+        try:
+            self.producer = KafkaProducer(acks="all", linger_ms=0, retries=0, request_timeout_ms=int(timeout_s * 1000),
+                                          max_block_ms=int(min(timeout_s, _CONNECT_S) * 1000),
+                                          client_id="kreassign-canary", **common)
+            self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, client_id="kreassign-canary",
+                                          fetch_max_wait_ms=10, **common)
+        except (KafkaError, ValueError, OSError) as exc:
+            raise ClusterError(f"Could not start the canary clients: {exc}") from exc
+        parts = [KafkaTopicPartition(topic, p) for p in sorted(leaders)]
+        self.consumer.assign(parts)
+        self.consumer.seek_to_end(*parts)
+        for p in parts:
+            self.consumer.position(p)
+        for p in sorted(leaders):  # connections and metadata first: not what clients see in steady state
+            try:
+                self.producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
+            except KafkaError as exc:
+                self.close()
+                raise ClusterError(f"The canary could not write to {topic}-{p}: {exc}. Check that the brokers "
+                                   "are reachable from here with an ordinary client (--command-config).") from exc
+        self.consumer.poll(timeout_ms=0)
+
+    def measure(self, rounds: int = 1, *, interval_s: float = 0.0,
+                sleep: Callable[[float], None] = time.sleep) -> list[LatencySample]:
+        """Send `rounds` records to every partition (acks=all) and read them back."""
+        from kafka.errors import KafkaError, KafkaTimeoutError
+
+        samples: list[LatencySample] = []
+        sent: dict[tuple[int, int], tuple[int, float | None]] = {}
+        received: dict[tuple[int, int], float] = {}
+        for n in range(rounds):
+            for p, leader in sorted(self.leaders.items()):
+                start = self.clock()
+                try:
+                    meta = self.producer.send(self.topic, _HEADER.pack(start) + self._filler,
+                                              partition=p).get(timeout=self.timeout_s)
+                    sent[(p, meta.offset)] = (leader, (self.clock() - start) * 1000 * self.scale)
+                except KafkaTimeoutError:
+                    samples.append(LatencySample(leader, None))
+                except KafkaError as exc:
+                    self.notes.append(f"partition {p} (leader {leader}): {exc}")
+            received.update(_drain(self.consumer, len(sent) - len(received), 0.0, self.clock))  # read as we go
+            if n + 1 < rounds:
+                sleep(interval_s)
+        throttle = _throttle_ms(self.producer.metrics()) * self.scale
+        received.update(_drain(self.consumer, len(sent) - len(received), self.timeout_s, self.clock))
+        for key, (leader, produce_ms) in sorted(sent.items()):
+            e2e = received.get(key)
+            samples.append(LatencySample(leader, produce_ms, None if e2e is None else e2e * 1000 * self.scale,
+                                         throttle))
+        return samples
+
+    def close(self) -> None:
+        self.producer.close(timeout=self.timeout_s)
+        self.consumer.close()
+
+
+def _drain(consumer: Any, want: int, timeout_s: float, clock: Callable[[], float]) -> dict[tuple[int, int], float]:
+    """Read the canary records back: (partition, offset) -> seconds from send to receipt."""
+    got: dict[tuple[int, int], float] = {}
+    deadline = clock() + timeout_s
+    while True:
+        for records in consumer.poll(timeout_ms=0 if timeout_s <= 0 else 200).values():
+            now = clock()
+            for r in records:
+                if len(r.value) >= _HEADER.size:
+                    got[(r.partition, r.offset)] = max(now - _HEADER.unpack_from(r.value)[0], 0.0)
+        if len(got) >= want or clock() >= deadline:
+            return got
+
+
+def _throttle_ms(metrics: Mapping[str, Mapping[str, float]]) -> float:
+    """The largest produce throttle time (KIP-13) brokers reported to the producer."""
+    value = metrics.get("producer-metrics", {}).get("produce-throttle-time-max", 0.0)
+    return float(value) if value == value and value not in (float("inf"), float("-inf")) else 0.0
+
+
+@dataclass(frozen=True)
+class CanaryReport:
+    """Per broker what its clients saw, and one line per thing that could not be done."""
+
+    topic: str
+    brokers: Mapping[int, BrokerLatency]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "brokers": [b.to_dict() for b in self.brokers.values()],
+                "notes": list(self.notes)}
+
+
+def open_canary(port: ClusterPort, config: ClientConfig, *, topic: str | None, scale: float,
+                timeout_s: float = 10.0) -> tuple[CanaryProbe, Callable[[], list[str]]]:
+    """A probe on the operator's topic, or on one the tool creates (a partition led by each
+    broker); and the function that ends it (removing a created topic) and returns its notes.
+
+    Raises:
+        InputError: the named topic does not exist.
+        ClusterError: the topic could not be created or the clients could not start.
+    """
+    created = topic is None
+    name = CANARY_TOPIC if topic is None else topic
+    notes: list[str] = []
+    brokers = [b.id for b in port.describe_brokers().brokers]
+    if created:
+        error = port.create_topic(name, canary_assignment(brokers))
+        if error is not None and error.name != "TOPIC_ALREADY_EXISTS":
+            raise ClusterError(f"Could not create the canary topic {name}: {error.message}")
+    infos = port.describe_topics([name])
+    if not infos:
+        raise InputError(f"the canary topic {name} has no partitions")
+    leaders = {p.partition: p.leader for p in infos if p.leader is not None}
+    missing = sorted(set(brokers) - set(leaders.values()))
+    if missing:
+        notes.append(f"no partition of {name} is led by broker(s) {','.join(map(str, missing))}: not measured")
+    probe = CanaryProbe(config, name, leaders, scale=scale, timeout_s=timeout_s)
+
+    def close() -> list[str]:
+        probe.close()
+        if created:
+            error = port.delete_topic(name)
+            if error is not None:
+                notes.append(f"could not remove the canary topic {name} ({error.message}); delete it by hand")
+        return notes + probe.notes
+
+    return probe, close
+
+
+def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None, rounds: int, interval_s: float,
+                   scale: float, timeout_s: float = 10.0, sleep: Callable[[float], None] = time.sleep) -> CanaryReport:
+    """Run the canary once (see `open_canary`) and summarize it per broker."""
+    probe, close = open_canary(port, config, topic=topic, scale=scale, timeout_s=timeout_s)
+    try:
+        samples = probe.measure(rounds, interval_s=interval_s, sleep=sleep)
+    finally:
+        notes = close()
+    return CanaryReport(probe.topic, summarize(samples), tuple(notes))

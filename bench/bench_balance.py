@@ -10,8 +10,10 @@ the plan reports (method in `LowerBounds.method`), balance reached, and the same
 `generate` (all topics laid out anew on all brokers, rack-aware, seed 0) with our/their ratios.
 
 Decommission scenarios (issue 16): heavy-tailed sizes, a few brokers removed from a medium and
-a large cluster, from the skewed synthetic start and from a balanced one (the skewed cluster
-after its rebalance plan), plain and with --rebalance-rest. Recorded: bytes max/mean before
+a large cluster, from the skewed synthetic start, from a balanced one (the skewed cluster after
+its rebalance plan) and from a nearly balanced random one (the same cluster placed without skew,
+where bytes are within about 15% of the mean and counts within a few percent), plain and with
+--rebalance-rest; from the random start also a plain rebalance. Recorded: bytes max/mean before
 (all brokers) and after (the brokers left), the same against each rack's mean (rack diversity
 fixes each rack's share), bytes max over the plan's fair-share target, moved bytes and moves
 over their lower bounds, count and leader spread, rack violations, time.
@@ -129,7 +131,9 @@ def run_decommission(name: str, spec: dict[str, Any], queue: Any) -> None:
                                rack_sizes=spec["rack_sizes"], seed=11)
     balanced_plan = rebalance(skewed)
     starts = {"skewed": skewed, "balanced": skewed.with_assignment(
-        {TopicPartition(t.topic, t.partition): t.replicas for t in balanced_plan.targets})}
+        {TopicPartition(t.topic, t.partition): t.replicas for t in balanced_plan.targets}),
+        "random": synthetic_cluster(brokers=spec["brokers"], partitions=spec["partitions"], rf=3,
+                                    rack_sizes=spec["rack_sizes"], seed=11, skew_sigma=0.0)}
     ids = np.array(skewed.broker_ids)
     racks = np.array([b.rack for b in skewed.brokers])
     gone = np.random.default_rng(7).choice(ids, spec["remove"], replace=False)
@@ -137,18 +141,22 @@ def run_decommission(name: str, spec: dict[str, Any], queue: Any) -> None:
     rows = []
     for start, state in starts.items():
         before = state.replica_matrix().astype(np.int64)
-        for rest in (False, True):
+        runs = [("decommission", False), ("decommission", True)] + [("rebalance", False)] * (start == "random")
+        for command, rest in runs:
             wall, cpu = time.perf_counter(), time.process_time()
-            plan = decommission(state, sorted(gone.tolist()), rebalance_rest=rest)
+            plan = decommission(state, sorted(gone.tolist()), rebalance_rest=rest) if command == "decommission" \
+                else rebalance(state)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            left = keep if command == "decommission" else np.ones(len(ids), dtype=bool)
             after = before.copy()
             changed = state.find_rows([t.topic for t in plan.targets], [t.partition for t in plan.targets])
             after[changed] = np.array([t.replicas for t in plan.targets], dtype=np.int64).reshape(len(changed), -1)
             was = balance_of(state, before, ids, racks)
-            now = balance_of(state, after, ids[keep], racks[keep])
+            now = balance_of(state, after, ids[left], racks[left])
             lb = plan.lower_bounds
             rows.append({
-                "start": start, "rebalance_rest": rest, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                "start": start, "command": command, "rebalance_rest": rest, "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
                 "bytes_max_over_mean_before": was["bytes_max_over_mean"],
                 "bytes_max_over_mean_after": now["bytes_max_over_mean"],
                 "bytes_max_over_rack_mean_before": was["bytes_max_over_rack_mean"],

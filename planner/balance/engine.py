@@ -13,7 +13,7 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from itertools import chain
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -610,7 +610,27 @@ class Layout:
 
     def balance_disk(self, keep_counts: bool, tolerance: float) -> None:
         """Bring every broker's bytes inside its band with moves (where the count band has
-        room) or swaps of a large replica for a small one (count-neutral)."""
+        room) or swaps of a large replica for a small one (count-neutral), then level the top.
+
+        Over-loaded brokers shed down to (1 + tolerance/2) x target, here and in the count
+        phase. A broker left between that level and the band's top would make all that
+        shedding movement that bought no better balance (the plan's worst broker is what its
+        balance is), so a second pass brings every broker down to the level; it moves little,
+        since only brokers the earlier moves filled sit there. The level stays the band's top
+        for the phases after this one (the count phase when bytes rank first), which may not
+        push a broker back above it.
+        """
+        t = self.targets
+        assert t is not None
+        self._disk_pass(keep_counts, tolerance / 2, level=False)
+        self.targets = replace(t, bytes_hi=[x * (1 + tolerance / 2) for x in t.bytes])
+        self._disk_pass(keep_counts, tolerance / 2, level=True)
+
+    def _disk_pass(self, keep_counts: bool, half: float, level: bool) -> None:
+        """One round of `balance_disk` against the current targets' band; `half` sets how far
+        inside the band a move aims. When levelling, over-loaded brokers come worst first and
+        the pass stops at the first that cannot be brought down: moving bytes off the ones
+        below it would not lower the plan's worst broker."""
         t = self.targets
         assert t is not None
         stamps = [0] * self.nb
@@ -620,7 +640,6 @@ class Layout:
         active = [self.recv[b] or bool(self.lists[b]) for b in range(self.nb)]
         for b in range(self.nb):
             self._push_disk(b, drivers, low, high, active)
-        half = tolerance / 2
         budget = 20 * self.nb + 10 * self.n
         while budget > 0:
             budget -= 1
@@ -644,6 +663,8 @@ class Layout:
                     acted = o
                     break
             if acted < 0:
+                if level and over:
+                    return
                 continue
             for x in (b, acted):
                 stamps[x] += 1

@@ -5,7 +5,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kreassign.simulate.schemas import BROKER_TRAFFIC, LOWER_BOUNDS, MODEL_BROKERS, MOVE_LOAD, columns
-from kreassign.throttle.replication_model import QUOTA_GRANULARITY, FetchLimits
+from kreassign.throttle.replication_model import FOLLOWER_GRANULARITY, LEADER_GRANULARITY, FetchLimits
 
 
 def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
@@ -91,16 +91,15 @@ def _ratio(num: Column, den: Column) -> Column:
             .otherwise(num / den))
 
 
-def quota_share(rate: Column, fetch: FetchLimits) -> Column:
-    """`FetchLimits.quota_share` as a column, for throttles set on both sides as `--throttle`
-    sets them (so the follower's backoff paces both)."""
+def quota_share(rate: Column, fetch: FetchLimits, pause_s: float, granularity: float) -> Column:
+    """`FetchLimits.quota_share` as a column (the same pause and granularity per side)."""
     if fetch.round_trip_s <= 0:
         return F.lit(1.0)
     span = fetch.quota_span_s
     chunk = F.least(F.lit(float(fetch.partition_max_bytes)) / rate, F.lit(span)) / span
-    share = span / (span + fetch.backoff_s) * (1.0 + QUOTA_GRANULARITY * chunk)
-    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(span / (span + fetch.backoff_s))
-                                                         * (1.0 + QUOTA_GRANULARITY)).otherwise(share)
+    share = span / (span + pause_s) * (1.0 + granularity * chunk)
+    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(span / (span + pause_s))
+                                                         * (1.0 + granularity)).otherwise(share)
 
 
 def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataFrame:
@@ -109,9 +108,9 @@ def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataF
     get of the throttles)."""
     fetch = fetch if fetch is not None else FetchLimits()
     lead, fol = F.col("leader_rate_bps"), F.col("follower_rate_bps")
-    leader = lead * quota_share(lead, fetch) - F.col("leader_base_bps")
+    leader = lead * quota_share(lead, fetch, fetch.wait_max_s, LEADER_GRANULARITY) - F.col("leader_base_bps")
     nic_out = F.col("network_out_bps") - F.col("client_out_bps") - F.col("replication_out_bps")
-    follower = fol * quota_share(fol, fetch)
+    follower = fol * quota_share(fol, fetch, fetch.backoff_s, FOLLOWER_GRANULARITY)
     nic_in = F.col("network_in_bps") - F.col("client_in_bps") - F.col("replication_in_bps")
     return per_broker.withColumns({
         "out_cap": F.greatest(F.least(leader, nic_out), F.lit(0.0)),

@@ -82,8 +82,8 @@ def test_deadline_rate_finishes_in_time_with_margin() -> None:
     policy = AutoThrottlePolicy(deadline_s=110.0, min_rate=1 * MB)
     rates, reason = deadline_rates(policy, live, now_s=10.0)  # type: ignore[arg-type]
     # 100 s left, aim at 90 s: 90 MB / 90 s + 1 MB/s of writes = 2 MB/s on both ends, of what
-    # fetches get of a throttle (FetchLimits.quota_share: the configured rate is a bit higher)
-    got = [r * float(FetchLimits().quota_share(np.array(r), 1.0)) for r in (rates[1][0], rates[3][1])]
+    # fetches get of a throttle (FetchLimits.follower_share: the configured rate is a bit higher)
+    got = [r * float(FetchLimits().follower_share(np.array(r))) for r in (rates[1][0], rates[3][1])]
     assert got == pytest.approx([2 * MB, 2 * MB], rel=3e-3)
     assert reason == "to finish by the deadline"
     capped, reason = deadline_rates(AutoThrottlePolicy(deadline_s=20.0, max_rate=3 * MB), live, 10.0)  # type: ignore[arg-type]

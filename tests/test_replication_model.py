@@ -13,7 +13,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
 from kreassign.throttle.replication_model import (
     NO_FETCH_LIMITS,
-    QUOTA_GRANULARITY,
+    LEADER_GRANULARITY,
     Admission,
     FetchLimits,
     Limit,
@@ -209,8 +209,9 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     assert inp.client_out[0] == pytest.approx(5 * MB + 2 * MB)  # consumers + replication to broker 2
     assert inp.client_in.tolist() == pytest.approx([2 * MB, 2 * MB, 0.0])
     assert inp.network_out[0] == 100 * MB and math.isinf(inp.network_out[1])
-    # only the leader throttles, so its fetch wait (0.5 s) paces the copy; one fetch is 1 MiB
-    share = 11 / 11.5 * (1 + QUOTA_GRANULARITY * (1024 * 1024 / (10 * MB)) / 11)
+    # the leader throttles: its fetch wait (0.5 s) paces the copy and each fetch below the bound
+    # takes a whole 1 MiB chunk
+    share = 11 / 11.5 * (1 + LEADER_GRANULARITY * (1024 * 1024 / (10 * MB)) / 11)
     assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
     r = simulate(inp, tolerance=0.0)
     assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share - 2 * MB - 2 * MB)])

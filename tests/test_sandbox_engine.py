@@ -60,7 +60,7 @@ def test_writes_slow_a_throttled_move_to_size_over_rate_minus_writes() -> None:
     throttle(engine, 10 * MB)
     engine.alter_reassignment("t", 0, [2])
     # the copy gets what fetches get of the quota (the model's share: about 0.92 with 1 s backoffs)
-    share = float(FetchLimits().quota_share(np.array(10 * MB), 1.0))
+    share = float(FetchLimits().follower_share(np.array(10 * MB)))
     assert time_to_finish(engine) == pytest.approx(1000 / (10 * share - 4), rel=0.05)
 
 

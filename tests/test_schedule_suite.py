@@ -18,11 +18,12 @@ def test_large_first_does_not_end_on_a_long_move_alone() -> None:
     inp = ModelInput.build(broker_ids=[1, 2, 3, 4], source=[1, 1, 1], dest=[2, 3, 4],
                            bytes=[100 * MB, 100 * MB, 200 * MB], leader_rate=10 * MB,
                            fetch=FetchLimits(partition_max_bytes=5 * MB, round_trip_s=1.0))
-    # Fetches get q = 9.58 MB/s of the 10 MB/s throttle (FetchLimits.quota_share).
+    # Fetches get q of the 10 MB/s leader throttle (FetchLimits.leader_share): its 0.5 s fetch
+    # wait per 11 s span, and one 5 MB fetch over the bound per span.
     plan = schedule_waves(inp, max_moves_per_broker=2, order="plan", tolerance=0)
     large = schedule_waves(inp, max_moves_per_broker=2, order="large-first", tolerance=0)
     q = float(inp.leader_quota[0])
-    assert q == pytest.approx(9.585 * MB, rel=1e-3)
+    assert q == pytest.approx(10 * MB * 11 / 11.5 * (1 + (5 * MB / (10 * MB)) / 11), rel=1e-9)
     assert plan.makespan == pytest.approx(100 * MB / (q / 2) + 40.0)
     assert large.start_s.tolist() == pytest.approx([0, 100 * MB / (q / 2), 0])
     assert large.makespan == pytest.approx(400 * MB / q) and large.ratio_to_lower_bound == pytest.approx(1.0)

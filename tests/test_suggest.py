@@ -18,8 +18,8 @@ MB = 1_000_000
 
 
 def share(rate: float) -> float:
-    """What fetches get of a throttle set on both sides (the model's `quota_share`)."""
-    return float(FetchLimits().quota_share(np.array(rate), FetchLimits().backoff_s))
+    """What fetches get of a follower throttle (the model's `follower_share`)."""
+    return float(FetchLimits().follower_share(np.array(rate)))
 
 
 def state(cap: float | None = 100 * MB) -> ClusterState:
@@ -41,7 +41,7 @@ def test_rates_by_hand() -> None:
     assert (s.leader_rate, s.follower_rate) == (21 * MB, 20 * MB)
     # 1000 MB at what fetches get of 20 MB/s (the leader's 21 MB/s less 1 MB/s in sync gets a
     # little less), while 1 MB/s of writes keep arriving.
-    catch_up = min(21 * MB * share(21 * MB) - 1 * MB, 20 * MB * share(20 * MB))
+    catch_up = min(21 * MB * float(FetchLimits().leader_share(np.array(21 * MB))) - 1 * MB, 20 * MB * share(20 * MB))
     assert s.eta_s == pytest.approx(1000 * MB / (catch_up - 1 * MB), rel=1e-6)
     assert s.reachable is True and s.remedies == ()
 
@@ -60,10 +60,12 @@ def test_missed_deadline_names_the_rate_and_bottleneck() -> None:
     assert s.reachable is False
     kinds = [r.kind for r in s.remedies]
     assert kinds == ["rate", "bottleneck"]
-    # 1000 MB in 30 s with 1 MB/s of writes: 34.33 MB/s of catch-up, which fetches get of 37.6 MB/s
+    # 1000 MB in 30 s with 1 MB/s of writes: 34.33 MB/s of catch-up, which fetches get of about 37.5 MB/s
     value = s.remedies[0].value
     assert value * share(value) == pytest.approx(1000 * MB / 30 + MB, rel=5e-3)
-    assert "38%" in s.remedies[0].text and "broker 1" in s.remedies[1].text
+    assert f"{value / (100 * MB):.0%} of a broker's capacity" in s.remedies[0].text
+    # at equal rates the follower's share (1 s backoff) is the smaller: broker 3's throttle binds
+    assert "broker 3 (follower-throttle" in s.remedies[1].text
 
 
 def test_unreachable_at_any_rate() -> None:

@@ -176,6 +176,33 @@ def test_estimate_and_sandbox_agree_within_5_percent(rate: float, moves: int) ->
     assert predicted.max() == pytest.approx(measured.max(), rel=0.05)
 
 
+def fan_out(rate: float, moves: int) -> tuple[float, float]:
+    """`moves` idle partitions led by broker 1 each move to a broker of their own under a
+    throttle of `rate` on every broker: the leader's quota binds. Sandbox and model makespans."""
+    seconds = 600 if rate < 50 * MB else 120
+    size = max(rate * seconds / moves, 50 * MB)
+    brokers = list(range(1, moves + 2))
+    engine = Engine({b: None for b in brokers})
+    engine.create_topic("t", assignments={i: [1] for i in range(moves)}, sizes=[size] * moves)
+    set_rates(engine, rate)
+    dest = [i + 2 for i in range(moves)]
+    set_lists(engine, "t", ",".join(f"{i}:1" for i in range(moves)), ",".join(f"{i}:{d}" for i, d in enumerate(dest)))
+    for i, d in enumerate(dest):
+        engine.alter_reassignment("t", i, [d])
+    measured = finish_times(engine, lambda i: 0.5)
+    predicted = simulate(ModelInput.build(
+        broker_ids=brokers, source=[1] * moves, dest=dest, bytes=[size] * moves,
+        leader_rate=rate, follower_rate=rate, network_in=engine.network_bps, network_out=engine.network_bps),
+        tolerance=0.0).finish_s
+    return float(measured.max()), float(predicted.max())
+
+
+@pytest.mark.parametrize("rate", [1 * MB, 20 * MB, 100 * MB])
+def test_estimate_and_sandbox_agree_within_5_percent_when_the_leader_binds(rate: float) -> None:
+    measured, predicted = fan_out(rate, 4)
+    assert predicted == pytest.approx(measured, rel=0.05)
+
+
 # ---- end to end: the real CLI over TCP -------------------------------------------------------------------
 @pytest.mark.e2e
 def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[..., SandboxCluster],

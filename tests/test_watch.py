@@ -122,11 +122,13 @@ def test_watch_to_completion_restores_throttles(tmp_path: Path) -> None:
     second = progress[1].view.moves[0]
     assert (second.copy_bps, second.write_bps, second.copied, second.total) == (4 * MB, 1 * MB, 20 * MB, 105 * MB)
     assert second.eta_s == pytest.approx(85 / 3)
-    # the model counts what fetches get of the 5 MB/s on a real broker (FetchLimits.quota_share),
-    # a bit less than this fake cluster's exact 5 MB/s
-    share = float(FetchLimits().quota_share(np.array(5 * MB), FetchLimits().backoff_s))
+    # the model counts what fetches get of the 5 MB/s on a real broker (FetchLimits.leader_share /
+    # follower_share), a bit less than this fake cluster's exact 5 MB/s; the leader, which also
+    # carries the 1 MB/s in sync, binds
+    lead = 5 * MB * float(FetchLimits().leader_share(np.array(5 * MB)))
+    fol = 5 * MB * float(FetchLimits().follower_share(np.array(5 * MB)))
     assert progress[1].model is not None
-    assert progress[1].model.seconds == pytest.approx(85 * MB / (5 * MB * share - 2 * MB), rel=0.01)
+    assert progress[1].model.seconds == pytest.approx(85 * MB / (min(lead - 1 * MB, fol) - 1 * MB), rel=0.01)
     done = events[-1]
     assert isinstance(done, CompleteEvent) and done.kept_reason is None and done.mismatched == ()
     assert fake.broker_configs == {1: {}, 2: {}, 3: {FOLLOWER_RATE: "4000000"}, 4: {}}
@@ -308,12 +310,14 @@ def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -
         first = next(e for e in events if isinstance(e, ProgressEvent))
         assert first.view.moves[0].lag == 70 * MB and first.model is not None
         etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
-    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s leader
-    # rate; with it, the quota also carries the in-sync follower's 1 MB/s and the lag grows by 1 MB/s
+    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s
+    # (the follower's share binds); with it, the leader quota also carries the in-sync follower's
+    # 1 MB/s (so the leader binds) and the lag grows by 1 MB/s
     fetches = FetchLimits()
-    got = 5 * MB * float(fetches.quota_share(np.array([5 * MB]), fetches.backoff_s)[0])
-    assert etas[0.0][0] == pytest.approx(70 * MB / got, rel=0.01) and etas[0.0][1]["known"] is False
-    assert etas[10.0][0] == pytest.approx(70 * MB / (got - 2 * MB), rel=0.01)
+    lead = 5 * MB * float(fetches.leader_share(np.array([5 * MB]))[0])
+    fol = 5 * MB * float(fetches.follower_share(np.array([5 * MB]))[0])
+    assert etas[0.0][0] == pytest.approx(70 * MB / min(lead, fol), rel=0.01) and etas[0.0][1]["known"] is False
+    assert etas[10.0][0] == pytest.approx(70 * MB / (min(lead - 1 * MB, fol) - 1 * MB), rel=0.01)
     assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
                              "measured_at": None, "note": OFFSETS_MISSING}
 

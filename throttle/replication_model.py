@@ -100,7 +100,15 @@ class FetchLimits:
         """Most one fetcher thread (one per source broker and fetcher id) moves per second."""
         return self.response_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
 
-    def quota_share(self, rate: np.ndarray, pause_s: float | np.ndarray) -> np.ndarray:
+    def leader_share(self, rate: np.ndarray) -> np.ndarray:
+        """What fetches get of a leader throttle `rate` (`quota_share` with the leader's fetch wait)."""
+        return self.quota_share(rate, self.wait_max_s, LEADER_GRANULARITY)
+
+    def follower_share(self, rate: np.ndarray) -> np.ndarray:
+        """What fetches get of a follower throttle `rate` (`quota_share` with the follower's backoff)."""
+        return self.quota_share(rate, self.backoff_s, FOLLOWER_GRANULARITY)
+
+    def quota_share(self, rate: np.ndarray, pause_s: float | np.ndarray, granularity: float) -> np.ndarray:
         """The share of a KIP-73 quota `rate` that a long copy gets, fetch by fetch.
 
         A broker checks its `SimpleRate` before each fetch and records after it, so a copy
@@ -110,7 +118,8 @@ class FetchLimits:
         quota span W (11 x 1 s) that loses about one pause per span: W / (W + pause). One fetch
         of `replica.fetch.max.bytes` is a whole chunk of quota at low rates (P/R seconds of it),
         which the last fetch before each check adds on top, up to one per span:
-        share = W / (W + pause) * (1 + GRANULARITY * min(P / R, W) / W).
+        share = W / (W + pause) * (1 + granularity * min(P / R, W) / W), with `granularity`
+        FOLLOWER_GRANULARITY or LEADER_GRANULARITY (see there).
         Calibrated on the sandbox's fetch-by-fetch engine (tests/test_throttle_fidelity.py,
         bench/bench_throttle_fidelity.py); 1 where the rate is unlimited or the fetch limits
         are off.
@@ -121,14 +130,21 @@ class FetchLimits:
         span = self.quota_span_s
         with np.errstate(divide="ignore"):
             chunk = np.minimum(np.where(rate > 0, self.partition_max_bytes / rate, span), span) / span
-        share = span / (span + np.asarray(pause_s, dtype=np.float64)) * (1.0 + QUOTA_GRANULARITY * chunk)
+        share = span / (span + np.asarray(pause_s, dtype=np.float64)) * (1.0 + granularity * chunk)
         return np.where(np.isfinite(rate), share, 1.0)
 
 
 NO_FETCH_LIMITS = FetchLimits(round_trip_s=0.0)
-QUOTA_GRANULARITY = 0.045
-"""How much one fetch adds per quota span at the lowest rates, as a share of the quota
-(measured on the sandbox engine: 0.956 of the quota at 100 kB/s against 0.917 at 20 MB/s)."""
+FOLLOWER_GRANULARITY = 0.045
+"""How much one fetch adds per quota span at the lowest rates when the follower throttles, as a
+share of the quota (measured on the sandbox engine: 0.956 of the quota at 100 kB/s against 0.917
+at 20 MB/s): the follower stops asking once over, so little spills over the bound."""
+LEADER_GRANULARITY = 1.0
+"""The same when the leader throttles: it checks before and records after each response, so every
+fetch that arrives below the bound takes a whole `replica.fetch.max.bytes`, about one fetch per
+span over the quota (sandbox: 1.04 of the quota at 1 MB/s, 0.96 at 20 and 100 MB/s with several
+followers fetching from one throttled leader; Kafka's ReplicationQuotasTest warns that leader
+rates under 1 MB/s do not hold for this reason)."""
 
 PerBroker = float | Sequence[float] | np.ndarray | Mapping[int, float]
 
@@ -302,15 +318,16 @@ class ModelInput:
 
     @property
     def leader_quota(self) -> np.ndarray:
-        """The leader throttles as fetches meet them (`FetchLimits.quota_share`): the follower's
-        1 s backoff paces the copy when followers throttle too, else the leader's fetch wait."""
-        pause = self.fetch.backoff_s if np.isfinite(self.follower_rate).any() else self.fetch.wait_max_s
-        return self.leader_rate * self.fetch.quota_share(self.leader_rate, pause)
+        """The leader throttles as fetches meet them (`FetchLimits.quota_share`): a fetch it
+        leaves empty parks for `replica.fetch.wait.max.ms`, and each fetch below the bound takes
+        a whole chunk (LEADER_GRANULARITY). Where the follower throttle binds first, its own
+        share (`follower_quota`, paced by the 1 s backoff) is the smaller one and decides."""
+        return self.leader_rate * self.fetch.leader_share(self.leader_rate)
 
     @property
     def follower_quota(self) -> np.ndarray:
         """The follower throttles as fetches meet them (paced by the follower's backoff)."""
-        return self.follower_rate * self.fetch.quota_share(self.follower_rate, self.fetch.backoff_s)
+        return self.follower_rate * self.fetch.follower_share(self.follower_rate)
 
     def out_capacity(self, in_sync_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Capacity each broker has left for sending catch-up, and whether the leader throttle

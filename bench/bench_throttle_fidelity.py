@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 
@@ -25,22 +26,23 @@ MB = 1_000_000
 RATES = [100_000, 1 * MB, 20 * MB, 100 * MB]
 
 
-def throttled_engine(sources: list[int], dest: int, size: float, rate: float):  # type: ignore[no-untyped-def]
+def throttled_engine(sources: list[int], dests: list[int], size: float, rate: float):  # type: ignore[no-untyped-def]
+    """Idle partitions led by `sources[i]` each moving to `dests[i]`, both throttles at `rate` everywhere."""
     from kreassign.sandbox.codes import AlterOp
     from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
     from kreassign.sandbox.engine import Engine
 
-    engine = Engine({b: None for b in sorted({*sources, dest})})
+    engine = Engine({b: None for b in sorted({*sources, *dests})})
     engine.create_topic("t", assignments={i: [b] for i, b in enumerate(sources)}, sizes=[size] * len(sources))
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(int(rate))), (FOLLOWER_RATE, AlterOp.SET, str(int(rate)))]
         engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
     engine.configs.incremental_alter_topic("t", [
         (LEADER_REPLICAS, AlterOp.SET, ",".join(f"{i}:{b}" for i, b in enumerate(sources))),
-        (FOLLOWER_REPLICAS, AlterOp.SET, ",".join(f"{i}:{dest}" for i in range(len(sources))))], False)
+        (FOLLOWER_REPLICAS, AlterOp.SET, ",".join(f"{i}:{d}" for i, d in enumerate(dests)))], False)
     engine.config_changed()
-    for i in range(len(sources)):
-        engine.alter_reassignment("t", i, [dest])
+    for i, d in enumerate(dests):
+        engine.alter_reassignment("t", i, [d])
     return engine
 
 
@@ -58,26 +60,31 @@ def fidelity() -> dict[str, object]:
     for rate in RATES:
         size = max(rate * 600, 100 * MB)
         for label, steps in (("speed1", np.array([0.1])), ("speed60", jitter)):
-            took = makespan(throttled_engine([1], 2, size, rate), steps)
+            took = makespan(throttled_engine([1], [2], size, rate), steps)
             out[f"copy_over_quota_{label}_{rate}"] = round(size / took / rate, 4)
     return out
 
 
 def model_agreement() -> dict[str, object]:
+    """Estimate over sandbox makespan where the follower binds (moves from brokers 1-3 into broker
+    4) and where the leader binds (moves from broker 1 to a broker each)."""
     from kreassign.throttle.replication_model import ModelInput, simulate
 
     out: dict[str, object] = {}
-    for moves in (1, 6):
-        for rate in RATES:
-            size = max(rate * (600 if rate < 50 * MB else 120) / moves, 50 * MB)
-            sources = [i % 3 + 1 for i in range(moves)]
-            engine = throttled_engine(sources, 4, size, rate)
-            measured = makespan(engine, np.array([0.5]))
-            predicted = float(simulate(ModelInput.build(
-                broker_ids=[1, 2, 3, 4], source=sources, dest=[4] * moves, bytes=[size] * moves, leader_rate=rate,
-                follower_rate=rate, network_in=engine.network_bps, network_out=engine.network_bps),
-                tolerance=0.0).finish_s.max())
-            out[f"estimate_over_sandbox_{moves}moves_{rate}"] = round(predicted / measured, 4)
+    shapes = {"": lambda n: ([i % 3 + 1 for i in range(n)], [4] * n),
+              "fanout_": lambda n: ([1] * n, [i + 2 for i in range(n)])}
+    for prefix, shape in shapes.items():
+        for moves in ((1, 6) if not prefix else (4,)):
+            for rate in RATES:
+                size = max(rate * (600 if rate < 50 * MB else 120) / moves, 50 * MB)
+                sources, dests = shape(moves)
+                engine = throttled_engine(sources, dests, size, rate)
+                measured = makespan(engine, np.array([0.5]))
+                predicted = float(simulate(ModelInput.build(
+                    broker_ids=sorted(engine.brokers), source=sources, dest=dests, bytes=[size] * moves,
+                    leader_rate=rate, follower_rate=rate, network_in=engine.network_bps,
+                    network_out=engine.network_bps), tolerance=0.0).finish_s.max())
+                out[f"estimate_over_sandbox_{prefix}{moves}moves_{rate}"] = round(predicted / measured, 4)
     return out
 
 
@@ -166,14 +173,18 @@ def responsiveness(ticking: bool) -> dict[str, object]:
 
 
 def main() -> None:
+    """All parts; `python -m bench.bench_throttle_fidelity rates` records only the copy rates and
+    the estimate agreement (not the 100k-move ticks)."""
     load_before = os.getloadavg()
     fields: dict[str, object] = {}
     fields.update(fidelity())
     fields.update(model_agreement())
-    fields.update(tick_times())
-    fields["tick_target_ms"] = 50
-    fields.update(responsiveness(ticking=True))
-    fields.update(responsiveness(ticking=False))
+    if sys.argv[1:] != ["rates"]:
+        fields.update(tick_times())
+        fields["tick_target_ms"] = 50
+        fields.update(responsiveness(ticking=True))
+        fields.update(responsiveness(ticking=False))
+    fields["parts"] = "rates" if sys.argv[1:] == ["rates"] else "all"
     record("bench_throttle_fidelity", loadavg_before=[round(x, 2) for x in load_before],
            loadavg_after=[round(x, 2) for x in os.getloadavg()], **fields)
 

@@ -9,11 +9,11 @@ that the `execute`/`verify`/`cancel`/`list` subcommands reuse.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TextIO
 
-from kreassign.cli.runtime import read_text
+from kreassign.cli.runtime import open_port, read_text
 from kreassign.cli.kafka_args import KafkaArgs
 from kreassign.cluster.errors import InputError, TerseError
 
@@ -148,22 +148,12 @@ def clear_warnings(clear: ClearResult | None) -> list[str]:
 
 
 # ---- plumbing ---------------------------------------------------------------------------------
-@contextmanager
-def _open(bootstrap: str | None, command_config: str | None, err: TextIO) -> Iterator[ClusterPort]:
-    from kreassign.cluster.admin import open_admin
-
-    def warn(line: str) -> None:
-        err.write(f"Warning: {line}\n")
-
-    with open_admin(bootstrap, command_config=command_config, warn=warn) as admin:
-        yield admin
-
-
 def _connector(args: KafkaArgs, err: TextIO, connect: Connect | None) -> Connect:
     if connect is not None:
         return connect
     bootstrap = args.value("bootstrap-server") or args.value("bootstrap-controller")
-    return lambda: _open(bootstrap, args.value("command-config"), err)
+    return lambda: open_port(bootstrap, args.value("command-config"), None,
+                             warn=lambda line: err.write(f"Warning: {line}\n"))
 
 
 def _store(store: JournalStore | None, args: KafkaArgs) -> JournalStore:

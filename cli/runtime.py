@@ -63,16 +63,16 @@ def run_control(force: bool = False) -> RunControl:
     return RunControl(lock=rt.lock or default, force=force, clock=clock, sleep=sleep)
 
 
-def open_port(bootstrap: str | None, command_config: str | None,
-              request_timeout_s: float | None) -> AbstractContextManager[ClusterPort]:
-    """Connect to the cluster through the admin adapter."""
+def open_port(bootstrap: str | None, command_config: str | None, request_timeout_s: float | None,
+              warn: Callable[[str], None] | None = None) -> AbstractContextManager[ClusterPort]:
+    """Connect to the cluster through the admin adapter; warnings go to `warn` (default: stderr)."""
     from kreassign.cluster.admin import open_admin
     from kreassign.cluster.errors import InputError
 
     if not bootstrap:
         raise InputError("no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER)")
     return open_admin(bootstrap, command_config=command_config, timeout_s=request_timeout_s,
-                      warn=lambda line: click.echo(f"Warning: {line}", err=True))
+                      warn=warn or (lambda line: click.echo(f"Warning: {line}", err=True)))
 
 
 def connect(bootstrap: str | None, command_config: str | None,

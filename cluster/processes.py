@@ -1,8 +1,9 @@
-"""Whether a process still runs: shared by the execution lock, the sandbox daemon and the local
-Spark cluster, which all record the pids of processes that may have died without cleaning up."""
+"""Local process bookkeeping shared by the execution lock, the sandbox daemon and the local Spark
+cluster: where they keep their state, and whether a recorded pid still runs."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
@@ -21,3 +22,9 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def default_state_dir(component: str) -> Path:
+    """`$XDG_STATE_HOME/kreassign/<component>`, or `~/.local/state/kreassign/<component>`."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kreassign" / component

@@ -27,6 +27,7 @@ from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.private_files import PRIVATE, write_private
 from kreassign.sandbox.security import Security
 from kreassign.sandbox.topics import parse_topic_spec
+from kreassign.cluster.processes import default_state_dir as shared_state_dir
 from kreassign.cluster.processes import pid_alive
 
 PID_FILE = "sandbox.json"
@@ -35,9 +36,7 @@ OPTIONS_FILE = "options.json"
 
 
 def default_state_dir() -> Path:
-    """`$XDG_STATE_HOME/kreassign/sandbox`, or `~/.local/state/kreassign/sandbox`."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kreassign" / "sandbox"
+    return shared_state_dir("sandbox")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kreassign.cluster.errors import InputError
+from kreassign.cluster.processes import default_state_dir as shared_state_dir
 from kreassign.cluster.processes import pid_alive
 
 STATE_FILE = "spark.json"
@@ -32,9 +33,7 @@ CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 def default_state_dir() -> Path:
-    """`$XDG_STATE_HOME/kreassign/spark`, or `~/.local/state/kreassign/spark`."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kreassign" / "spark"
+    return shared_state_dir("spark")
 
 
 @dataclass(frozen=True)

@@ -448,10 +448,11 @@ class KafkaRunner:
         self.fake = fake
 
         @contextmanager
-        def fake_open(bootstrap: str | None, command_config: str | None, err: object) -> Iterator[FakeCluster]:
+        def fake_open(bootstrap: str | None, command_config: str | None, request_timeout_s: float | None,
+                      warn: object = None) -> Iterator[FakeCluster]:
             yield self.fake
 
-        monkeypatch.setattr(kafka_live, "_open", fake_open)
+        monkeypatch.setattr(kafka_live, "open_port", fake_open)
 
     def __call__(self, *argv: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()

@@ -198,11 +198,11 @@ def test_authentication_failure_changes_nothing(fake: FakeCluster, monkeypatch: 
     run = KafkaRunner(fake, monkeypatch)
 
     @contextmanager
-    def refuse(*args: object) -> object:
+    def refuse(*args: object, **kwargs: object) -> object:
         raise ClusterError("SASL authentication failed for user alice: check sasl.jaas.config")
         yield
 
-    monkeypatch.setattr(kafka_live, "_open", refuse)
+    monkeypatch.setattr(kafka_live, "open_port", refuse)
     code, out, _ = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 3]}), "--execute")
     assert (code, out) == (1, "Error: SASL authentication failed for user alice: check sasl.jaas.config\n")
     assert fake.calls == []

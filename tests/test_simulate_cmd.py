@@ -8,29 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from simulate_helpers import outcome
 from rich.console import Console
 
 from kreassign.cli.main import main
 from kreassign.cli.simulate_cmd import render_summary
-from kreassign.simulate.request import ScenarioOutcome, SimulationResult
+from kreassign.simulate.request import SimulationResult
 from kreassign.simulate.session import SparkUnavailable, check_java, check_master, parse_java_version
-
-
-def _outcome(**overrides: object) -> ScenarioOutcome:
-    values: dict[str, object] = dict(
-        scenario_id=0, throttle_bps=50e6, moves_per_broker=None, write_multiplier=1.0, seed=0,
-        failed_broker=None, failed_at_s=None, moves=1200, bytes=3 * 1024**4, makespan_s=7260.0,
-        lower_bound_s=7000.0, bottleneck_broker=4, stalled_moves=0, max_client_throttle_ms=0.0,
-        minutes_below_headroom=12.5, brokers_at_risk=3, brokers_saturated=0,
-        max_produce_remote_ms=9.6, timed_out_requests=0.0,
-    )
-    values.update(overrides)
-    return ScenarioOutcome(**values)  # type: ignore[arg-type]
 
 
 def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
     result = SimulationResult(
-        outcomes=(_outcome(), _outcome(scenario_id=1, throttle_bps=None, moves_per_broker=2,
+        outcomes=(outcome(), outcome(scenario_id=1, throttle_bps=None, moves_per_broker=2,
                                        write_multiplier=1.5, failed_broker=7, failed_at_s=1800.0,
                                        makespan_s=float("inf"), stalled_moves=3,
                                        max_client_throttle_ms=10500.0, timed_out_requests=1234.0)),
@@ -56,7 +45,7 @@ def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
 
 
 def test_outcome_json_has_no_infinity() -> None:
-    assert _outcome(makespan_s=float("inf")).to_dict()["makespan_s"] is None
+    assert outcome(makespan_s=float("inf")).to_dict()["makespan_s"] is None
 
 
 @pytest.mark.parametrize(

@@ -9,27 +9,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from simulate_helpers import outcome
 
 from kreassign.simulate.report import SECTIONS, render_report
-from kreassign.simulate.request import ScenarioOutcome, SimulationResult
-
-
-def _outcome(**overrides: object) -> ScenarioOutcome:
-    values: dict[str, object] = dict(
-        scenario_id=0, throttle_bps=50e6, moves_per_broker=None, write_multiplier=1.0, seed=0,
-        failed_broker=None, failed_at_s=None, moves=1200, bytes=3 * 1024**4, makespan_s=7260.0,
-        lower_bound_s=7000.0, bottleneck_broker=4, stalled_moves=0, max_client_throttle_ms=0.0,
-        minutes_below_headroom=12.5, brokers_at_risk=3, brokers_saturated=0,
-        max_produce_remote_ms=9.6, timed_out_requests=0.0,
-    )
-    values.update(overrides)
-    return ScenarioOutcome(**values)  # type: ignore[arg-type]
+from kreassign.simulate.request import SimulationResult
 
 
 RESULT = SimulationResult(
-    outcomes=(_outcome(), _outcome(scenario_id=1, throttle_bps=None, failed_broker=7, failed_at_s=1800.0,
+    outcomes=(outcome(), outcome(scenario_id=1, throttle_bps=None, failed_broker=7, failed_at_s=1800.0,
                                    makespan_s=float("inf"), stalled_moves=3, bottleneck_broker=4),
-              _outcome(scenario_id=2, bottleneck_broker=9)),
+              outcome(scenario_id=2, bottleneck_broker=9)),
     scenarios=(), output_dir="out", files=(), brokers=40, partitions=9000, headroom_target=0.2,
 )
 
@@ -72,7 +61,7 @@ def test_the_report_has_every_section_with_exact_rows() -> None:
 
 
 def test_a_report_without_plots_or_bottlenecks_says_so() -> None:
-    html = render_report(SimulationResult(outcomes=(_outcome(bottleneck_broker=None),), scenarios=(),
+    html = render_report(SimulationResult(outcomes=(outcome(bottleneck_broker=None),), scenarios=(),
                                           output_dir="out", files=(), brokers=1, partitions=1,
                                           headroom_target=0.2), {})
     assert "<p>No single broker bounds any scenario.</p>" in html and "<p>No plots.</p>" in html

@@ -19,7 +19,13 @@ import numpy as np
 
 from kreassign.planner.balance.arrays import by_broker_then_size
 
+SWAP_SCAN = 32  # smallest replicas of a swap partner looked at for the one coming back
+SWAP_TRIES = 4  # of those, how many are tried against the source
 SCAN = 24  # candidates looked at around the wanted size before trying another sink
+# The byte phase takes a replica covering at least this share of the wanted shift, without
+# overshooting it, before the closest one: bytes a broker sheds below the level it aims for
+# are movement that buys no balance, while a shortfall is made up by the next, smaller move.
+REACH = 0.5
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
 DEEP_SINKS = 192  # most sinks per rack `place` takes from its heaps before sorting every broker
 
@@ -201,14 +207,16 @@ class Layout:
         self.targets = targets
         self.tscale = max(sum(targets.bytes) / max(self.nb, 1), 1.0)
 
-    def can_host(self, p: int, s: int, d: int) -> bool:
-        """May the replica of partition p on broker s (or a new one if s < 0) go to d?"""
+    def can_host(self, p: int, s: int, d: int, waive: int = -1) -> bool:
+        """May the replica of partition p on broker s (or a new one if s < 0) go to d?
+
+        `waive`: a topic whose cap is not checked (a replica of it leaves d in the same swap)."""
         if not self.recv[d]:
             return False
         row = self.rows[p]
         if d in row:
             return False
-        if self.topic_check and not self.topic_fits(p, d):
+        if self.topic_check and self.topic_of[p] != waive and not self.topic_fits(p, d):
             return False
         return self.rack_fits(p, s, d) and self.bytes[d] + self.zs[p] <= self.disk_cap[d]
 
@@ -386,8 +394,12 @@ class Layout:
         self.bytes_left -= c * self.zs[p]
 
     # ---- candidate search -------------------------------------------------------------------
-    def pick(self, s: int, d: int, want: float, limit: int = SCAN) -> int:
-        """The movable replica on s, closest in size to `want`, that may go to d (or -1)."""
+    def pick(self, s: int, d: int, want: float, limit: int = SCAN, waive: int = -1, only: int = -1,
+             under: float = 0.0) -> int:
+        """The movable replica on s, closest in size to `want`, that may go to d (or -1).
+
+        Sizes from `want - under` up to `want` count as a distance of 0; `waive` as in
+        `can_host`; `only` >= 0 takes replicas of that topic only."""
         lst = self.lists[s]
         if not lst:
             return -1
@@ -400,21 +412,23 @@ class Layout:
         for _ in range(limit):
             if lo < 0 and hi >= n:
                 break
-            if hi >= n or (lo >= 0 and want - sizes[lst[lo]] <= sizes[lst[hi]] - want):
+            if hi >= n or (lo >= 0 and want - under - sizes[lst[lo]] <= sizes[lst[hi]] - want):
                 r = lst[lo]
                 lo -= 1
             else:
                 r = lst[hi]
                 hi += 1
             p = self.by_rank[r]
+            if only >= 0 and topic_of[p] != only:
+                continue
             if self.topic_check:
                 t = topic_of[p]
                 if t in full:
                     continue
-                if not self.topic_fits(p, d):
+                if t != waive and not self.topic_fits(p, d):
                     full.add(t)
                     continue
-            if self.can_host(p, s, d) and self.affordable(p, s, d):
+            if self.can_host(p, s, d, waive) and self.affordable(p, s, d):
                 return p
         return -1
 
@@ -651,16 +665,22 @@ class Layout:
             partners += [x for x in self._candidate_sinks(high if not over else low, b, 6 * TOP_SINKS)
                          if x not in partners]
             acted = -1
-            for o in partners:
-                s, d = (b, o) if over else (o, b)
-                if over:
-                    want = min(self.bytes[s] - t.bytes[s] * (1 + half), t.bytes[d] - self.bytes[d])
-                else:
-                    want = min(t.bytes[d] * (1 - half) - self.bytes[d], self.bytes[s] - t.bytes[s])
-                if want <= 0:
-                    continue
-                if self._disk_step(s, d, want, keep_counts):
-                    acted = o
+            # An under-loaded broker takes first from partners above the level over-loaded
+            # ones shed to, then from any above their target: bytes taken from a broker
+            # between its target and the level buy no better balance than leaving them.
+            for floor in ((1 + half, 1.0) if not over else (1.0,)):
+                for o in partners:
+                    s, d = (b, o) if over else (o, b)
+                    if over:
+                        want = min(self.bytes[s] - t.bytes[s] * (1 + half), t.bytes[d] - self.bytes[d])
+                    else:
+                        want = min(t.bytes[d] * (1 - half) - self.bytes[d], self.bytes[s] - t.bytes[s] * floor)
+                    if want <= 0:
+                        continue
+                    if self._disk_step(s, d, want, keep_counts):
+                        acted = o
+                        break
+                if acted >= 0:
                     break
             if acted < 0:
                 if level and over:
@@ -688,23 +708,48 @@ class Layout:
     def _disk_step(self, s: int, d: int, want: float, keep_counts: bool) -> bool:
         before = self.disk_violation(s) + self.disk_violation(d)
         if not keep_counts or self._count_ok(s, d):
-            p = self.pick(s, d, want)
+            p = self.pick(s, d, want, under=(1 - REACH) * want)
             if p >= 0:
                 z = self.zs[p]
                 if self.disk_violation(s, -z) + self.disk_violation(d, z) < before - 1e-9:
                     self.move(p, s, d)
                     return True
-        q = self.pick(d, s, 0.0, limit=8)
-        if q < 0:
-            return False
-        p = self.pick(s, d, want + self.zs[q])
+        return self._swap(s, d, want, before)
+
+    def _swap(self, s: int, d: int, want: float, before: float) -> bool:
+        """Swap a large replica on s for a small one on d (count-neutral), lowering the two
+        brokers' band violation by about `want`.
+
+        The small replicas of d come first (a swap moves both, so the smaller the one coming
+        back the fewer bytes buy the same shift), up to SWAP_TRIES of them that may go to s
+        ignoring topic caps: a swap of two replicas of one topic leaves every topic count as
+        it was, which is what lets a broker over a topic's cap (a topic that dominates the
+        cluster) still trade bytes."""
+        lst = self.lists[d]
+        tried = 0
+        for r in lst[:SWAP_SCAN]:
+            q = self.by_rank[r]
+            if not self.can_host(q, d, s, waive=self.topic_of[q]) or not self.affordable(q, d, s):
+                continue
+            tried += 1
+            if self._swap_with(q, s, d, want, before):
+                return True
+            if tried >= SWAP_TRIES:
+                break
+        return False
+
+    def _swap_with(self, q: int, s: int, d: int, want: float, before: float) -> bool:
+        t = self.topic_of[q]
+        # q may come back to s on its own, or only in exchange for a replica of its topic.
+        only = -1 if not self.topic_check or self.topic_fits(q, s) else t
+        p = self.pick(s, d, want + self.zs[q], waive=t, only=only, under=(1 - REACH) * want)
         if p < 0 or p == q:
             return False
         net = self.zs[p] - self.zs[q]
         if self.disk_violation(s, -net) + self.disk_violation(d, net) >= before - 1e-9:
             return False
         self.move(p, s, d)
-        if not (self.can_host(q, d, s) and self.affordable(q, d, s)):
+        if not (self.can_host(q, d, s, waive=t if self.topic_of[p] == t else -1) and self.affordable(q, d, s)):
             self.move(p, d, s)
             return False
         self.move(q, d, s)

@@ -666,15 +666,17 @@ class Layout:
                          if x not in partners]
             acted = -1
             # An under-loaded broker takes first from partners above the level over-loaded
-            # ones shed to, then from any above their target: bytes taken from a broker
-            # between its target and the level buy no better balance than leaving them.
+            # ones shed to, up to that level's mirror below the target; then, from partners
+            # between their target and that level, only up to the band's bottom: those bytes
+            # are movement beyond what the balance needs, so it takes as few as it can.
             for floor in ((1 + half, 1.0) if not over else (1.0,)):
                 for o in partners:
                     s, d = (b, o) if over else (o, b)
                     if over:
                         want = min(self.bytes[s] - t.bytes[s] * (1 + half), t.bytes[d] - self.bytes[d])
                     else:
-                        want = min(t.bytes[d] * (1 - half) - self.bytes[d], self.bytes[s] - t.bytes[s] * floor)
+                        up = t.bytes[d] * (1 - half) if floor > 1 else t.bytes_lo[d]
+                        want = min(up - self.bytes[d], self.bytes[s] - t.bytes[s] * floor)
                     if want <= 0:
                         continue
                     if self._disk_step(s, d, want, keep_counts):

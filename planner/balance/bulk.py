@@ -4,7 +4,8 @@ Each round matches count offers of over-target brokers with free slots of under-
 (within a rack when rack awareness fixes each rack's share), about 1/ROUNDS of each broker's gap
 per round, biggest gaps first. A source offers a run of consecutive replicas in size order whose
 total is closest to the bytes it should shed towards `aim` times its target (less when its
-rack's sinks could not take that much). The round's replicas are then dealt to the sinks in
+rack's sinks could not take that much); a source that must give every replica (a removed
+broker) offers a sample spread over its sizes. The round's replicas are then dealt to the sinks in
 passes, each sink taking the free replica nearest in size to its remaining byte need per slot.
 A move that would break a constraint (the sink holds the partition, rack or topic caps, disk
 headroom, a second move of the partition in the round) waits for a later round, where a source
@@ -213,7 +214,17 @@ class _BulkCounts:
         # A source whose last offers all failed tries the runs beside the best one.
         f = self.fails[srcs]
         u = np.clip(u + kk * ((f + 1) // 2) * np.where(f % 2 == 1, 1, -1), a, last)
-        out: np.ndarray = np.repeat(u, kk) + np.arange(int(kk.sum())) - np.repeat(np.cumsum(kk) - kk, kk)
+        j = np.arange(int(kk.sum())) - np.repeat(np.cumsum(kk) - kk, kk)
+        out: np.ndarray = np.repeat(u, kk) + j
+        # A source that must give every item (a removed broker) offers a sample spread over
+        # its sizes instead: its total is fixed anyway, and small items reach the sinks whose
+        # bytes are full while their counts are not, big ones the sinks short of bytes.
+        have = self.start[srcs + 1] - a
+        every = (self.count - self.tc)[srcs] >= have
+        if every.any():
+            phase = np.repeat((0.5 + 0.618 * f) % 1.0, kk)  # failed offers shift the sample
+            spread = np.repeat(a, kk) + ((j + phase) * np.repeat(have, kk) / np.repeat(kk, kk)).astype(np.int64)
+            out = np.where(np.repeat(every, kk), spread, out)
         return out
 
     def _deal(self, pos: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -723,28 +723,26 @@ class Layout:
         brokers' band violation by about `want`.
 
         The small replicas of d come first (a swap moves both, so the smaller the one coming
-        back the fewer bytes buy the same shift), up to SWAP_TRIES of them that may go to s
-        ignoring topic caps: a swap of two replicas of one topic leaves every topic count as
-        it was, which is what lets a broker over a topic's cap (a topic that dominates the
-        cluster) still trade bytes."""
-        lst = self.lists[d]
-        tried = 0
-        for r in lst[:SWAP_SCAN]:
+        back the fewer bytes buy the same shift): up to SWAP_TRIES of those that may go to s,
+        then up to SWAP_TRIES of those that may go only in exchange for a replica of their own
+        topic. Such a swap leaves every topic count as it was, which is what lets a broker over
+        a topic's cap (a topic that dominates the cluster) still trade bytes."""
+        free: list[int] = []
+        bound: list[int] = []
+        for r in self.lists[d][:SWAP_SCAN]:
             q = self.by_rank[r]
             if not self.can_host(q, d, s, waive=self.topic_of[q]) or not self.affordable(q, d, s):
                 continue
-            tried += 1
-            if self._swap_with(q, s, d, want, before):
-                return True
-            if tried >= SWAP_TRIES:
+            own = not self.topic_check or self.topic_fits(q, s)
+            (free if own else bound).append(q)
+            if len(free) >= SWAP_TRIES and len(bound) >= SWAP_TRIES:
                 break
-        return False
+        return any(self._swap_with(q, s, d, want, before, own) for q, own in
+                   chain(((q, True) for q in free[:SWAP_TRIES]), ((q, False) for q in bound[:SWAP_TRIES])))
 
-    def _swap_with(self, q: int, s: int, d: int, want: float, before: float) -> bool:
+    def _swap_with(self, q: int, s: int, d: int, want: float, before: float, own: bool) -> bool:
         t = self.topic_of[q]
-        # q may come back to s on its own, or only in exchange for a replica of its topic.
-        only = -1 if not self.topic_check or self.topic_fits(q, s) else t
-        p = self.pick(s, d, want + self.zs[q], waive=t, only=only, under=(1 - REACH) * want)
+        p = self.pick(s, d, want + self.zs[q], waive=t, only=-1 if own else t, under=(1 - REACH) * want)
         if p < 0 or p == q:
             return False
         net = self.zs[p] - self.zs[q]

@@ -9,14 +9,14 @@ shared, so CPU time is the steadier number), peak RSS, moves and bytes against t
 the plan reports (method in `LowerBounds.method`), balance reached, and the same numbers for
 `generate` (all topics laid out anew on all brokers, rack-aware, seed 0) with our/their ratios.
 
-Decommission scenarios (issue 16): heavy-tailed sizes, a few brokers removed from a medium and
-a large cluster, from the skewed synthetic start, from a balanced one (the skewed cluster after
-its rebalance plan) and from a nearly balanced random one (the same cluster placed without skew,
-where bytes are within about 15% of the mean and counts within a few percent), plain and with
---rebalance-rest; from the random start also a plain rebalance. Recorded: bytes max/mean before
-(all brokers) and after (the brokers left), the same against each rack's mean (rack diversity
-fixes each rack's share), bytes max over the plan's fair-share target, moved bytes and moves
-over their lower bounds, count and leader spread, rack violations, time.
+Decommission scenarios (issue 16): heavy-tailed sizes, a few brokers removed from a small, a
+medium and a large cluster, from the skewed synthetic start, from a balanced one (the skewed
+cluster after its rebalance plan) and from a nearly balanced random one (the same cluster placed
+without skew, where bytes are within about 15% of the mean and counts within a few percent),
+plain and with --rebalance-rest; from the random start also a plain rebalance. Recorded: bytes
+max/mean before (all brokers) and after (the brokers left), the same against each rack's mean
+(rack diversity fixes each rack's share), bytes max over the plan's fair-share target, moved
+bytes and moves over their lower bounds, count and leader spread, rack violations, time.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                  new_brokers=100, skew_sigma=0.0, budget_s=10.0),
 }
 DECOMMISSION: dict[str, dict[str, Any]] = {
+    "decommission-60b-30k": dict(brokers=60, partitions=30_000, rack_sizes=[18, 20, 22], remove=2, budget_s=1.0),
     "decommission-300b-150k": dict(brokers=300, partitions=150_000, rack_sizes=[90, 100, 110], remove=6,
                                    budget_s=5.0),
     "decommission-1000b-300k": dict(brokers=1000, partitions=300_000, rack_sizes=[300, 330, 370], remove=20,

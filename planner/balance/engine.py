@@ -727,18 +727,21 @@ class Layout:
         then up to SWAP_TRIES of those that may go only in exchange for a replica of their own
         topic. Such a swap leaves every topic count as it was, which is what lets a broker over
         a topic's cap (a topic that dominates the cluster) still trade bytes."""
-        free: list[int] = []
         bound: list[int] = []
+        tried = 0
         for r in self.lists[d][:SWAP_SCAN]:
             q = self.by_rank[r]
             if not self.can_host(q, d, s, waive=self.topic_of[q]) or not self.affordable(q, d, s):
                 continue
-            own = not self.topic_check or self.topic_fits(q, s)
-            (free if own else bound).append(q)
-            if len(free) >= SWAP_TRIES and len(bound) >= SWAP_TRIES:
-                break
-        return any(self._swap_with(q, s, d, want, before, own) for q, own in
-                   chain(((q, True) for q in free[:SWAP_TRIES]), ((q, False) for q in bound[:SWAP_TRIES])))
+            if not self.topic_check or self.topic_fits(q, s):
+                if self._swap_with(q, s, d, want, before, own=True):
+                    return True
+                tried += 1
+                if tried >= SWAP_TRIES:
+                    break
+            elif len(bound) < SWAP_TRIES:
+                bound.append(q)
+        return any(self._swap_with(q, s, d, want, before, own=False) for q in bound)
 
     def _swap_with(self, q: int, s: int, d: int, want: float, before: float, own: bool) -> bool:
         t = self.topic_of[q]

@@ -602,8 +602,12 @@ class Layout:
         assert t is not None
         ex = max(self.count[s] - t.count[s], 1)
         de = max(t.count[d] - self.count[d], 1)
-        from_s = (self.bytes[s] - t.bytes[s] * aim) / ex
         to_d = (t.bytes[d] - self.bytes[d]) / de
+        if ex >= len(self.lists[s]):
+            # A source that must give every replica (a removed broker) sheds its bytes anyway:
+            # capping the size at its mean would leave its big replicas for the last sinks.
+            return max(0.0, to_d)
+        from_s = (self.bytes[s] - t.bytes[s] * aim) / ex
         return max(0.0, min(from_s, to_d))
 
     def disk_violation(self, b: int, delta: float = 0.0) -> float:

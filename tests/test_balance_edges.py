@@ -318,3 +318,19 @@ def test_small_random_start_moves_at_most_a_tenth_above_the_byte_lower_bound(see
         assert plan.after.replicas.spread == plan.after.replica_spread_allowed
         assert plan.after.leaders.spread <= 1
         assert plan.after.rack_violations == 0
+
+
+def test_decommission_with_rebalance_rest_stays_at_the_count_floor_when_rf_is_below_the_racks() -> None:
+    # RF 2 on three racks: 146 replicas of a removed broker found no broker short of replicas
+    # that the rack rule let them go to; placed on brokers at their count, they left a count
+    # spread of 30 where 1 is allowed, until the goals ran again.
+    import numpy as np
+
+    state = synthetic_cluster(brokers=60, partitions=20_000, rf=2, rack_sizes=[18, 20, 22], seed=3, skew_sigma=0.0)
+    gone = sorted(np.random.default_rng(7).choice(np.array(state.broker_ids), 2, replace=False).tolist())
+    plan = decommission(state, gone, rebalance_rest=True)
+    assert plan.after.replicas.spread == plan.after.replica_spread_allowed == 1
+    assert plan.after.leaders.spread <= 1
+    assert plan.after.rack_violations == 0
+    assert plan.bytes_moved <= 1.1 * plan.lower_bounds.bytes_moved
+    assert plan.after.bytes_over_target <= 1.0151

@@ -8,7 +8,8 @@ How a plan is made:
 2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
    on removed or unknown brokers (by bytes first, so removing brokers keeps bytes balanced; when
    the whole cluster is balanced too they leave through the count phase instead, which fits each
-   one to its sink's byte gap), replicas of partitions off the rack rule (`racks`), new replicas
+   one to its sink's byte gap; those no broker short of replicas may take are placed afterwards
+   and the goals run again), replicas of partitions off the rack rule (`racks`), new replicas
    for set-rf. A replica that must move but finds no broker makes the plan infeasible
    (`InfeasiblePlanError`) unless `allow_partial`; a rack fix that finds none is only counted.
 3. The data goals in the configured order: replica counts (moves from over-target to
@@ -298,19 +299,14 @@ def _plan(
         failed = _repair(layout, state, F0, movable, rf_changes, is_removed, direct, id_pos, options,
                          warnings, everywhere=balance_data, defer_removed=defer, bytes_first=bytes_first)
         if balance_data:
-            for goal in options.goals:
-                if goal == "replicas":
-                    aim = 1 + options.disk_tolerance / 2 if options.has("disk") else None
-                    keep_disk = options.before("disk", "replicas")
-                    if bulk_eligible(layout, keep_disk):
-                        bulk_balance_counts(layout, aim)
-                    layout.balance_counts(aim=aim, keep_disk=keep_disk,
-                                          relax_topic=not options.before("topic", "replicas"))
-                elif goal == "disk":
-                    layout.balance_disk(keep_counts=options.before("replicas", "disk"),
-                                        tolerance=options.disk_tolerance)
+            _balance_goals(layout, options)
         if defer:
-            failed += layout.place(_left_on(layout, is_removed), count_goal=not bytes_first)
+            left = _left_on(layout, is_removed)
+            failed += layout.place(left, count_goal=not bytes_first)
+            if left:
+                # Replicas no broker short of replicas could take went to brokers at their
+                # count; the goals run again to move as many elsewhere.
+                _balance_goals(layout, options)
     warnings.extend(layout.warnings)
     if failed:
         message = _unplaced(layout, state, failed)
@@ -338,6 +334,19 @@ def _plan(
         produce_bps=state.produce_bps.astype(np.float64),
     )
     return _finish(state, command, options, F0, F1, movable, ctx, br, is_removed, warnings)
+
+
+def _balance_goals(layout: Layout, options: BalanceOptions) -> None:
+    """The data goals in the configured order (step 3 of the module docstring)."""
+    for goal in options.goals:
+        if goal == "replicas":
+            aim = 1 + options.disk_tolerance / 2 if options.has("disk") else None
+            keep_disk = options.before("disk", "replicas")
+            if bulk_eligible(layout, keep_disk):
+                bulk_balance_counts(layout, aim)
+            layout.balance_counts(aim=aim, keep_disk=keep_disk, relax_topic=not options.before("topic", "replicas"))
+        elif goal == "disk":
+            layout.balance_disk(keep_counts=options.before("replicas", "disk"), tolerance=options.disk_tolerance)
 
 
 def _movable(state: ClusterState, F0: np.ndarray, br: _Brokers, options: BalanceOptions,

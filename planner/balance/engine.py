@@ -26,6 +26,9 @@ SCAN = 24  # candidates looked at around the wanted size before trying another s
 # overshooting it, before the closest one: bytes a broker sheds below the level it aims for
 # are movement that buys no balance, while a shortfall is made up by the next, smaller move.
 REACH = 0.5
+# Below this share of the broker's target a shift takes the closest replica: a shortfall that
+# small would only be made up by more moves of tiny replicas.
+MIN_SHIFT = 0.002
 TOP_SINKS = 3  # sinks per rack tried for one source before going deeper
 DEEP_SINKS = 192  # most sinks per rack `place` takes from its heaps before sorting every broker
 
@@ -714,13 +717,19 @@ class Layout:
     def _disk_step(self, s: int, d: int, want: float, keep_counts: bool) -> bool:
         before = self.disk_violation(s) + self.disk_violation(d)
         if not keep_counts or self._count_ok(s, d):
-            p = self.pick(s, d, want, under=(1 - REACH) * want)
+            p = self.pick(s, d, want, under=self._slack(s, want))
             if p >= 0:
                 z = self.zs[p]
                 if self.disk_violation(s, -z) + self.disk_violation(d, z) < before - 1e-9:
                     self.move(p, s, d)
                     return True
         return self._swap(s, d, want, before)
+
+    def _slack(self, s: int, want: float) -> float:
+        """How far below `want` a byte-phase pick may fall at no cost (see REACH)."""
+        t = self.targets
+        assert t is not None
+        return (1 - REACH) * want if want > MIN_SHIFT * t.bytes[s] else 0.0
 
     def _swap(self, s: int, d: int, want: float, before: float) -> bool:
         """Swap a large replica on s for a small one on d (count-neutral), lowering the two
@@ -749,7 +758,8 @@ class Layout:
 
     def _swap_with(self, q: int, s: int, d: int, want: float, before: float, own: bool) -> bool:
         t = self.topic_of[q]
-        p = self.pick(s, d, want + self.zs[q], waive=t, only=-1 if own else t, under=(1 - REACH) * want)
+        p = self.pick(s, d, want + self.zs[q], waive=t, only=-1 if own else t,
+                      under=self._slack(s, want))
         if p < 0 or p == q:
             return False
         net = self.zs[p] - self.zs[q]

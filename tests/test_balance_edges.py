@@ -320,13 +320,18 @@ def test_small_random_start_moves_at_most_a_tenth_above_the_byte_lower_bound(see
         assert plan.after.rack_violations == 0
 
 
-def test_decommission_with_rebalance_rest_stays_at_the_count_floor_when_rf_is_below_the_racks() -> None:
+@pytest.mark.parametrize("rf, rack_sizes, seed", [(2, [18, 20, 22], 3), (3, None, 8)])
+def test_decommission_with_rebalance_rest_stays_at_the_count_floor(rf: int, rack_sizes: list[int] | None,
+                                                                  seed: int) -> None:
     # RF 2 on three racks: 146 replicas of a removed broker found no broker short of replicas
     # that the rack rule let them go to; placed on brokers at their count, they left a count
-    # spread of 30 where 1 is allowed, until the goals ran again.
+    # spread of 30 where 1 is allowed. Without racks, the last replica of a removed broker was
+    # of a partition the one broker still short of replicas holds (spread 2). The goals now run
+    # again after such replicas.
     import numpy as np
 
-    state = synthetic_cluster(brokers=60, partitions=20_000, rf=2, rack_sizes=[18, 20, 22], seed=3, skew_sigma=0.0)
+    state = synthetic_cluster(brokers=60, partitions=20_000, rf=rf, rack_sizes=rack_sizes, seed=seed,
+                              skew_sigma=0.0)
     gone = sorted(np.random.default_rng(7).choice(np.array(state.broker_ids), 2, replace=False).tolist())
     plan = decommission(state, gone, rebalance_rest=True)
     assert plan.after.replicas.spread == plan.after.replica_spread_allowed == 1

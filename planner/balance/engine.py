@@ -624,6 +624,12 @@ class Layout:
         before = self.disk_violation(s) + self.disk_violation(d)
         return self.disk_violation(s, -z) + self.disk_violation(d, z) <= before + 1e-9
 
+    def off_count_band(self) -> bool:
+        """Does a receiving broker hold fewer or more replicas than its count band allows?"""
+        t = self.targets
+        assert t is not None
+        return any(r and not lo <= c <= hi for r, c, lo, hi in zip(self.recv, self.count, t.count_lo, t.count_hi))
+
     def _count_ok(self, s: int, d: int) -> bool:
         t = self.targets
         assert t is not None

@@ -8,8 +8,8 @@ How a plan is made:
 2. Repairs (`Layout.place`, largest first, onto the most under-loaded brokers allowed): replicas
    on removed or unknown brokers (by bytes first, so removing brokers keeps bytes balanced; when
    the whole cluster is balanced too they leave through the count phase instead, which fits each
-   one to its sink's byte gap; those no broker short of replicas may take are placed afterwards
-   and the goals run again), replicas of partitions off the rack rule (`racks`), new replicas
+   one to its sink's byte gap; those no broker short of replicas may take are placed afterwards,
+   and the goals run once more when that or anything else left a broker off its count band), replicas of partitions off the rack rule (`racks`), new replicas
    for set-rf. A replica that must move but finds no broker makes the plan infeasible
    (`InfeasiblePlanError`) unless `allow_partial`; a rack fix that finds none is only counted.
 3. The data goals in the configured order: replica counts (moves from over-target to
@@ -300,13 +300,13 @@ def _plan(
                          warnings, everywhere=balance_data, defer_removed=defer, bytes_first=bytes_first)
         if balance_data:
             _balance_goals(layout, options)
-        if defer:
-            left = _left_on(layout, is_removed)
+        left = _left_on(layout, is_removed) if defer else []
+        if left:
             failed += layout.place(left, count_goal=not bytes_first)
-            if left:
-                # Replicas no broker short of replicas could take went to brokers at their
-                # count; the goals run again to move as many elsewhere.
-                _balance_goals(layout, options)
+        if balance_data and (left or layout.off_count_band()):
+            # Replicas that no broker short of replicas could take (the rack rule, a partition
+            # it holds) went to brokers at their count; the goals run again to pass as many on.
+            _balance_goals(layout, options)
     warnings.extend(layout.warnings)
     if failed:
         message = _unplaced(layout, state, failed)

@@ -100,9 +100,17 @@ class FetchLimits:
         """Most one fetcher thread (one per source broker and fetcher id) moves per second."""
         return self.response_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
 
-    def leader_share(self, rate: np.ndarray) -> np.ndarray:
-        """What fetches get of a leader throttle `rate` (`quota_share` with the leader's fetch wait)."""
-        return self.quota_share(rate, self.wait_max_s, LEADER_GRANULARITY)
+    def leader_share(self, rate: np.ndarray, written: bool | np.ndarray = False) -> np.ndarray:
+        """What fetches get of a leader throttle `rate` (`quota_share` with the leader's pause).
+
+        A fetch the leader leaves empty parks in its purgatory, and Kafka re-checks it at every
+        append to its partitions (DelayedFetch.tryComplete, which counts a throttled partition
+        once the quota is back under its bound). Where a moving partition takes writes
+        (`written`), the next append answers the fetch as soon as the quota allows, so the pause
+        is one fetch cycle; only idle partitions wait out `replica.fetch.wait.max.ms`.
+        """
+        pause = np.where(written, self.round_trip_s, self.wait_max_s)
+        return self.quota_share(rate, pause, LEADER_GRANULARITY)
 
     def follower_share(self, rate: np.ndarray) -> np.ndarray:
         """What fetches get of a follower throttle `rate` (`quota_share` with the follower's backoff)."""
@@ -318,11 +326,15 @@ class ModelInput:
 
     @property
     def leader_quota(self) -> np.ndarray:
-        """The leader throttles as fetches meet them (`FetchLimits.quota_share`): a fetch it
-        leaves empty parks for `replica.fetch.wait.max.ms`, and each fetch below the bound takes
-        a whole chunk (LEADER_GRANULARITY). Where the follower throttle binds first, its own
-        share (`follower_quota`, paced by the 1 s backoff) is the smaller one and decides."""
-        return self.leader_rate * self.fetch.leader_share(self.leader_rate)
+        """The leader throttles as fetches meet them (`FetchLimits.leader_share`): a fetch it
+        leaves empty parks until an append to a moving partition re-checks it (one fetch cycle
+        where a partition it sends takes writes) or `replica.fetch.wait.max.ms` runs out, and
+        each fetch below the bound takes a whole chunk (LEADER_GRANULARITY). Where the follower
+        throttle binds first, its own share (`follower_quota`, paced by the 1 s backoff) is the
+        smaller one and decides."""
+        led = self.source >= 0
+        written = np.bincount(self.source[led], weights=self.write_bps[led] > 0, minlength=self.n_brokers) > 0
+        return self.leader_rate * self.fetch.leader_share(self.leader_rate, written)
 
     @property
     def follower_quota(self) -> np.ndarray:

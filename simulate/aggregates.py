@@ -91,15 +91,26 @@ def _ratio(num: Column, den: Column) -> Column:
             .otherwise(num / den))
 
 
-def quota_share(rate: Column, fetch: FetchLimits, pause_s: float | Column, granularity: float) -> Column:
+def quota_share(rate: Column, fetch: FetchLimits, pause_s: float, granularity: float) -> Column:
     """`FetchLimits.quota_share` as a column (the same pause and granularity per side)."""
     if fetch.round_trip_s <= 0:
         return F.lit(1.0)
     span = fetch.quota_span_s
     chunk = F.least(F.lit(float(fetch.partition_max_bytes)) / rate, F.lit(span)) / span
     share = span / (span + pause_s) * (1.0 + granularity * chunk)
-    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(span) / (span + pause_s)
+    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(span / (span + pause_s))
                                                          * (1.0 + granularity)).otherwise(share)
+
+
+def woken_share(rate: Column, fetch: FetchLimits) -> Column:
+    """`FetchLimits.woken_share` as a column."""
+    if fetch.round_trip_s <= 0:
+        return F.lit(1.0)
+    span = fetch.quota_span_s + fetch.quota_window_s / 2
+    chunk = float(fetch.partition_max_bytes)
+    cycle = fetch.quota_span_s / (fetch.quota_span_s + fetch.round_trip_s)
+    whole = F.ceil(rate * span / chunk) * chunk / (rate * span)
+    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(cycle)).otherwise(cycle * whole)
 
 
 def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataFrame:
@@ -110,9 +121,10 @@ def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataF
     the leader's parked fetches (`FetchLimits.leader_share`)."""
     fetch = fetch if fetch is not None else FetchLimits()
     lead, fol = F.col("leader_rate_bps"), F.col("follower_rate_bps")
-    pause = F.when(F.col("write_out_bps") * F.col("write_multiplier") > 0, F.lit(fetch.round_trip_s)).otherwise(
-        F.lit(fetch.wait_max_s))
-    leader = lead * quota_share(lead, fetch, pause, LEADER_GRANULARITY) - F.col("leader_base_bps")
+    written = F.col("write_out_bps") * F.col("write_multiplier") > 0
+    share = F.when(written, woken_share(lead, fetch)).otherwise(quota_share(lead, fetch, fetch.wait_max_s,
+                                                                            LEADER_GRANULARITY))
+    leader = lead * share - F.col("leader_base_bps")
     nic_out = F.col("network_out_bps") - F.col("client_out_bps") - F.col("replication_out_bps")
     follower = fol * quota_share(fol, fetch, fetch.backoff_s, FOLLOWER_GRANULARITY)
     nic_in = F.col("network_in_bps") - F.col("client_in_bps") - F.col("replication_in_bps")

@@ -83,6 +83,7 @@ class FetchLimits:
     wait_max_s: float = 0.5  # replica.fetch.wait.max.ms
     backoff_s: float = 1.0  # replica.fetch.backoff.ms
     quota_span_s: float = 11.0  # replication.quota.window.num x replication.quota.window.size.seconds
+    quota_window_s: float = 1.0  # replication.quota.window.size.seconds
 
     def __post_init__(self) -> None:
         if self.partition_max_bytes <= 0 or self.response_max_bytes <= 0 or self.num_fetchers < 1:
@@ -101,16 +102,40 @@ class FetchLimits:
         return self.response_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
 
     def leader_share(self, rate: np.ndarray, written: bool | np.ndarray = False) -> np.ndarray:
-        """What fetches get of a leader throttle `rate` (`quota_share` with the leader's pause).
+        """What fetches get of a leader throttle `rate`.
 
         A fetch the leader leaves empty parks in its purgatory, and Kafka re-checks it at every
         append to its partitions (DelayedFetch.tryComplete, which counts a throttled partition
         once the quota is back under its bound). Where a moving partition takes writes
-        (`written`), the next append answers the fetch as soon as the quota allows, so the pause
-        is one fetch cycle; only idle partitions wait out `replica.fetch.wait.max.ms`.
+        (`written`), the next append answers the fetch as soon as the quota allows
+        (`woken_share`); only idle partitions wait out `replica.fetch.wait.max.ms`
+        (`quota_share` with that pause).
         """
-        pause = np.where(written, self.round_trip_s, self.wait_max_s)
-        return self.quota_share(rate, pause, LEADER_GRANULARITY)
+        idle = self.quota_share(rate, self.wait_max_s, LEADER_GRANULARITY)
+        return np.where(written, self.woken_share(rate), idle)
+
+    def woken_share(self, rate: np.ndarray) -> np.ndarray:
+        """What fetches get of a leader throttle `rate` when appends answer them the moment the
+        measured rate is back under the bound.
+
+        The leader then admits one whole fetch of `replica.fetch.max.bytes` (P) whenever the
+        bytes in its window are below rate x S, so the window settles at the smallest whole
+        number of fetches at or above that: ceil(R S / P) P / (R S), less one fetch cycle per
+        span. S is the span `SimpleRate` divides by: the retained windows plus the one in
+        progress, half of it on average. Nothing else is lost or gained: each fetch is paid
+        back before the next one goes out. (Sandbox, four written moves from one leader:
+        1.82 of the quota at 100 kB/s, 1.00 from 1 to 20 MB/s.)
+        """
+        rate = np.asarray(rate, dtype=np.float64)
+        if self.round_trip_s <= 0:
+            return np.ones_like(rate)
+        span = self.quota_span_s + self.quota_window_s / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            window = rate * span
+            whole = np.where(rate > 0, np.ceil(window / self.partition_max_bytes) * self.partition_max_bytes / window,
+                             1.0)
+        share = self.quota_span_s / (self.quota_span_s + self.round_trip_s) * whole
+        return np.where(np.isfinite(rate), share, 1.0)
 
     def follower_share(self, rate: np.ndarray) -> np.ndarray:
         """What fetches get of a follower throttle `rate` (`quota_share` with the follower's backoff)."""

@@ -73,10 +73,6 @@ class MeasuredImpact:
     impacts: Mapping[int, Impact]
     rates: Mapping[int, tuple[int | None, int | None]]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "impacts": [i.to_dict() for _, i in sorted(self.impacts.items())],
-                "rates": {str(b): list(r) for b, r in sorted(self.rates.items())}}
-
 
 @dataclass(frozen=True)
 class SuggestRequest:
@@ -301,8 +297,8 @@ def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str
     out = []
     for b in brokers:
         if b.impact is not None and b.impact.over_everything:
-            out.append(f"broker {b.broker}'s clients were throttled or timed out at the current rates: no higher "
-                       "rate is suggested there; lower its throttle")
+            out.append(f"broker {b.broker}'s clients were throttled or timed out during the measurement: its "
+                       "throttles are held where they are; lower them")
         if b.sends > 0 and b.leader_rate <= b.in_sync_base:
             out.append(f"broker {b.broker} has no send capacity left for moves: its client traffic already "
                        f"uses {format_rate(b.client_out)} of {format_rate(b.capacity_out)}")

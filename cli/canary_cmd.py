@@ -2,8 +2,6 @@
 worse it is): produce p50/p99 with acks=all, end-to-end p99, KIP-13 throttle time, timeouts."""
 from __future__ import annotations
 
-import json
-
 import click
 
 from kreassign.cli.options import DURATION, cluster_options, output_option
@@ -30,16 +28,12 @@ def canary(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.cli.runtime import connect, read_text
     from kreassign.cluster.canary import canary_session
     from kreassign.cluster.client_config import load_client_config
-    from kreassign.cluster.client_latency import impact, worst
+    from kreassign.cluster.client_latency import impact, read_canary, worst
     from kreassign.cluster.time_scale import read_time_scale
 
     baseline = {}
     if baseline_file:
-        try:
-            doc = json.loads(read_text(baseline_file))
-            baseline = {int(b["broker"]): float(b["p99_ms"]) for b in doc["brokers"] if b.get("p99_ms")}
-        except (ValueError, KeyError, TypeError):
-            raise click.UsageError(f"{baseline_file} is not the JSON of `kreassign canary -o json`") from None
+        baseline = {b.broker: b.p99_ms for b in read_canary(read_text(baseline_file), baseline_file) if b.p99_ms}
     config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
     with connect(bootstrap_server, command_config, request_timeout) as port:
         scale = read_time_scale(port, [b.id for b in port.describe_brokers().brokers])

@@ -228,19 +228,10 @@ def _baseline(path: str | None) -> dict[str, float]:
     """The ClientModel field a canary baseline sets (its idle produce round trip)."""
     if path is None:
         return {}
-    import json
-
     from kreassign.cli.runtime import read_text
-    from kreassign.cluster.client_latency import BrokerLatency, idle_round_trip_ms
+    from kreassign.cluster.client_latency import idle_round_trip_ms, read_canary
 
-    try:
-        doc = json.loads(read_text(path))
-        brokers = [BrokerLatency(int(b["broker"]), int(b["requests"]), int(b["timeouts"]), b.get("p50_ms"),
-                                 b.get("p99_ms"), b.get("end_to_end_p99_ms"), float(b.get("throttle_max_ms", 0)))
-                   for b in doc["brokers"]]
-    except (ValueError, KeyError, TypeError):
-        raise click.UsageError(f"{path} is not the JSON of `kreassign canary -o json`") from None
-    rtt = idle_round_trip_ms(brokers)
+    rtt = idle_round_trip_ms(read_canary(read_text(path), path))
     if rtt is None:
         raise click.UsageError(f"{path} has no produce latency to use as the baseline")
     return {"fetch_rtt_ms": rtt}

@@ -1,6 +1,8 @@
 """`kreassign throttle show|set|clear|suggest`: throttles of running moves, live, journaled."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from kreassign.cli.options import (
@@ -15,6 +17,9 @@ from kreassign.cli.options import (
     source_options,
 )
 from kreassign.cli.runtime import connect, journal_store, runtime
+
+if TYPE_CHECKING:
+    from kreassign.throttle.suggest import MeasuredImpact
 
 
 @click.group()
@@ -116,7 +121,13 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @source_options
 @sample_option
 @click.option("--max-impact", type=PERCENT, required=True,
-              help="Share of each broker's network the moves may take, e.g. 20%.")
+              help="The bound, e.g. 20%. With --canary-baseline: how far the canary's produce p99 may rise over "
+                   "its baseline. Without: the most of each broker's network capacity the moves may take (a "
+                   "capacity share, not measured latency; the output says which).")
+@click.option("--canary-baseline", type=click.Path(dir_okay=False), default=None,
+              help="A `kreassign canary -o json` from before the move. While the moves run, measure the canary "
+                   "now and suggest the rates at which its p99 rise reaches --max-impact (needs --bootstrap-server).")
+@click.option("--canary-topic", default=None, help="With --canary-baseline: an existing topic to measure on.")
 @click.option("--deadline", default=None, help="Finish by then: 2h, 06:00, or a date-time.")
 @click.option("--network-capacity", type=RATE, default=None,
               help="Network capacity (each direction) of brokers whose capacity the snapshot lacks.")
@@ -125,12 +136,13 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 @output_option
 def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
             request_timeout: float | None, sample: float | None,
-            max_impact: float, deadline: str | None, network_capacity: int | None,
-            max_moves_per_broker: int | None, output: str) -> None:
-    """Suggest the highest leader and follower rates that keep replication plus client traffic
-    within --max-impact of each broker's network, and say whether --deadline is reachable (by the
-    replication model); if not, what would reach it: a rate, more concurrency, or which brokers
-    bound it."""
+            max_impact: float, canary_baseline: str | None, canary_topic: str | None, deadline: str | None,
+            network_capacity: int | None, max_moves_per_broker: int | None, output: str) -> None:
+    """Suggest the highest leader and follower rates that keep client impact within --max-impact,
+    and say whether --deadline is reachable (by the replication model); if not, what would reach
+    it: a rate, more concurrency, or which brokers bound it. The impact is the measured rise of a
+    canary's produce p99 with --canary-baseline (while the moves run), else each broker's network
+    capacity share, as the output says."""
     from datetime import datetime
 
     from kreassign.cli.console import emit_json, stdout_console
@@ -141,15 +153,37 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.cli.runtime import load_state
     from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
 
+    if canary_topic and not canary_baseline:
+        raise click.UsageError("--canary-topic names the topic of --canary-baseline; add --canary-baseline")
+    if canary_baseline and not bootstrap_server:
+        raise click.UsageError("--canary-baseline measures the cluster now: give --bootstrap-server")
     parsed = parse_reassignment(read_text(plan_file))
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
+    measured = None
+    if canary_baseline:
+        measured = _measure(canary_baseline, canary_topic, bootstrap_server, command_config, request_timeout)
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
         max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,
-        max_moves_per_broker=max_moves_per_broker,
+        max_moves_per_broker=max_moves_per_broker, measured=measured,
         network_capacity=(float(network_capacity), float(network_capacity)) if network_capacity else None)
     result = suggest_throttle(state, parsed.entries, request)
     if output == "json":
         emit_json(result.to_dict())
     else:
         stdout_console().print(render_suggestion(result))
+
+
+def _measure(baseline_file: str, topic: str | None, bootstrap_server: str | None, command_config: str | None,
+             request_timeout: float | None) -> MeasuredImpact:
+    """The canary now against its baseline from before the move."""
+    from kreassign.cli.runtime import read_text, timing
+    from kreassign.cluster.client_config import load_client_config
+    from kreassign.cluster.client_latency import read_canary
+    from kreassign.execute.measured_impact import measure_impact
+
+    baseline = read_canary(read_text(baseline_file), baseline_file)
+    config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
+    with connect(bootstrap_server, command_config, request_timeout) as port:
+        return measure_impact(port, config, baseline, topic=topic, sleep=timing()[1],
+                              warn=lambda line: click.echo(f"Note: {line}", err=True))

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
+from kreassign.cluster.client_latency import Impact
 from kreassign.throttle.suggest import Suggestion
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
 from kreassign.execute.live_eta import StallDiagnosis
@@ -322,16 +323,18 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
 
 
 def render_suggestion(s: Suggestion) -> RenderableType:
-    table = Table(title=f"Suggested throttles (impact at most {s.max_impact:.0%} of each broker's network)",
-                  title_justify="left")
-    for col in ("broker", "capacity", "client in", "client out", "sends", "receives", "leader rate",
-                "follower rate"):
+    measured = s.measured is not None
+    title = (f"Suggested throttles (canary produce p99 at most {s.max_impact:.0%} above its baseline)" if measured
+             else f"Suggested throttles (moves take at most {s.max_impact:.0%} of each broker's network)")
+    table = Table(title=title, title_justify="left")
+    for col in ("broker", "capacity", "client in", "client out", "sends", "receives",
+                *(("p99 rise",) if measured else ()), "leader rate", "follower rate"):
         table.add_column(col, justify="right", no_wrap=True)
     for b in s.brokers:
-        capacity = (format_rate(b.capacity_in) if b.capacity_in == b.capacity_out
-                    else f"{format_rate(b.capacity_in)} in, {format_rate(b.capacity_out)} out")
+        capacity = (_capacity(b.capacity_in) if b.capacity_in == b.capacity_out
+                    else f"{_capacity(b.capacity_in)} in, {_capacity(b.capacity_out)} out")
         table.add_row(str(b.broker), capacity, format_rate(b.client_in), format_rate(b.client_out),
-                      format_bytes(b.sends), format_bytes(b.receives),
+                      format_bytes(b.sends), format_bytes(b.receives), *((_rise(b.impact),) if measured else ()),
                       format_rate(b.leader_rate) if b.sends else "-",
                       format_rate(b.follower_rate) if b.receives else "-")
     lines = [f"One rate for every broker: --leader-rate {s.leader_rate} --follower-rate {s.follower_rate} "
@@ -346,4 +349,17 @@ def render_suggestion(s: Suggestion) -> RenderableType:
     lines.extend(f"To reach it: {r.text}." for r in s.remedies)
     lines.extend(f"Warning: {w}." for w in s.warnings)
     lines.append(rates_line(s.write_rates))
+    lines.append(f"Note: {s.bound_note}.")
     return Group(table, *(Text(line) for line in lines))
+
+
+def _capacity(value: float) -> str:
+    return "unknown" if math.isinf(value) else format_rate(value)
+
+
+def _rise(impact: Impact | None) -> str:
+    if impact is None:
+        return "not measured"
+    if impact.over_everything:
+        return "throttled" if impact.throttled else f"{impact.timeouts} timeout(s)"
+    return "-" if impact.p99_increase is None else f"{impact.p99_increase:+.0%}"

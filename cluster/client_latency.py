@@ -3,10 +3,13 @@
 timeouts), and the impact of a move as a ratio to a baseline measured before it. Pure."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from kreassign.cluster.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,21 @@ class BrokerLatency:
         return {"broker": self.broker, "requests": self.requests, "timeouts": self.timeouts, "p50_ms": self.p50_ms,
                 "p99_ms": self.p99_ms, "end_to_end_p99_ms": self.end_to_end_p99_ms,
                 "throttle_max_ms": self.throttle_max_ms}
+
+
+def read_canary(text: str, name: str) -> tuple[BrokerLatency, ...]:
+    """The brokers of a `kreassign canary -o json` document (a baseline), from its text.
+
+    Raises:
+        InputError: the text is not such a document.
+    """
+    try:
+        doc = json.loads(text)
+        return tuple(BrokerLatency(int(b["broker"]), int(b["requests"]), int(b["timeouts"]), b.get("p50_ms"),
+                                   b.get("p99_ms"), b.get("end_to_end_p99_ms"), float(b.get("throttle_max_ms", 0)))
+                     for b in doc["brokers"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{name} is not the JSON of `kreassign canary -o json`") from None
 
 
 def summarize(samples: Iterable[LatencySample]) -> dict[int, BrokerLatency]:

@@ -24,10 +24,13 @@ KafkaApis; broker-semantics Part B §2-§3), per broker and side:
 * a fetch carries at most `replica.fetch.max.bytes` per partition and
   `replica.fetch.response.max.bytes` in all, filled in the session's rotating partition order
   (the leader reads in request order until the response is full; the follower moves partitions
-  that got data to the back); the cadence is back to back while data comes back,
-  `replica.fetch.wait.max.ms` when the leader has nothing to send (a throttled-out partition
-  does not complete the parked fetch), `replica.fetch.backoff.ms` when the follower asks for
-  nothing (`FetchConfig`);
+  that got data to the back); the cadence is back to back while data comes back, and when the
+  leader has nothing to send the fetch parks in its purgatory: every append to one of its
+  partitions re-checks it (DelayedFetch.tryComplete), and a throttled partition counts there once
+  the leader quota is back under its bound, so a fetch that holds a written partition is answered
+  as soon as the quota allows (the sandbox's writes are fluid: checked every fetch cycle), one
+  that holds only idle ones waits out `replica.fetch.wait.max.ms`; `replica.fetch.backoff.ms`
+  when the follower asks for nothing (`FetchConfig`);
 * so a long copy alternates bursts (until one fetch takes the rate over the bound) with those
   pauses: from 100 kB/s to 100 MB/s it runs at 0.91-0.96 of the throttle with both sides
   throttled (bench/bench_throttle_fidelity.py), which is what the replication model's
@@ -43,7 +46,8 @@ network, so their fetches within a tick are taken at once (the rounds that fit i
 max-min fairly: the fluid form of the rotation).
 
 Simplifications: a fetch's bytes are recorded at the instant of its check (a fetch cycle is
-short against the 1 s windows), and a parked fetch is simply retried after the wait; the network
+short against the 1 s windows), and a fetch that parked is answered by a fresh check of both
+quotas (Kafka's follower decided its request before sending it); the network
 is shared per fetch as a fluid, free sessions first, and a fetch holds its session for as long
 as its bytes need on the busier broker; in-sync followers are exactly at the leader's log end,
 and their replication counts against the quotas and the network as a steady rate.
@@ -105,6 +109,7 @@ class FlowTable:
     keys: np.ndarray          # per session: its key (sorted)
     paced: np.ndarray         # per session: a finite quota can stop one of its flows
     due: np.ndarray           # per session: when its next fetch goes out
+    parked_until: np.ndarray  # per session: when its fetch parked in the leader's purgatory expires
     isr_count: np.ndarray     # per session: in-sync partitions it also fetches
     isr_busy: np.ndarray      # per session: ... of which take writes (the leader answers at once)
     growing: np.ndarray       # rows whose leader is alive (they take writes)
@@ -260,6 +265,7 @@ class Replication:
             live=np.ones(len(parts), dtype=bool), caught=np.zeros(len(parts), dtype=bool), leader_throttled=lt_arr, follower_throttled=ft_arr,
             keys=keys, paced=np.bincount(session, weights=bound_flow, minlength=n_sessions) > 0,
             due=np.array([self.due.get(int(k), -np.inf) for k in keys], dtype=np.float64),
+            parked_until=np.full(n_sessions, -np.inf),
             isr_count=np.zeros(n_sessions, dtype=np.int64), isr_busy=np.zeros(n_sessions, dtype=np.int64),
             growing=growing, out_isr_bps=_per_broker(li, rate, nb), in_isr_bps=_per_broker(fi, rate, nb),
             leader_quota_isr_bps=_per_broker(li, rate * ilt, nb),
@@ -428,11 +434,24 @@ class Replication:
         pair = t.keys >> _THREAD_BITS
         s_src, s_dst = pair // nb, pair % nb
         has_ft = counts[:, 1] + counts[:, 3] > 0
+        # sessions with a leader-throttled lagging partition that takes writes: each append
+        # re-checks their parked fetch (DelayedFetch.tryComplete on the partition's key)
+        woken = np.bincount(t.session, weights=t.live & t.leader_throttled & (produce_bps[t.row] > 0),
+                            minlength=len(t.keys)) > 0
         while True:
             when = max(float(t.due[sessions].min()), t0)
             if when >= t1 - _EPS:
                 return
             ds = sessions[t.due[sessions] <= when + _EPS]
+            parked = t.parked_until[ds] > when + _EPS
+            if parked.any():  # appends (one per cycle, the fluid writes) find the leader quota still exceeded
+                held = parked & self.rates.exceeded(t.bounds, when, _mask(2 * nb, s_src[ds[parked]]))[s_src[ds]]
+                t.due[ds[held]] = np.minimum(when + cycle, t.parked_until[ds[held]])
+                ds = ds[~held]
+                if not len(ds):
+                    continue
+            expired = np.isfinite(t.parked_until[ds])  # parked until now: its response goes out
+            t.parked_until[ds] = -np.inf
             # follower side first: it leaves its throttled partitions out of the request
             fo = self.rates.exceeded(t.bounds, when, _mask(2 * nb, nb + s_dst[ds[has_ft[ds]]]))[nb + s_dst[ds]]
             c = counts[ds]
@@ -455,9 +474,15 @@ class Replication:
                                   np.bincount(dst, weights=grant, minlength=nb)[s_dst[ds]] / avail_in[s_dst[ds]])
             # (a network saturated by free sessions this tick holds a fetch at most one backoff)
             took = np.clip(np.nan_to_num(busy, nan=cycle), cycle, max(cycle, fetch.backoff_s))
-            t.due[ds] = np.where(~sent, when + fetch.backoff_s, np.where(data, when + took, when + fetch.wait_max_s))
+            # left empty by the leader's quota: parked until an append finds the quota under its
+            # bound (a written partition: checked every cycle) or the fetch wait runs out
+            park = sent & ~data & lo & woken[ds]
+            t.due[ds] = np.where(~sent, when + fetch.backoff_s, np.where(data, when + took, np.where(
+                park, when + cycle, when + fetch.wait_max_s)))
+            t.parked_until[ds[park]] = when + fetch.wait_max_s
             lt, ft = t.leader_throttled[f], t.follower_throttled[f]
-            recorded = np.concatenate([_mask(nb, s_src[ds[sent]]), _mask(nb, s_dst[ds[sent & has_ft[ds] & ~fo]])])
+            answered = sent & (~park | expired)  # a parked fetch is recorded when it is answered
+            recorded = np.concatenate([_mask(nb, s_src[ds[answered]]), _mask(nb, s_dst[ds[answered & has_ft[ds] & ~fo]])])
             self.rates.record(np.concatenate([np.bincount(src, weights=grant * lt, minlength=nb),
                                               np.bincount(dst, weights=grant * ft, minlength=nb)]), when, recorded)
 

@@ -102,13 +102,29 @@ def quota_share(rate: Column, fetch: FetchLimits, pause_s: float, granularity: f
                                                          * (1.0 + granularity)).otherwise(share)
 
 
+def woken_share(rate: Column, fetch: FetchLimits) -> Column:
+    """`FetchLimits.woken_share` as a column."""
+    if fetch.round_trip_s <= 0:
+        return F.lit(1.0)
+    span = fetch.quota_span_s + fetch.quota_window_s / 2
+    chunk = float(fetch.partition_max_bytes)
+    cycle = fetch.quota_span_s / (fetch.quota_span_s + fetch.round_trip_s)
+    whole = F.ceil(rate * span / chunk) * chunk / (rate * span)
+    return F.when(rate == float("inf"), F.lit(1.0)).when(rate <= 0, F.lit(cycle)).otherwise(cycle * whole)
+
+
 def capacities(per_broker: DataFrame, fetch: FetchLimits | None = None) -> DataFrame:
     """Adds `out_cap` and `in_cap`: what a broker has left for catch-up before any move is in
     sync (the model's `out_capacity`/`in_capacity` at zero in-sync traffic, with what fetches
-    get of the throttles)."""
+    get of the throttles). `per_broker` also has the scenario's `write_multiplier` and the
+    writes of the moves a broker sends (`write_out_bps`): where they take writes, appends wake
+    the leader's parked fetches (`FetchLimits.leader_share`)."""
     fetch = fetch if fetch is not None else FetchLimits()
     lead, fol = F.col("leader_rate_bps"), F.col("follower_rate_bps")
-    leader = lead * quota_share(lead, fetch, fetch.wait_max_s, LEADER_GRANULARITY) - F.col("leader_base_bps")
+    written = F.col("write_out_bps") * F.col("write_multiplier") > 0
+    share = F.when(written, woken_share(lead, fetch)).otherwise(quota_share(lead, fetch, fetch.wait_max_s,
+                                                                            LEADER_GRANULARITY))
+    leader = lead * share - F.col("leader_base_bps")
     nic_out = F.col("network_out_bps") - F.col("client_out_bps") - F.col("replication_out_bps")
     follower = fol * quota_share(fol, fetch, fetch.backoff_s, FOLLOWER_GRANULARITY)
     nic_in = F.col("network_in_bps") - F.col("client_in_bps") - F.col("replication_in_bps")
@@ -127,9 +143,8 @@ def broker_lower_bounds(per_broker: DataFrame, load: DataFrame, scenarios: DataF
     The largest wins; ties go to the sending side, then to the lowest broker id, as in the
     model.
     """
-    caps = capacities(per_broker)
     mult = F.broadcast(scenarios.select("scenario_id", "write_multiplier"))
-    sides = caps.join(load, "broker").join(mult, "scenario_id")
+    sides = capacities(per_broker.join(load.drop("leader_base_bps"), "broker").join(mult, "scenario_id"))
     infinite = F.lit(float("inf"))
 
     def side_seconds(size: str, cap: str, writes: str) -> Column:

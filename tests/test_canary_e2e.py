@@ -103,3 +103,55 @@ def test_watch_canary_on_the_sandbox(sandbox_factory: Callable[..., SandboxClust
     assert {c["broker"] for c in progress[0]["canary"]} == {1, 2, 3}
     assert all(c["requests"] == 1 and c["timeouts"] == 0 for c in progress[-1]["canary"])
     assert {i["broker"] for i in progress[-1]["canary_impact"]} == {1, 2, 3}
+
+
+def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(
+        sandbox_factory: Callable[..., SandboxCluster], tmp_path: Path) -> None:
+    """A canary baseline before a move, the move under 1 MB/s, then `throttle suggest
+    --canary-baseline` for the next move: each broker's rates are the catch-up it carries scaled
+    by the bound over the rise the canary measured there (capped by what clients leave of
+    100 MB/s); a side without a throttle in force keeps the capacity share."""
+    from kreassign.cli.runtime import Runtime
+
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("t", 2, 1, 2_000_000_000, 0.0, 0.0)],
+                         clock=ScaledClock(1.0))
+
+    def plan_of(row: int) -> Path:
+        p = sb.engine.rows[row]
+        spare = next(b for b in (1, 2, 3) if b not in p.replicas)
+        path = tmp_path / f"plan{row}.json"
+        path.write_text(json.dumps({"version": 1, "partitions": [{"topic": "t", "partition": p.index,
+                                                                  "replicas": [spare]}]}))
+        return path
+
+    base = invoke(None, "canary", "--bootstrap-server", sb.bootstrap, "--rounds", "5", "--interval", "0", "-o", "json")
+    assert base.exit_code == 0, base.output
+    # an idle sandbox's p99 hardly moves under a 1 MB/s copy: a baseline of 0.01 ms makes every rise
+    # positive, so the measured relation decides every side with a throttle in force
+    doc = json.loads(base.stdout)
+    doc["brokers"] = [{**b, "p99_ms": 0.01} for b in doc["brokers"]]
+    (tmp_path / "baseline.json").write_text(json.dumps(doc), encoding="utf-8")
+    ran = invoke(None, "execute", "-f", str(plan_of(0)), "--throttle", "1000000", "--bootstrap-server", sb.bootstrap,
+                 "--journal-dir", str(tmp_path / "j"))
+    assert ran.exit_code == 0, ran.output
+    shown = invoke(None, "throttle", "show", "--bootstrap-server", sb.bootstrap, "-o", "json")
+    current = {b["broker"]: (b["leader_rate"], b["follower_rate"]) for b in json.loads(shown.stdout)["brokers"]}
+    ran = invoke(None, "throttle", "suggest", "-f", str(plan_of(1)), "--max-impact", "20%", "--canary-baseline",
+                 str(tmp_path / "baseline.json"), "--bootstrap-server", sb.bootstrap, "--sample", "0",
+                 "--network-capacity", "100MB/s", "-o", "json", runtime=Runtime(sleep=lambda _: None))
+    assert ran.exit_code == 0, ran.output
+    doc = json.loads(ran.stdout)
+    assert doc["bound"]["kind"] == "measured-impact" and doc["bound"]["source"] == "canary"
+    assert sum(b["sends_bytes"] > 0 for b in doc["brokers"]) == 1 and sum(b["receives_bytes"] > 0 for b in doc["brokers"]) == 1
+    assert all(b["impact"]["p99_increase"] > 100 for b in doc["brokers"])
+    for b in doc["brokers"]:
+        rise = b["impact"]["p99_increase"]
+        usable = not b["impact"]["throttled"] and not b["impact"]["timeouts"] and rise is not None and rise > 0
+        for i, (side, rate, moved) in enumerate((("out", "leader_rate", b["sends_bytes"]),
+                                                 ("in", "follower_rate", b["receives_bytes"]))):
+            if not moved:
+                continue
+            room = 100_000_000 - b[f"client_{side}_bps"]
+            now = current[b["broker"]][i]
+            want = min(now * 0.2 / rise, room) if usable and now is not None else min(0.2 * 100_000_000, room)
+            assert b[rate] == int(want)

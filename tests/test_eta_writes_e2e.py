@@ -73,14 +73,7 @@ def follower_bound(sb: SandboxCluster) -> dict[TopicPartition, tuple[int, ...]]:
     return moves
 
 
-LEADER_SHARE_GAP = ("with writes, a leader-bound plan still finishes sooner on the sandbox than the model predicts: "
-                    "247 s predicted vs 218-223 s measured (the leader's fetch share is calibrated, see "
-                    "test_throttle_fidelity's fan-out case; the remaining gap is in how the in-sync replication "
-                    "of written partitions counts against the leader quota)")
-
-
-@pytest.mark.parametrize("shape", [pytest.param(leader_bound, marks=pytest.mark.xfail(reason=LEADER_SHARE_GAP)),
-                                   follower_bound])
+@pytest.mark.parametrize("shape", [leader_bound, follower_bound])
 def test_estimate_with_sampled_writes_is_within_5_percent_of_the_measured_completion(
         sandbox_factory: Callable[..., SandboxCluster], tmp_path: Path,
         shape: Callable[[SandboxCluster], dict[TopicPartition, tuple[int, ...]]]) -> None:

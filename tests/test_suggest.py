@@ -12,7 +12,14 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
 from kreassign.planner.diff import diff_plan
 from kreassign.throttle.replication_model import FetchLimits, from_moves
-from kreassign.throttle.suggest import SuggestRequest, finish_at_rate, rate_for_deadline, suggest_throttle
+from kreassign.cluster.client_latency import Impact
+from kreassign.throttle.suggest import (
+    MeasuredImpact,
+    SuggestRequest,
+    finish_at_rate,
+    rate_for_deadline,
+    suggest_throttle,
+)
 
 MB = 1_000_000
 
@@ -41,9 +48,26 @@ def test_rates_by_hand() -> None:
     assert (s.leader_rate, s.follower_rate) == (21 * MB, 20 * MB)
     # 1000 MB at what fetches get of 20 MB/s (the leader's 21 MB/s less 1 MB/s in sync gets a
     # little less), while 1 MB/s of writes keep arriving.
-    catch_up = min(21 * MB * float(FetchLimits().leader_share(np.array(21 * MB))) - 1 * MB, 20 * MB * share(20 * MB))
+    catch_up = min(21 * MB * float(FetchLimits().leader_share(np.array(21 * MB), written=True)) - 1 * MB,
+                   20 * MB * share(20 * MB))
     assert s.eta_s == pytest.approx(1000 * MB / (catch_up - 1 * MB), rel=1e-6)
     assert s.reachable is True and s.remedies == ()
+
+
+def test_the_suggestion_says_its_bound_is_a_capacity_share_in_text_and_json() -> None:
+    from rich.console import Console
+
+    from kreassign.cli.watch_render import render_suggestion
+
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2))
+    assert s.to_dict()["bound"] == {"kind": "network-capacity-share", "note": (
+        "--max-impact bounds the moves' share of each broker's network capacity: no client measurement of the "
+        "move exists before it starts (watch --auto-throttle --max-impact bounds measured produce p99 while it runs)")}
+    console = Console(width=300, record=True)
+    console.print(render_suggestion(s))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert lines[0] == "Suggested throttles (moves take at most 20% of each broker's network)"
+    assert lines[-1] == "Note: " + s.to_dict()["bound"]["note"] + "."
 
 
 def test_client_traffic_limits_the_budget() -> None:
@@ -159,3 +183,51 @@ def test_a_share_above_the_limit_never_prints_as_the_limit() -> None:
     assert _share(0.204, 0.20) == "20.4%"
     assert _share(0.35, 0.20) == "35%"
     assert _share(0.2001, 0.20) == "20.01%"
+
+
+# ---- the measured bound: a canary during the move against its baseline ----------------------------------------
+def measured(rises: dict[int, Impact], rates: dict[int, tuple[int | None, int | None]]) -> MeasuredImpact:
+    return MeasuredImpact("canary", rises, rates)
+
+
+def test_measured_impact_scales_the_catch_up_it_was_measured_with() -> None:
+    # broker 1 sends at 21 MB/s (1 MB/s of it in-sync replication) and its canary p99 rose 40%;
+    # broker 3 receives at 11 MB/s and rose 10%: with a 20% bound, broker 1's catch-up halves and
+    # broker 3's doubles (the rise taken in proportion to the catch-up traffic)
+    m = measured({1: Impact(1, 0.4, False, 0), 3: Impact(3, 0.1, False, 0)},
+                 {1: (21 * MB, 21 * MB), 3: (None, 11 * MB)})
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, measured=m))
+    one, three = s.brokers
+    assert (one.leader_rate, three.follower_rate) == (1 * MB + 10 * MB, 22 * MB)
+    assert (s.leader_rate, s.follower_rate) == (11 * MB, 22 * MB)
+    assert s.to_dict()["bound"] == {"kind": "measured-impact", "source": "canary", "note": (
+        "--max-impact bounds the rise of the canary's produce p99 over its baseline, in proportion to the "
+        "catch-up traffic measured with it; brokers without a measured rise keep the capacity share")}
+    assert s.to_dict()["brokers"][0]["impact"] == {"broker": 1, "p99_increase": 0.4, "throttled": False,
+                                                   "timeouts": 0}
+
+
+def test_measured_impact_never_exceeds_what_clients_leave_of_the_network() -> None:
+    # a 1% rise at 21 MB/s would allow 401 MB/s; broker 1's 100 MB/s less 3 MB/s of clients caps it
+    m = measured({1: Impact(1, 0.01, False, 0)}, {1: (21 * MB, None)})
+    one, three = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, measured=m)).brokers
+    assert one.leader_rate == 100 * MB - 3 * MB + 1 * MB
+    assert three.follower_rate == 20 * MB  # not measured there: 20% of its capacity
+
+
+def test_throttled_clients_hold_the_rate_and_no_rise_keeps_the_capacity_share() -> None:
+    m = measured({1: Impact(1, 0.05, True, 0), 3: Impact(3, 0.0, False, 0)}, {1: (15 * MB, None), 3: (None, 9 * MB)})
+    s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, measured=m))
+    one, three = s.brokers
+    assert (one.leader_rate, three.follower_rate) == (15 * MB, 20 * MB)
+    assert s.warnings[0] == ("broker 1's clients were throttled or timed out during the measurement: its throttles "
+                             "are held where they are; lower them")
+
+
+def test_a_measured_rate_needs_no_capacity_but_an_unmeasured_side_does() -> None:
+    m = measured({1: Impact(1, 0.2, False, 0), 3: Impact(3, 0.2, False, 0)}, {1: (5 * MB, None), 3: (None, 5 * MB)})
+    one, three = suggest_throttle(state(cap=None), PLAN, SuggestRequest(max_impact=0.2, measured=m)).brokers
+    assert (one.leader_rate, three.follower_rate, one.capacity_out) == (5 * MB, 5 * MB, math.inf)
+    with pytest.raises(InputError, match=r"network capacity of broker\(s\) 3 is unknown"):
+        suggest_throttle(state(cap=None), PLAN, SuggestRequest(max_impact=0.2, measured=measured(
+            {1: Impact(1, 0.2, False, 0)}, {1: (5 * MB, None)})))

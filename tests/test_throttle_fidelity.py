@@ -6,6 +6,7 @@ Engine tests step a deterministic clock; one end-to-end test runs the real CLI o
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_R
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.quota import SampledRates
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.throttle.replication_model import ModelInput, simulate
+from kreassign.throttle.replication_model import FetchLimits, ModelInput, simulate
 from test_sandbox_time_scale import WallClock, cli, connect
 
 MB = 1_000_000
@@ -176,14 +177,16 @@ def test_estimate_and_sandbox_agree_within_5_percent(rate: float, moves: int) ->
     assert predicted.max() == pytest.approx(measured.max(), rel=0.05)
 
 
-def fan_out(rate: float, moves: int) -> tuple[float, float]:
-    """`moves` idle partitions led by broker 1 each move to a broker of their own under a
-    throttle of `rate` on every broker: the leader's quota binds. Sandbox and model makespans."""
+def fan_out(rate: float, moves: int, write_share: float = 0.0) -> tuple[float, float]:
+    """`moves` partitions led by broker 1 (each taking `write_share` x `rate` of writes) each move
+    to a broker of their own under a throttle of `rate` on every broker: the leader's quota binds.
+    Sandbox and model makespans."""
     seconds = 600 if rate < 50 * MB else 120
     size = max(rate * seconds / moves, 50 * MB)
     brokers = list(range(1, moves + 2))
     engine = Engine({b: None for b in brokers})
-    engine.create_topic("t", assignments={i: [1] for i in range(moves)}, sizes=[size] * moves)
+    writes = [write_share * rate] * moves
+    engine.create_topic("t", assignments={i: [1] for i in range(moves)}, sizes=[size] * moves, rates=writes)
     set_rates(engine, rate)
     dest = [i + 2 for i in range(moves)]
     set_lists(engine, "t", ",".join(f"{i}:1" for i in range(moves)), ",".join(f"{i}:{d}" for i, d in enumerate(dest)))
@@ -191,7 +194,7 @@ def fan_out(rate: float, moves: int) -> tuple[float, float]:
         engine.alter_reassignment("t", i, [d])
     measured = finish_times(engine, lambda i: 0.5)
     predicted = simulate(ModelInput.build(
-        broker_ids=brokers, source=[1] * moves, dest=dest, bytes=[size] * moves,
+        broker_ids=brokers, source=[1] * moves, dest=dest, bytes=[size] * moves, write_bps=writes,
         leader_rate=rate, follower_rate=rate, network_in=engine.network_bps, network_out=engine.network_bps),
         tolerance=0.0).finish_s
     return float(measured.max()), float(predicted.max())
@@ -201,6 +204,17 @@ def fan_out(rate: float, moves: int) -> tuple[float, float]:
 def test_estimate_and_sandbox_agree_within_5_percent_when_the_leader_binds(rate: float) -> None:
     measured, predicted = fan_out(rate, 4)
     assert predicted == pytest.approx(measured, rel=0.05)
+
+
+@pytest.mark.parametrize("rate", [1 * MB, 20 * MB, 100 * MB])
+def test_written_partitions_wake_the_leaders_parked_fetches(rate: float) -> None:
+    # writes of 5% of the throttle on each moving partition: appends answer the fetches the
+    # leader parked as soon as its quota allows, so no 500 ms fetch wait is lost per quota span
+    # and the leader's window holds a whole number of 1 MiB fetches (FetchLimits.woken_share)
+    measured, predicted = fan_out(rate, 4, write_share=0.05)
+    whole = math.ceil(rate * 11.5 / 2**20) * 2**20 / (rate * 11.5)
+    assert float(FetchLimits().leader_share(np.array(rate), written=True)) == pytest.approx(11 / 11.01 * whole)
+    assert predicted == pytest.approx(measured, rel=0.01)
 
 
 # ---- end to end: the real CLI over TCP -------------------------------------------------------------------

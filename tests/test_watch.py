@@ -123,9 +123,10 @@ def test_watch_to_completion_restores_throttles(tmp_path: Path) -> None:
     assert (second.copy_bps, second.write_bps, second.copied, second.total) == (4 * MB, 1 * MB, 20 * MB, 105 * MB)
     assert second.eta_s == pytest.approx(85 / 3)
     # the model counts what fetches get of the 5 MB/s on a real broker (FetchLimits.leader_share /
-    # follower_share), a bit less than this fake cluster's exact 5 MB/s; the leader, which also
-    # carries the 1 MB/s in sync, binds
-    lead = 5 * MB * float(FetchLimits().leader_share(np.array(5 * MB)))
+    # follower_share: the written partition wakes the leader's parked fetches, so the leader gets
+    # a bit more than this fake cluster's exact 5 MB/s, the follower a bit less); the leader,
+    # which also carries the 1 MB/s in sync, binds
+    lead = 5 * MB * float(FetchLimits().leader_share(np.array(5 * MB), written=True))
     fol = 5 * MB * float(FetchLimits().follower_share(np.array(5 * MB)))
     assert progress[1].model is not None
     assert progress[1].model.seconds == pytest.approx(85 * MB / (min(lead - 1 * MB, fol) - 1 * MB), rel=0.01)
@@ -312,12 +313,13 @@ def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -
         etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
     # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s
     # (the follower's share binds); with it, the leader quota also carries the in-sync follower's
-    # 1 MB/s (so the leader binds) and the lag grows by 1 MB/s
+    # 1 MB/s (so the leader binds, its parked fetches woken by the writes) and the lag grows by 1 MB/s
     fetches = FetchLimits()
     lead = 5 * MB * float(fetches.leader_share(np.array([5 * MB]))[0])
+    written = 5 * MB * float(fetches.leader_share(np.array([5 * MB]), written=True)[0])
     fol = 5 * MB * float(fetches.follower_share(np.array([5 * MB]))[0])
     assert etas[0.0][0] == pytest.approx(70 * MB / min(lead, fol), rel=0.01) and etas[0.0][1]["known"] is False
-    assert etas[10.0][0] == pytest.approx(70 * MB / (min(lead - 1 * MB, fol) - 1 * MB), rel=0.01)
+    assert etas[10.0][0] == pytest.approx(70 * MB / (min(written - 1 * MB, fol) - 1 * MB), rel=0.01)
     assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
                              "measured_at": None, "note": OFFSETS_MISSING}
 

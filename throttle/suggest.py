@@ -1,6 +1,20 @@
 """`throttle suggest`: the highest throttles that keep client impact bounded, and the deadline.
 
-Impact is measured against each broker's network capacity. With `max_impact` P, catch-up
+What "impact" means depends on what has been measured, and every suggestion says which bound it
+used (`Suggestion.bound`):
+
+* measured (`MeasuredImpact`: a canary run during the move against its baseline from before it):
+  a broker whose clients' produce p99 rose by I while it carried catch-up traffic r gets the
+  catch-up rate r x P / I, the rate at which the rise reaches the bound P if it grows in
+  proportion to the catch-up traffic (the only relation one measured point supports: no rise
+  without catch-up, I at r). Where clients were throttled or timed out, no rate above the current
+  one is suggested; where the rise is nil or a side is unthrottled, the capacity bound below
+  applies to that side;
+* otherwise a share of each broker's network capacity: before a move nothing has measured its
+  client impact, and latency is not a function of bandwidth share one could extrapolate from an
+  idle baseline. `watch --auto-throttle --max-impact` bounds the measured impact while it runs.
+
+With `max_impact` P as a capacity share, catch-up
 traffic may take at most P of a broker's capacity, and never more than what client traffic
 (produce into leaders, follower replication, consumers reading from leaders) leaves free:
 
@@ -17,12 +31,13 @@ brokers that bound the finish.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from kreassign.cluster.client_latency import Impact
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState, PartitionTarget, WriteRates
 from kreassign.cluster.units import format_duration, format_rate
@@ -40,6 +55,23 @@ from kreassign.throttle.replication_model import (
 )
 
 _SEARCH_STEPS = 14
+BOUND = "network-capacity-share"
+BOUND_NOTE = ("--max-impact bounds the moves' share of each broker's network capacity: no client measurement "
+              "of the move exists before it starts (watch --auto-throttle --max-impact bounds measured "
+              "produce p99 while it runs)")
+MEASURED_BOUND = "measured-impact"
+MEASURED_NOTE = ("--max-impact bounds the rise of the canary's produce p99 over its baseline, in proportion to "
+                 "the catch-up traffic measured with it; brokers without a measured rise keep the capacity share")
+
+
+@dataclass(frozen=True)
+class MeasuredImpact:
+    """Client impact measured while moves ran: per broker, the rise the canary saw over its
+    baseline (`Impact`) and the leader and follower throttles in force then (None: unthrottled)."""
+
+    source: str
+    impacts: Mapping[int, Impact]
+    rates: Mapping[int, tuple[int | None, int | None]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +85,8 @@ class SuggestRequest:
     """(in, out) bytes/s for brokers whose capacity the state does not know"""
     fetch: FetchLimits | None = None
     tolerance: float = 0.01
+    measured: MeasuredImpact | None = None
+    """client impact measured during the move: the bound is on it rather than on capacity share"""
 
     def __post_init__(self) -> None:
         if not 0 < self.max_impact <= 1:
@@ -76,9 +110,13 @@ class BrokerSuggestion:
     follower_rate: int
     in_sync_base: float
     """in-sync replication of moving partitions that the leader quota counts"""
+    impact: Impact | None = None
+    """the measured impact that bounds its rates, if any"""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"broker": self.broker, "capacity_in_bps": self.capacity_in, "capacity_out_bps": self.capacity_out,
+        return {"broker": self.broker, "capacity_in_bps": _finite(self.capacity_in),
+                "capacity_out_bps": _finite(self.capacity_out),
+                "impact": None if self.impact is None else self.impact.to_dict(),
                 "client_in_bps": round(self.client_in, 3), "client_out_bps": round(self.client_out, 3),
                 "sends_bytes": int(self.sends), "receives_bytes": int(self.receives),
                 "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
@@ -117,6 +155,16 @@ class Suggestion:
     warnings: tuple[str, ...] = ()
     write_rates: WriteRates | None = None
     """where the write rates behind client traffic and the ETAs came from; None: unknown"""
+    measured: MeasuredImpact | None = None
+
+    @property
+    def bound(self) -> str:
+        """What --max-impact bounded: MEASURED_BOUND or BOUND (capacity share)."""
+        return MEASURED_BOUND if self.measured is not None else BOUND
+
+    @property
+    def bound_note(self) -> str:
+        return MEASURED_NOTE if self.measured is not None else BOUND_NOTE
 
     @property
     def reachable(self) -> bool | None:
@@ -126,7 +174,11 @@ class Suggestion:
         def secs(v: float) -> float | None:
             return None if math.isinf(v) else round(v, 3)
 
-        return {"max_impact": self.max_impact, "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
+        bound = {"kind": self.bound, "note": self.bound_note}
+        if self.measured is not None:
+            bound["source"] = self.measured.source
+        return {"max_impact": self.max_impact, "bound": bound,
+                "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
                 "eta_s": secs(self.eta_s), "eta_uniform_s": secs(self.eta_uniform_s),
                 "deadline_s": self.deadline_s, "reachable": self.reachable,
                 "brokers": [b.to_dict() for b in self.brokers],
@@ -136,19 +188,34 @@ class Suggestion:
 
 
 def _capacities(state: ClusterState, request: SuggestRequest) -> tuple[np.ndarray, np.ndarray]:
+    """Per broker (in `state.brokers` order), network capacity in and out; inf where unknown."""
     fallback = request.network_capacity
-    cap_in, cap_out, missing = [], [], []
-    for b in state.brokers:
-        cin = b.network_in_bps if b.network_in_bps is not None else (fallback[0] if fallback else None)
-        cout = b.network_out_bps if b.network_out_bps is not None else (fallback[1] if fallback else None)
-        if cin is None or cout is None:
-            missing.append(b.id)
-        cap_in.append(cin or 0.0)
-        cap_out.append(cout or 0.0)
-    if missing:
-        raise InputError(f"the network capacity of broker(s) {','.join(map(str, missing))} is unknown: give "
-                         "--network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")
+    cap_in = [b.network_in_bps if b.network_in_bps is not None else (fallback[0] if fallback else INF)
+              for b in state.brokers]
+    cap_out = [b.network_out_bps if b.network_out_bps is not None else (fallback[1] if fallback else INF)
+               for b in state.brokers]
     return np.asarray(cap_in, dtype=np.float64), np.asarray(cap_out, dtype=np.float64)
+
+
+def measured_rates(measured: MeasuredImpact, broker: int, max_impact: float, base: tuple[float, float]
+                   ) -> tuple[float | None, float | None]:
+    """The leader and follower rates at which the broker's measured impact reaches `max_impact`,
+    if it grows in proportion to the catch-up traffic (the throttle less the in-sync replication
+    `base` it also counts); at most the current rates where clients were throttled or timed out;
+    None for a side with no rate in force or no measured rise."""
+    impact = measured.impacts.get(broker)
+    current = measured.rates.get(broker, (None, None))
+    out: list[float | None] = []
+    for rate, in_sync in zip(current, base):
+        if impact is None or rate is None:
+            out.append(None)
+        elif impact.over_everything:
+            out.append(float(rate))
+        elif impact.p99_increase is None or impact.p99_increase <= 0:
+            out.append(None)
+        else:
+            out.append(in_sync + max(rate - in_sync, 0.0) * max_impact / impact.p99_increase)
+    return out[0], out[1]
 
 
 def impact_budgets(cap_in: np.ndarray, cap_out: np.ndarray, client_in: np.ndarray, client_out: np.ndarray,
@@ -178,23 +245,42 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     budget_in, budget_out = impact_budgets(cap_in, cap_out, client_in, client_out, request.max_impact)
     base_inp = from_moves(state, moves, fetch=request.fetch)
     base_inp = replace(base_inp, network_in=cap_in, network_out=cap_out, client_in=client_in, client_out=client_out)
-    leader_rates = np.floor(budget_out + base_inp.leader_base)
-    follower_rates = np.floor(budget_in + base_inp.follower_base)
     ids = [b.id for b in state.brokers]
     pos = np.searchsorted(np.asarray(base_inp.broker_ids), ids)
+    leader_rates = budget_out + base_inp.leader_base[pos]
+    follower_rates = budget_in + base_inp.follower_base[pos]
     known = base_inp.source >= 0
-    sends = np.bincount(base_inp.source[known], weights=base_inp.bytes[known], minlength=len(ids))
-    receives = np.bincount(base_inp.dest, weights=base_inp.bytes, minlength=len(ids))
-    involved = [i for i in range(len(ids)) if sends[pos[i]] > 0 or receives[pos[i]] > 0]
+    sends = np.bincount(base_inp.source[known], weights=base_inp.bytes[known], minlength=len(ids))[pos]
+    receives = np.bincount(base_inp.dest, weights=base_inp.bytes, minlength=len(ids))[pos]
+    measured = request.measured
+    if measured is not None:
+        for i, b in enumerate(ids):
+            lead, follow = measured_rates(measured, b, request.max_impact,
+                                          (float(base_inp.leader_base[pos[i]]), float(base_inp.follower_base[pos[i]])))
+            if lead is not None:
+                leader_rates[i] = min(lead, cap_out[i] - client_out[i] + base_inp.leader_base[pos[i]])
+            if follow is not None:
+                follower_rates[i] = min(follow, cap_in[i] - client_in[i] + base_inp.follower_base[pos[i]])
+    unknown = [b for i, b in enumerate(ids) if (sends[i] > 0 and math.isinf(leader_rates[i]))
+               or (receives[i] > 0 and math.isinf(follower_rates[i]))]
+    if unknown:
+        raise InputError(f"the network capacity of broker(s) {','.join(map(str, unknown))} is unknown: give "
+                         "--network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")
+    leader_rates = np.floor(np.maximum(np.where(np.isfinite(leader_rates), leader_rates, 0.0), 0.0))
+    follower_rates = np.floor(np.maximum(np.where(np.isfinite(follower_rates), follower_rates, 0.0), 0.0))
+    involved = [i for i in range(len(ids)) if sends[i] > 0 or receives[i] > 0]
     brokers = tuple(BrokerSuggestion(
         ids[i], float(cap_in[i]), float(cap_out[i]), float(client_in[i]), float(client_out[i]),
-        float(sends[pos[i]]), float(receives[pos[i]]), int(leader_rates[pos[i]]), int(follower_rates[pos[i]]),
-        float(base_inp.leader_base[pos[i]])) for i in involved)
+        float(sends[i]), float(receives[i]), int(leader_rates[i]), int(follower_rates[i]),
+        float(base_inp.leader_base[pos[i]]),
+        None if measured is None else measured.impacts.get(ids[i])) for i in involved)
     senders = [b.leader_rate for b in brokers if b.sends > 0]
     receivers = [b.follower_rate for b in brokers if b.receives > 0]
     uniform_l = min(senders, default=0)
     uniform_f = min(receivers, default=0)
-    per_broker = base_inp.with_rates(leader_rate=leader_rates, follower_rate=follower_rates)
+    order = np.empty(len(ids), np.int64)
+    order[pos] = np.arange(len(ids))  # model (sorted id) order from state order
+    per_broker = base_inp.with_rates(leader_rate=leader_rates[order], follower_rate=follower_rates[order])
     admission = _admission(base_inp, request.max_moves_per_broker)
     result = simulate(per_broker, admission=admission, tolerance=request.tolerance)
     uniform = simulate(base_inp.with_rates(leader_rate=float(uniform_l), follower_rate=float(uniform_f)),
@@ -204,12 +290,15 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     if request.deadline_s is not None and result.makespan > request.deadline_s:
         remedies = _remedies(base_inp, admission, request, result.makespan, result.critical)
     return Suggestion(brokers, uniform_l, uniform_f, result.makespan, uniform.makespan, request.max_impact,
-                      request.deadline_s, result.critical, remedies, warnings, state.rates_origin())
+                      request.deadline_s, result.critical, remedies, warnings, state.rates_origin(), measured)
 
 
 def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str, ...]:
     out = []
     for b in brokers:
+        if b.impact is not None and b.impact.over_everything:
+            out.append(f"broker {b.broker}'s clients were throttled or timed out during the measurement: its "
+                       "throttles are held where they are; lower them")
         if b.sends > 0 and b.leader_rate <= b.in_sync_base:
             out.append(f"broker {b.broker} has no send capacity left for moves: its client traffic already "
                        f"uses {format_rate(b.client_out)} of {format_rate(b.capacity_out)}")
@@ -269,7 +358,10 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
                               unthrottled))
     else:
         rate = rate_for_deadline(inp, deadline, admission=admission, tolerance=request.tolerance)
-        if rate is not None:
+        if rate is not None and request.measured is not None:
+            out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
+                                      f"finish in time, above what the measured impact allows", float(math.ceil(rate))))
+        elif rate is not None:
             cap = np.minimum(inp.network_in, inp.network_out)
             worst = float(np.max(np.where(cap > 0, rate / cap, 0.0), initial=0.0))
             out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
@@ -295,8 +387,13 @@ def _concurrency(inp: ModelInput, request: SuggestRequest, deadline: float) -> R
                                  f"{start * 16} reaches the deadline; run the moves without a limit", None)
 
 
-__all__ = ["INF", "BrokerSuggestion", "Remedy", "SuggestRequest", "Suggestion", "finish_at_rate",
+__all__ = ["BOUND", "BOUND_NOTE", "INF", "MEASURED_BOUND", "MEASURED_NOTE", "BrokerSuggestion", "MeasuredImpact",
+           "measured_rates", "Remedy", "SuggestRequest", "Suggestion", "finish_at_rate",
            "impact_budgets", "rate_for_deadline", "suggest_throttle"]
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) else value
 
 
 def _share(value: float, limit: float) -> str:

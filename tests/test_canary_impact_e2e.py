@@ -100,7 +100,8 @@ def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: tuple[Sa
     assert statistics.median(i for _, i in settled) <= min(MAX_IMPACT, unthrottled / 3), shown
     for at, impact in settled:
         if impact > MAX_IMPACT:
-            before = changes[at]["previous"]
-            after = changes[at]["rates"]
+            change = changes.get(at)
+            assert change is not None and "above the bound" in change["reason"], shown
+            before, after = change["previous"], change["rates"]
             assert all(after[b][side] < before[b][side] for b in after for side in ("leader", "follower")
-                       if after[b][side] is not None and before[b][side] is not None), changes[at]
+                       if after[b][side] is not None and before[b][side] is not None), change

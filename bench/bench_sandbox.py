@@ -8,6 +8,7 @@ cost), and DESIGN.md's budget of 2 s for `verify` on a 10,000-partition sandbox.
 """
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -87,7 +88,7 @@ def main() -> None:
            list_50_demo_s=round(small_s, 4), ratio_10k_vs_demo=round(list_s / small_s, 1),
            budget_s=BUDGET_S, within_budget=list_s < BUDGET_S,
            engine_tick_ms_with_moves=round(step_s * 1000, 3),
-           max_speed_keeping_up=round(0.1 / step_s, 1))
+           max_speed_keeping_up=round(0.1 / step_s, 1), loadavg=[round(x, 2) for x in os.getloadavg()])
 
 
 if __name__ == "__main__":

@@ -69,8 +69,8 @@ def rate_options(f: F) -> F:
               help="With --auto-throttle: share of each broker's network to keep free, e.g. 30%.")
 @click.option("--deadline", default=None, help="With --auto-throttle: finish by then: 2h, 06:00, or a date-time.")
 @click.option("--max-impact", type=PERCENT, default=None,
-              help="With --auto-throttle and --metrics-url: keep clients' produce p99 within this much above its "
-                   "first reading (e.g. 20%): raise the rates below the bound, lower them above it.")
+              help="With --auto-throttle and --canary or --metrics-url: keep clients' produce p99 within this much "
+                   "above its baseline (e.g. 20%): raise the rates below the bound, lower them above it.")
 @click.option("--min-rate", type=THROTTLE, default=1_000_000, show_default=True, help="Auto-throttle's lowest rate.")
 @click.option("--max-rate", type=THROTTLE, default=None, help="Auto-throttle's highest rate.")
 @click.option("--change-threshold", type=PERCENT, default=0.1, show_default=True,

@@ -575,7 +575,7 @@ class _Loop:
             change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
             result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
             if self.pacer is not None:
-                self.pacer.set_rates(decision.rates)
+                self.pacer.set_rates(decision.rates, journal_written=result.journal_path)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
     def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:

@@ -8,11 +8,12 @@ end of the last batch it fully holds.
 
 In-sync followers are exactly as long as the leader in the engine; here a batch reaches them
 through each follower broker's network (`network_bps`, a first-in first-out pipe shared by all
-the partitions it follows) and one more follower fetch round (`FetchConfig.round_s`, the
-engine's own round trip assumption), because Kafka's high watermark only moves when a
-follower's *next* fetch reports its new log end offset (broker-semantics Part B §4.3). So
-acks=all waits longer when followers are busy. The high watermark is the minimum log end offset
-over the ISR, and never moves back except by truncation.
+the partitions it follows, behind the catch-up bytes a fetch response on the same links carries)
+and one more follower fetch round (`FetchConfig.round_s`, the engine's own round trip
+assumption), because Kafka's high watermark only moves when a follower's *next* fetch reports
+its new log end offset (broker-semantics Part B §4.3). So acks=all waits longer when followers
+are busy, and longer still while a move copies over their links. The high watermark is the
+minimum log end offset over the ISR, and never moves back except by truncation.
 """
 from __future__ import annotations
 
@@ -157,14 +158,24 @@ class DataPlane:
 
     def _in_sync_at(self, p: PartitionState, nbytes: int, now: float) -> float:
         """When every live in-sync follower holds `nbytes` appended now: each follower broker
-        receives them after what it is already receiving, then reports them one fetch round later."""
+        receives them after what it is already receiving, then reports them one fetch round later.
+
+        A fetch response carries the catch-up partitions of its session ahead of the in-sync
+        ones, and the links it crosses carry other sessions' catch-up responses too: so while the
+        leader's outbound or the follower's inbound link is copying, the batch first waits for the
+        catch-up bytes of a response on them, weighted by how much of the last second the link
+        spent copying (`Replication.catchup_ahead`; broker-semantics Part B §4.3, the model's
+        `simulate.client_impact.follower_fetch_ms`). An unthrottled move thus raises acks=all
+        latency by about a response's transfer time, and a throttle brings it back down."""
         followers = [b for b in p.isr if b != p.leader and self.engine.brokers[b].alive]
         if not followers:
             return now
+        rep = self.engine.replication
         done = now
         for b in followers:
+            ahead = rep.catchup_ahead(rep.pos[p.leader], rep.pos[b])
             start = max(self.follower_busy.get(b, now), now)
-            self.follower_busy[b] = start + nbytes / self.engine.network_bps
+            self.follower_busy[b] = start + (ahead + nbytes) / self.engine.network_bps
             done = max(done, self.follower_busy[b])
         return done + self.engine.fetch.round_s
 

@@ -50,7 +50,10 @@ short against the 1 s windows), and a fetch that parked is answered by a fresh c
 quotas (Kafka's follower decided its request before sending it); the network
 is shared per fetch as a fluid, free sessions first, and a fetch holds its session for as long
 as its bytes need on the busier broker; in-sync followers are exactly at the leader's log end,
-and their replication counts against the quotas and the network as a steady rate.
+and their replication counts against the quotas and the network as a steady rate; each
+broker link keeps its latest catch-up response size and the share of the link catch-up used
+over the last second, so client batches wait behind catch-up bytes (`catchup_ahead`): acks=all
+latency rises with unthrottled copying and falls with the throttle.
 """
 from __future__ import annotations
 
@@ -74,6 +77,8 @@ from kreassign.sandbox.quota import SampledRates
 from kreassign.sandbox.state import BrokerState, PartitionState
 
 CAUGHT_UP_BYTES = 0.5
+CATCHUP_SHARE_S = 1.0
+"""the span over which a link's catch-up share is averaged: Kafka's quota window"""
 _THREAD_BITS = 20  # session key = ((leader pos * brokers + follower pos) << bits) | fetcher id
 _EPS = 1e-9
 
@@ -163,6 +168,12 @@ class Replication:
         # replication bytes each broker sent as a leader and received as a follower, since start
         self.sent = np.zeros(len(self.broker_ids))
         self.received = np.zeros(len(self.broker_ids))
+        # per broker, sending and receiving: the catch-up bytes of the latest fetch response that
+        # carried any, and the share of the link catch-up copying used over about the last
+        # second (`catchup_ahead`)
+        self.catchup_fetch = np.zeros((2, len(self.broker_ids)))
+        self.catchup_share = np.zeros((2, len(self.broker_ids)))
+        self._step_fetch = np.zeros((2, len(self.broker_ids)))
 
     def lagging_size(self, p: PartitionState, broker_id: int) -> float:
         """The current size of an out-of-sync replica, from the live table if it is a flow."""
@@ -325,6 +336,7 @@ class Replication:
         (already retired from the table)."""
         t = self.table if self.table is not None else rebuild()
         nb = len(self.broker_ids)
+        self._step_fetch[:] = 0.0
         growing = t.growing[: len(log_end)]
         log_end[growing] += produce_bps[growing] * dt
         lrec = t.leader_quota_isr_bps * dt
@@ -333,7 +345,9 @@ class Replication:
         self.received += t.in_isr_bps * dt
         if not t.live.any():
             self._record_in_sync(t, lrec, frec, now + dt)
+            self._note_catchup(dt, np.zeros((2, nb)))
             return []
+        before = np.stack([self.sent, self.received])
         used_out, used_in = self._free(t, log_end, dt, lrec, frec)
         self.sent += used_out
         self.received += used_in
@@ -341,6 +355,7 @@ class Replication:
         avail_in = np.maximum(self.network_bps - t.in_isr_bps - used_in / dt, 0.0)
         self._paced(t, log_end, produce_bps, now, now + dt, avail_out, avail_in)
         self._record_in_sync(t, lrec, frec, now + dt)
+        self._note_catchup(dt, np.stack([self.sent, self.received]) - before)
         live = np.flatnonzero(t.live)
         done = live[t.caught[live] | (log_end[t.row[live]] - t.size[live] <= CAUGHT_UP_BYTES)]
         t.live[done] = False
@@ -375,6 +390,13 @@ class Replication:
         cap_session = np.full(len(t.keys), resp_max * rounds)
         grant = _water_fill(want, (src, dst, t.session[f]), (cap_out, cap_in, cap_session))
         t.size[f] += grant
+        # a response of a copying session is full (no quota empties it): up to `part_max` per
+        # partition and `resp_max` in all, however many of them the tick's network allowed
+        # (without fetch limits there are no responses, only a fluid: nothing to wait behind)
+        copying = (np.bincount(t.session[f], weights=grant, minlength=len(t.keys)) > 0) & math.isfinite(resp_max)
+        full = np.minimum(np.bincount(t.session[f], weights=np.minimum(want, part_max), minlength=len(t.keys)),
+                          resp_max)
+        self._note_fetches(t, np.flatnonzero(copying), full[copying])
         lrec += np.bincount(src, weights=grant * t.leader_throttled[f], minlength=nb)
         frec += np.bincount(dst, weights=grant * t.follower_throttled[f], minlength=nb)
         return np.bincount(src, weights=grant, minlength=nb), np.bincount(dst, weights=grant, minlength=nb)
@@ -464,6 +486,7 @@ class Replication:
                                                 resp_max, caps)
             src, dst = t.src[f], t.dst[f]
             t.size[f] += grant
+            self._note_fetches(t, ds, np.bincount(seg, weights=grant, minlength=len(ds)))
             self.sent += np.bincount(src, weights=grant, minlength=nb)
             self.received += np.bincount(dst, weights=grant, minlength=nb)
             # joined the leader's log end at this fetch: in sync from here on (ISR at the tick's end)
@@ -485,6 +508,33 @@ class Replication:
             recorded = np.concatenate([_mask(nb, s_src[ds[answered]]), _mask(nb, s_dst[ds[answered & has_ft[ds] & ~fo]])])
             self.rates.record(np.concatenate([np.bincount(src, weights=grant * lt, minlength=nb),
                                               np.bincount(dst, weights=grant * ft, minlength=nb)]), when, recorded)
+
+    def _note_fetches(self, t: FlowTable, sessions: np.ndarray, nbytes: np.ndarray) -> None:
+        """Keep this step's largest catch-up response of each broker's links (the sessions' leader
+        sends it, their follower receives it)."""
+        nb = len(self.broker_ids)
+        pair = t.keys[sessions] >> _THREAD_BITS
+        np.maximum.at(self._step_fetch[0], pair // nb, nbytes)
+        np.maximum.at(self._step_fetch[1], pair % nb, nbytes)
+
+    def _note_catchup(self, dt: float, copied: np.ndarray) -> None:
+        """Fold one step's catch-up bytes (sent, received per broker) into the links' shares: an
+        exponential average over `CATCHUP_SHARE_S` (so the share does not depend on the tick)."""
+        hit = self._step_fetch > 0
+        self.catchup_fetch[hit] = self._step_fetch[hit]
+        if dt <= 0 or not math.isfinite(self.network_bps):
+            return
+        keep = math.exp(-dt / CATCHUP_SHARE_S)
+        self.catchup_share *= keep
+        self.catchup_share += (1.0 - keep) * np.minimum(copied / dt / self.network_bps, 1.0)
+
+    def catchup_ahead(self, leader: int, follower: int) -> float:
+        """Catch-up bytes an in-sync batch from `leader` to `follower` (broker positions) waits
+        behind: a response of catch-up data on the busier of the two links, as often as that link
+        carries catch-up (its share of the last second). Unthrottled copying fills the links (a
+        whole response ahead); a throttle leaves them mostly idle (KIP-73's pauses)."""
+        return max(float(self.catchup_fetch[0, leader] * self.catchup_share[0, leader]),
+                   float(self.catchup_fetch[1, follower] * self.catchup_share[1, follower]))
 
     @staticmethod
     def _offer(t: FlowTable, ds: np.ndarray, lengths: np.ndarray, served: np.ndarray, log_end: np.ndarray,

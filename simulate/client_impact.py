@@ -13,8 +13,13 @@ The broker mechanics follow reference/broker-semantics.md Part B:
 - Produce latency (acks=all): the leader answers once every in-sync follower has fetched past
   the batch, so the produce RemoteTime is about one follower fetch cycle (the breakdown KIP-736
   asked to expose). A follower that is catching up shares its fetcher thread with catch-up
-  partitions, so a response can carry `replica.fetch.response.max.bytes` (10 MiB) of catch-up
-  data ahead of the in-sync bytes, and a busy inbound link stretches every cycle.
+  partitions, so a response carries catch-up data (`replica.fetch.max.bytes` per partition, at
+  most `replica.fetch.response.max.bytes`) ahead of the in-sync bytes, on the leader's outbound
+  and the follower's inbound link. Catch-up is elastic (a follower asks for more only once a
+  response arrived), so it adds at most one response's transfer, as often as the link is busy
+  copying; inelastic traffic (clients, in-sync replication) stretches the cycle as
+  1 / (1 - utilisation). Calibrated against the sandbox's canary under load
+  (bench/bench_client_impact.py).
 - Request timeouts (KIP-19): where client demand exceeds what a broker has left, requests queue;
   those that wait longer than `request.timeout.ms` (30 s) time out, are retried, and add load.
 """
@@ -49,8 +54,11 @@ class ClientModel:
     """average produce request size, to turn queued bytes into requests"""
     request_timeout_ms: float = REQUEST_TIMEOUT_MS
     fetch_rtt_ms: float = 1.0
-    """a follower fetch round trip on an idle link"""
+    """a follower fetch round trip on an idle link (`simulate --client-baseline`: the canary's)"""
     fetch_response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES
+    """catch-up bytes one response carries ahead of the in-sync ones: the default is
+    `replica.fetch.response.max.bytes`, what many moves per fetcher session fill; one move per
+    session carries `replica.fetch.max.bytes` (1 MiB)"""
 
     def __post_init__(self) -> None:
         from kreassign.cluster.errors import InputError
@@ -79,6 +87,8 @@ class BrokerTraffic:
     replication_out: np.ndarray
     catchup_in: np.ndarray
     """the catch-up part of replication_in (bytes/s of moves into the broker)"""
+    catchup_out: np.ndarray | None = None
+    """the catch-up part of replication_out (None: not counted)"""
 
 
 @dataclass(frozen=True)
@@ -147,21 +157,25 @@ def queue_delay_ms(demand: np.ndarray, available: np.ndarray, dt_s: float) -> np
     return delay
 
 
-def follower_fetch_ms(model: ClientModel, capacity_in: np.ndarray, used_in: np.ndarray,
-                      catchup_in: np.ndarray) -> np.ndarray:
-    """One follower fetch cycle, which bounds the produce RemoteTime of acks=all on its leaders.
+def follower_fetch_ms(model: ClientModel, capacity: np.ndarray, used: np.ndarray,
+                      catchup: np.ndarray) -> np.ndarray:
+    """One follower fetch cycle over a link (either direction), which bounds the produce
+    RemoteTime of acks=all across it.
 
-    A catching-up follower's responses carry up to `fetch_response_max_bytes` of catch-up data
-    at link speed; the cycle stretches as 1 / (1 - utilisation) and is cut at the request
-    timeout, when the leader's DelayedProduce expires with REQUEST_TIMED_OUT.
+    The in-sync bytes wait behind one response of catch-up data at link speed, weighted by the
+    share of the link catch-up uses (a throttled move leaves most responses empty); the rest of
+    the link's traffic stretches the cycle as 1 / (1 - its utilisation), and the cycle is cut
+    at the request timeout, when the leader's DelayedProduce expires with REQUEST_TIMED_OUT.
     """
-    capacity = np.asarray(capacity_in, dtype=np.float64)
-    transfer_ms = np.where(catchup_in > 0, model.fetch_response_max_bytes / capacity * 1000.0, 0.0)
-    utilisation = np.clip(used_in / capacity, 0.0, 1.0)
-    idle = np.maximum(1.0 - utilisation, _SATURATED)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    catchup = np.asarray(catchup, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.nan_to_num(np.clip(catchup / capacity, 0.0, 1.0))
+        transfer_ms = np.nan_to_num(model.fetch_response_max_bytes * share / capacity * 1000.0)
+        other = np.nan_to_num(np.clip((used - catchup) / capacity, 0.0, 1.0))
+    idle = np.maximum(1.0 - other, _SATURATED)
     cycle = (model.fetch_rtt_ms + transfer_ms) / idle
-    return np.where(utilisation >= 1.0, model.request_timeout_ms,
-                    np.minimum(cycle, model.request_timeout_ms))
+    return np.where(other >= 1.0, model.request_timeout_ms, np.minimum(cycle, model.request_timeout_ms))
 
 
 def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float, *, counted: int | None = None) -> ClientImpact:
@@ -184,8 +198,10 @@ def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float, *, counted: 
                           sustained_throttle_ms(reached_out / clients, model.fetch_quota_bps))
     delay = queue_delay_ms(np.broadcast_to(traffic.client_in, shape),
                            np.broadcast_to(left_in, shape), dt_s)
-    remote = np.broadcast_to(follower_fetch_ms(model, traffic.capacity_in, used_in,
-                                               traffic.catchup_in), shape)
+    remote = follower_fetch_ms(model, traffic.capacity_in, used_in, traffic.catchup_in)
+    if traffic.catchup_out is not None:  # the broker's own sends, as the leader of acks=all writes
+        remote = np.maximum(remote, follower_fetch_ms(model, traffic.capacity_out, used_out, traffic.catchup_out))
+    remote = np.broadcast_to(remote, shape)
     requests_per_s = np.broadcast_to(traffic.client_in, shape) / model.request_bytes
     k = shape[1] if counted is None else max(0, min(counted, shape[1]))
     timed_out = float(np.sum(requests_per_s[:, :k][delay[:, :k] > model.request_timeout_ms]) * dt_s)

@@ -341,7 +341,7 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
         client_in=arrays.client_in[:, None], client_out=arrays.client_out[:, None],
         replication_in=arrays.replication_in[:, None] + run.rate_in,
         replication_out=arrays.replication_out[:, None] + run.rate_out,
-        catchup_in=run.rate_in,
+        catchup_in=run.rate_in, catchup_out=run.rate_out,
     )
     # Samples from the horizon on are drawn, not counted: a stalled run would count forever.
     impact = assess(clients, traffic, dt, counted=int(np.count_nonzero(grid < run.horizon_s)))

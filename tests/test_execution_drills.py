@@ -453,3 +453,19 @@ def test_resume_goes_on_with_the_per_broker_rates_auto_throttle_chose(tmp_path: 
     again = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
     again.start()
     assert again.rate_for(3) == (4000, 5000) and again.rate_for(1) == (1000, 1000)
+
+
+def test_the_pacer_takes_up_its_journal_after_auto_throttle_recorded_a_change_in_it(tmp_path: Path) -> None:
+    """watch --pace --auto-throttle: the throttle change is journaled in the plan's journal through
+    another handle; the pacer's own next write must not then be refused as a foreign change."""
+    from kreassign.execute.pacing import Pacer
+
+    world, targets, _ = build(9, tmp_path)
+    pacer = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
+    pacer.start()
+    assert pacer.journal is not None
+    other = world.store.load(pacer.journal.path)  # what apply_throttle_change opens
+    other.record("auto-throttle: rates", "done")
+    pacer.set_rates({3: (4000, 5000)}, journal_written=other.path)
+    reread = world.store.load(other.path)
+    assert reread.options["broker_rates"] and reread.last_status("auto-throttle: rates") == "done"

@@ -2,6 +2,7 @@
 with acks=all and fetch purgatories on sandbox time (broker-semantics Part B §3-§4)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,37 @@ def test_acks_all_waits_longer_when_the_followers_are_busy(tmp_path: Path) -> No
     assert second.wake(0.0) == pytest.approx((len(big) + len(small)) / 1e6 + ROUND)  # queued behind
     alone = produce(ctx(eng, data, 1, 10.0), 9, produce_req(1, small))
     assert isinstance(alone, Delayed) and alone.wake(10.0) == pytest.approx(10.0 + len(small) / 1e6 + ROUND)
+    data.close()
+
+
+@pytest.mark.parametrize("throttle", [None, 100_000])
+def test_acks_all_waits_behind_the_catch_up_a_move_sends_over_the_same_links(tmp_path: Path,
+                                                                             throttle: int | None) -> None:
+    """A move out of leader 1 (unthrottled: full 1 MiB responses, back to back) puts a catch-up
+    response ahead of every in-sync batch leaving broker 1, weighted by the share of the last
+    second its link spent copying (an exponential average: 1 - e^-5 after 5 s of a full link).
+    A 100 kB/s throttle leaves that link idle but for one fetch now and then."""
+    from test_throttle_fidelity import set_lists, set_rates
+
+    eng = Engine({1: None, 2: None, 3: None}, seed=3, network_bps=10e6)
+    eng.create_topic("t", assignments={0: [1, 2]})
+    eng.create_topic("big", assignments={0: [1]}, sizes=[10**12])
+    if throttle is not None:
+        set_rates(eng, throttle)
+        set_lists(eng, "big", "*", "*")
+    data = DataPlane(eng, tmp_path / "logs")
+    records = batch([b"a"])
+    idle = produce(ctx(eng, data, 1, 0.0), 9, produce_req(0, records))
+    assert isinstance(idle, Delayed) and idle.wake(0.0) == pytest.approx(len(records) / 10e6 + ROUND)
+    eng.alter_reassignment("big", 0, [1, 3])
+    eng.advance(5.0)
+    op = produce(ctx(eng, data, 1, 5.0), 9, produce_req(0, records))
+    assert isinstance(op, Delayed)
+    if throttle is None:
+        ahead = 1024 * 1024 * (1 - math.exp(-5.0))
+        assert op.wake(5.0) == pytest.approx(5.0 + (ahead + len(records)) / 10e6 + ROUND, rel=1e-9)
+    else:
+        assert op.wake(5.0) - 5.0 < 0.1 * 1024 * 1024 / 10e6 + ROUND  # under a tenth of the unthrottled wait
     data.close()
 
 

@@ -60,14 +60,16 @@ def test_queue_delay_is_infinite_while_nothing_is_left_for_clients() -> None:
     assert np.isinf(delay).all()
 
 
-def test_follower_fetch_idle_busy_and_saturated() -> None:
+def test_follower_fetch_idle_copying_busy_and_saturated() -> None:
     model = ClientModel(fetch_rtt_ms=1.0, fetch_response_max_bytes=10_000_000, request_timeout_ms=30_000)
-    capacity = np.array([100 * MB, 100 * MB, 100 * MB])
-    used = np.array([0.0, 50 * MB, 100 * MB])
-    catchup = np.array([0.0, 1.0, 1.0])
+    capacity = np.full(5, 100 * MB)
+    used = np.array([0.0, 50 * MB, 100 * MB, 100 * MB, 100 * MB])
+    catchup = np.array([0.0, 50 * MB, 50 * MB, 100 * MB, 0.0])
     got = follower_fetch_ms(model, capacity, used, catchup)
-    # idle: one round trip; catching up at 50% load: (1 ms + 100 ms for 10 MB) / 0.5
-    assert got.tolist() == [1.0, 202.0, 30_000.0]
+    # idle: one round trip; copying half the time: half a 10 MB response (50 ms) ahead; with
+    # clients on the other half: stretched by 1 / 0.5; copying all the time: a whole response
+    # (catch-up is elastic: no timeouts); clients saturating it: timeouts
+    assert got.tolist() == pytest.approx([1.0, 51.0, 102.0, 101.0, 30_000.0], rel=1e-12)
 
 
 def _traffic(**overrides: np.ndarray) -> BrokerTraffic:
@@ -120,3 +122,20 @@ def test_assess_counts_requests_that_wait_past_the_timeout() -> None:
 def test_client_model_rejects_nonsense(kwargs: dict[str, float]) -> None:
     with pytest.raises(InputError):
         ClientModel(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("out_bps", "in_bps", "p50_ms", "p99_ms"), [
+    (20e6, 20e6, 64.47, 68.54),  # unthrottled: leader 1 -> follower 2, both links copying all the time
+    (5_515_080, 7_169_603, 30.71, 39.16),  # 8 MB/s throttle: leader 3 -> follower 1
+])
+def test_follower_fetch_matches_the_sandbox_canary(out_bps: float, in_bps: float, p50_ms: float,
+                                                   p99_ms: float) -> None:
+    """Points recorded by bench/bench_client_impact.py (2026-11-24T17:24:50Z): 20 MB/s links, one
+    1 MiB catch-up response per session, the canary baseline's 11.12 ms as the idle round trip,
+    the measured catch-up rates as traffic. The model is a typical cycle: within 15% of the
+    measured median and not above the measured p99."""
+    model = ClientModel(fetch_rtt_ms=11.12, fetch_response_max_bytes=1024 * 1024)
+    cap = np.array([20e6])
+    got = max(follower_fetch_ms(model, cap, np.array([out_bps]), np.array([out_bps]))[0],
+              follower_fetch_ms(model, cap, np.array([in_bps]), np.array([in_bps]))[0])
+    assert abs(got / p50_ms - 1) <= 0.15 and got <= p99_ms

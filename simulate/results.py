@@ -43,19 +43,8 @@ def cluster_timeline(results: DataFrame, timelines: DataFrame, headroom_target: 
     return remaining.join(brokers, ["scenario_id", "t_s"]).select(*columns(CLUSTER_TIMELINE))
 
 
-def scenario_summary(results: DataFrame, scenarios: DataFrame, bounds: DataFrame) -> DataFrame:
-    """One row per scenario: its settings, the model's outcome and the lower bound, the larger
-    of the brokers' part (Spark) and the moves' part (the model task); ties go to the brokers,
-    as in the model. (SCENARIO_RESULT, SCENARIOS, LOWER_BOUNDS -> SCENARIO_SUMMARY.)"""
-    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "grid_t_s",
-                           "grid_bytes_remaining", "model_lower_bound_s")
-    moves_win = F.col("move_bound_s") > F.col("lower_bound_s")
-    return (
-        scenarios.join(outcome, "scenario_id").join(bounds, "scenario_id")
-        .withColumns({
-            "bottleneck_broker": F.when(moves_win, F.col("move_bound_broker")).otherwise(F.col("bottleneck_broker")),
-            "lower_bound_s": F.greatest("lower_bound_s", "move_bound_s"),
-        })
-        .select(*columns(SCENARIO_SUMMARY))
-        .orderBy("scenario_id")
-    )
+def scenario_summary(results: DataFrame, scenarios: DataFrame) -> DataFrame:
+    """One row per scenario: its settings and the model's outcome, with its lower bound and
+    bottleneck broker. (SCENARIO_RESULT, SCENARIOS -> SCENARIO_SUMMARY.)"""
+    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "grid_t_s", "grid_bytes_remaining")
+    return scenarios.join(outcome, "scenario_id").select(*columns(SCENARIO_SUMMARY)).orderBy("scenario_id")

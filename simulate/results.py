@@ -16,10 +16,13 @@ from kreassign.simulate.schemas import (
 def broker_timelines(results: DataFrame) -> DataFrame:
     """Unpack each scenario's parallel timeline arrays into rows (SCENARIO_RESULT ->
     BROKER_TIMELINE)."""
-    zipped = F.arrays_zip(*[F.col(f"tl_{name}").alias(name) for name in TIMELINE_COLUMNS])
+    # One position per sample, each array read at it: zipping the arrays first would build a
+    # struct per sample (most of the write's CPU on the 32-scenario sweep).
+    first = f"tl_{TIMELINE_COLUMNS[0]}"
+    arrays = [f"tl_{name}" for name in TIMELINE_COLUMNS]
     return (
-        results.select("scenario_id", F.explode(zipped).alias("sample"))
-        .select("scenario_id", *[F.col(f"sample.{name}").alias(name) for name in TIMELINE_COLUMNS])
+        results.select("scenario_id", *arrays, F.posexplode(first).alias("i", "_first"))
+        .select("scenario_id", *[F.col(a)[F.col("i")].alias(name) for a, name in zip(arrays, TIMELINE_COLUMNS)])
         .select(*columns(BROKER_TIMELINE))
     )
 

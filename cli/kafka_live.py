@@ -18,6 +18,8 @@ from kreassign.cli.kafka_args import KafkaArgs
 from kreassign.cluster.errors import InputError, TerseError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
     from kreassign.cluster.port import ApiError, ClusterPort
     from kreassign.execute.journal import JournalStore
@@ -185,7 +187,7 @@ def print_execute_event(event: ExecuteEvent, plan: ExecutePlan, out: TextIO, err
         _write_lines(err, describe_skipped(event.outcome.skipped, "its throttle was not set; "
                                            "`kreassign resume` sets it once the broker is back."))
     elif event.kind == "submitted":
-        out.write(render_started([t.tp for t in plan.request.targets]))
+        out.write(render_started(list(event.partitions)))
     elif event.kind == "log-dir-moves-started":
         out.write(render_log_dir_started(event.moves))
 
@@ -200,7 +202,21 @@ def finish_execute(result: ExecuteResult, err: TextIO) -> int:
         raise TerseError(render_errors("Error reassigning partition(s):", result.submit_errors))
     if result.log_dir_moves.timed_out:
         raise TerseError(timed_out_message(result.log_dir_moves.timed_out))
+    if result.held_back:
+        raise TerseError(held_back_message(result.held_back, result.skipped_brokers, result.journal_path))
     return 0
+
+
+def held_back_message(held: Sequence[TopicPartition], skipped: Mapping[int, ApiError],
+                      journal: Path | None) -> str:
+    """Why some moves were not submitted, and the one command that submits them."""
+    shown = ", ".join(map(str, held[:5])) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    brokers = ",".join(map(str, sorted(skipped)))
+    on = f" on broker(s) {brokers}," if brokers else " on a broker"
+    where = f" --journal {journal}" if journal else ""
+    return (f"Held back {len(held)} partition(s) whose leader or new replica is{on} which did not take the "
+            f"throttle: {shown}. They would copy unthrottled; run `kreassign resume{where}` once the broker "
+            "answers: it sets the throttle, then submits them.")
 
 
 def took_over_lines(owner: Owner | None) -> list[str]:

@@ -86,7 +86,11 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     partition has moved, showing progress as `kreassign watch` does (JSON lines with --output
     json), and then restores the throttles. Ctrl-C stops submitting; running the same command
     again (or `kreassign resume`) goes on from the journal with the same limits. Only one run
-    writes to a cluster at a time (the execution lock). Exit status of a paced run: 0 done, 1 error."""
+    writes to a cluster at a time (the execution lock). Exit status of a paced run: 0 done, 1 error.
+
+    A broker that does not answer is skipped; a move whose leader or new replica is on it is held
+    back (it would copy unthrottled once the broker answers) and the command exits 1: `kreassign
+    resume` sets the missed throttle first, then submits those moves."""
     from kreassign.cli import kafka_live
     from kreassign.cluster.kafka_json import validate_execute_entries
     from kreassign.execute.operations import ExecuteRequest
@@ -141,7 +145,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     if not text:
         _emit(result.as_dict())
         return 0 if result.ok else 1
-    if result.ok:
+    if result.ok or (result.held_back and result.submitted and not result.submit_errors):
         from kreassign.cli.execute_render import execute_summary
 
         out.write("".join(f"{line}\n" for line in execute_summary(result, plan_file)))
@@ -380,7 +384,9 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
     """Finish an interrupted execute (or clear) from its journal: re-run the steps not done.
 
     A paced run goes on exactly as it would have: the same limits, order and rates (recorded
-    in its journal), wave by wave until done, as the paced `execute` shows it."""
+    in its journal), wave by wave until done, as the paced `execute` shows it. Moves held back
+    because a broker missed its throttle are submitted once that broker has taken it; while it
+    still does not answer they keep waiting and resume exits 1."""
     from kreassign.cli import kafka_live
     from kreassign.cli.watch_cmd import event_printer
     from kreassign.execute.operations import resume_preview
@@ -425,7 +431,10 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
         _echo_err(kafka_live.clear_warnings(result.clear))
         if result.submit_errors:
             click.echo(kafka_live.render_errors("Error reassigning partition(s):", result.submit_errors), err=True)
-    failed = result.submit_errors or result.log_dir_moves.timed_out or result.skipped or (
+        if result.held_back:
+            click.echo("Error: " + kafka_live.held_back_message(result.held_back, result.skipped, result.journal_path),
+                       err=True)
+    failed = result.submit_errors or result.log_dir_moves.timed_out or result.skipped or result.held_back or (
         result.clear is not None and not result.clear.complete)
     return 1 if failed else 0
 

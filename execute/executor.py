@@ -27,6 +27,7 @@ from kreassign.cluster.errors import (
 )
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
+    PartitionInfo,
     PartitionTarget,
     Reassignment,
     TopicPartition,
@@ -107,6 +108,8 @@ class ExecutePlan:
     live_brokers: tuple[int, ...]
     current: Mapping[TopicPartition, tuple[int, ...]]
     """replicas now, for the partitions of the plan (the rollback plan)"""
+    leaders: Mapping[TopicPartition, int | None]
+    """leaders now, for the partitions of the plan (a move whose leader missed its throttle waits)"""
     in_flight: Mapping[TopicPartition, Reassignment]
     throttles: ThrottlePlan
     previous: ThrottleSnapshot
@@ -147,6 +150,8 @@ class ExecuteEvent:
     kind: EventKind
     outcome: ApplyOutcome = field(default_factory=ApplyOutcome)
     moves: tuple[tuple[TopicPartitionReplica, str], ...] = ()
+    partitions: tuple[TopicPartition, ...] = ()
+    """the partitions submitted ("submitted")"""
 
 
 @dataclass(frozen=True)
@@ -161,10 +166,13 @@ class ExecuteResult:
     """brokers that did not answer: their throttles were not set (the journal keeps them pending)"""
     rolled_back: bool = False
     log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
+    held_back: tuple[TopicPartition, ...] = ()
+    """moves not submitted because their leader or a new replica is on a skipped broker
+    (`waits_for_throttle`); `resume` submits them once that broker has its throttle"""
 
     @property
     def ok(self) -> bool:
-        return not self.submit_errors and not self.log_dir_moves.timed_out
+        return not self.submit_errors and not self.log_dir_moves.timed_out and not self.held_back
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -174,14 +182,16 @@ class ExecuteResult:
             "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.submit_errors.items()},
             "skipped_brokers": {str(b): e.message for b, e in self.skipped_brokers.items()},
             "rolled_back": self.rolled_back,
+            "held_back": [str(tp) for tp in self.held_back],
             "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
             "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
         }
 
 
 # ---- checks ----------------------------------------------------------------------------------
-def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
-    """The replicas of these partitions, with Kafka's messages for unknown topics and partitions.
+def planned_partitions(port: ClusterPort, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
+    """These partitions as the cluster describes them, with Kafka's messages for unknown topics
+    and partitions.
 
     Raises:
         AdminCommandFailed: a topic or partition does not exist.
@@ -192,12 +202,25 @@ def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) ->
     except UnknownTopicError as exc:
         # Kafka's text; a name longer than any legal topic (249) is cut rather than echoed in full.
         raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Topic {clip(exc.topics[0], 255)} not found.") from None
-    known = {p.tp: p.replicas for p in infos}
+    known = {p.tp: p for p in infos}
     missing = [tp for tp in wanted if tp not in known]
     if missing:
         raise AdminCommandFailed(f"{UNKNOWN_TOPIC_OR_PARTITION}: Unable to find partition: "
                                  + ", ".join(clip(tp, 260) for tp in missing))
     return {tp: known[tp] for tp in wanted}
+
+
+def current_replicas(port: ClusterPort, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, ...]]:
+    """The replicas of these partitions (see `planned_partitions` for the errors)."""
+    return {tp: p.replicas for tp, p in planned_partitions(port, partitions).items()}
+
+
+def waits_for_throttle(leader: int | None, adding: Iterable[int], missing: Collection[int]) -> bool:
+    """Whether a move must wait because its leader or one of its new replicas is on a broker
+    that missed its throttle (it did not answer): once that broker answers it would copy
+    unthrottled, and if this process died first nothing would set the throttle. `resume` (or
+    the pacing loop) sets the throttle first, then submits the move."""
+    return bool(missing) and (leader in missing or any(b in missing for b in adding))
 
 
 class RetargetRefused(InputError):
@@ -247,7 +270,8 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:
         raise AdminCommandFailed(f"Unknown broker id {unknown[0]}")
-    current = current_replicas(port, [t.tp for t in request.targets])
+    described = planned_partitions(port, [t.tp for t in request.targets])
+    current = {tp: p.replicas for tp, p in described.items()}
     proposed = [(t.tp, t.replicas) for t in request.targets]
     move_map = compute_move_map(current, proposed, in_flight)
     log_dirs = request.replica_log_dirs
@@ -260,7 +284,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
     warnings = [f"broker {b} did not answer ({e.message}); its throttles cannot be set now and will "
                 "be retried by `kreassign resume` once it is back" for b, e in sorted(previous.unreadable.items())]
     return ExecutePlan(request=request, cluster_id=info.cluster_id, live_brokers=live, current=current,
-                       in_flight=in_flight, throttles=throttles, previous=previous, warnings=tuple(warnings))
+                       leaders={tp: p.leader for tp, p in described.items()}, in_flight=in_flight, throttles=throttles, previous=previous, warnings=tuple(warnings))
 
 
 # ---- applying --------------------------------------------------------------------------------
@@ -427,11 +451,13 @@ def apply_execute(
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
         raise ExecuteFailed(f"setting throttles failed: {exc}. {what}") from exc
 
-    targets = {t.tp: t.replicas for t in plan.request.targets}
+    held = tuple(sorted(t.tp for t in plan.request.targets if waits_for_throttle(
+        plan.leaders.get(t.tp), set(t.replicas) - set(plan.current.get(t.tp, ())), skipped)))
+    targets = {t.tp: t.replicas for t in plan.request.targets if t.tp not in held}
     if journal is not None:
         journal.record("submit-reassignments", "intent", partitions=len(targets))
     try:
-        results = port.alter_reassignments(targets)
+        results = port.alter_reassignments(targets) if targets else {}
     except KreassignError as exc:
         return _after_failed_submit(port, plan, journal, targets, exc)
     except KeyboardInterrupt:
@@ -442,10 +468,14 @@ def apply_execute(
     accepted = tuple(sorted(tp for tp in targets if tp not in errors))
     if journal is not None:
         journal.submitted = sorted(set(journal.submitted) | set(accepted))
-        journal.record("submit-reassignments", "done" if not errors else "failed",
-                       accepted=len(accepted), errors={str(tp): str(e) for tp, e in sorted(errors.items())})
+        # held-back moves leave the step undone, so `resume` submits them after setting the throttle
+        journal.record("submit-reassignments", "done" if not errors and not held else "failed",
+                       accepted=len(accepted), errors={str(tp): str(e) for tp, e in sorted(errors.items())},
+                       held_back=[str(tp) for tp in held])
     if not accepted:
         throttled = bool(plan.throttles.broker_rates or plan.throttles.topic_configs)
+        if held and not errors:  # the throttles that were set stay: the held moves need them
+            return ExecuteResult(plan, journal.path if journal else None, (), {}, skipped, held_back=held)
         rolled = rollback_throttles(port, journal, plan) if throttled else True
         if journal is not None and not throttled:
             journal.set_state("rolled-back")
@@ -453,11 +483,13 @@ def apply_execute(
     if journal is not None:
         journal.set_state("submitted")
     if errors:
-        return ExecuteResult(plan, journal.path if journal else None, accepted, errors, skipped)
-    notify(ExecuteEvent("submitted"))
+        return ExecuteResult(plan, journal.path if journal else None, accepted, errors, skipped, held_back=held)
+    notify(ExecuteEvent("submitted", partitions=accepted))
 
     moves = MoveStart(())
-    log_dirs = plan.request.replica_log_dirs
+    log_dirs = {r: d for r, d in plan.request.replica_log_dirs.items()
+                if TopicPartition(r.topic, r.partition) not in held}
+    waiting = len(plan.request.replica_log_dirs) - len(log_dirs)  # the held moves' dirs: `resume` starts them
     if log_dirs:
         if journal is not None:
             journal.record("start-log-dir-moves", "intent", replicas=len(log_dirs))
@@ -465,9 +497,10 @@ def apply_execute(
             port, log_dirs, timeout_s=plan.request.log_dir_timeout_s, clock=clock, sleep=sleep,
             on_started=lambda batch: notify(ExecuteEvent("log-dir-moves-started", moves=tuple(batch))))
         if journal is not None:
-            journal.record("start-log-dir-moves", "failed" if moves.timed_out else "done",
-                           timed_out=[str(r) for r in moves.timed_out])
-    return ExecuteResult(plan, journal.path if journal else None, accepted, {}, skipped, log_dir_moves=moves)
+            journal.record("start-log-dir-moves", "failed" if moves.timed_out or waiting else "done",
+                           timed_out=[str(r) for r in moves.timed_out], waiting=waiting)
+    return ExecuteResult(plan, journal.path if journal else None, accepted, {}, skipped, log_dir_moves=moves,
+                         held_back=held)
 
 
 def _after_failed_submit(port: ClusterPort, plan: ExecutePlan, journal: Journal | None,

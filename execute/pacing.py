@@ -31,6 +31,7 @@ from kreassign.execute.executor import (
     journal_for_plan,
     journaled_step,
     prepare_execute,
+    waits_for_throttle,
 )
 from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
 from kreassign.throttle.schedule import start_order
@@ -358,10 +359,8 @@ class Pacer:
         self.waves += 1
         number = self.waves
         throttled, skipped = self._throttle(number, wave, in_flight, partitions)
-        # A partition whose source or destination missed its throttle (the broker did not
-        # answer) waits: once that broker is back it would copy unthrottled, and if this process
-        # died first nothing would set the throttle. `retry_pending` sets it, then it goes.
-        wave = [p for p in wave if not (set(p.adding) | {p.leader}) & set(skipped)]
+        # `retry_pending` sets the missed throttle once the broker is back, then these go.
+        wave = [p for p in wave if not waits_for_throttle(p.leader, p.adding, skipped)]
         chosen = {p.tp for p in wave}
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal

@@ -9,20 +9,26 @@ throttle values found before the run. Both check that the journal belongs to thi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
-from kreassign.cluster.errors import JournalError
+from kreassign.cluster.errors import AdminCommandFailed, JournalError
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE, only_keys
 from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import ClearResult, clear_throttles
-from kreassign.execute.executor import current_replicas, journaled_step, probe_submitted
+from kreassign.execute.executor import (
+    current_replicas,
+    journaled_step,
+    planned_partitions,
+    probe_submitted,
+    waits_for_throttle,
+)
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
 from kreassign.execute.throttle_io import apply_configs
 
@@ -65,6 +71,8 @@ class ResumeResult:
     log_dir_moves: MoveStart = field(default_factory=lambda: MoveStart(()))
     clear: ClearResult | None = None
     state_after: str = ""
+    held_back: tuple[TopicPartition, ...] = ()
+    """moves still waiting for a broker that did not take its throttle (`waits_for_throttle`)"""
 
     @property
     def nothing_done(self) -> bool:
@@ -79,6 +87,7 @@ class ResumeResult:
             "skipped_brokers": {str(b): e.message for b, e in self.skipped.items()},
             "submitted": [str(tp) for tp in self.submitted],
             "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.submit_errors.items()},
+            "held_back": [str(tp) for tp in self.held_back],
             "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
             "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
             "throttles_cleared": None if self.clear is None else self.clear.as_dict(),
@@ -107,7 +116,9 @@ def resume_preview(journal: Journal) -> list[str]:
             out.append(f"set the {what} on brokers {','.join(map(str, brokers))}")
     if not journal.done("submit-reassignments"):
         out.append(f"submit the partitions of the plan that are not moving or moved yet "
-                   f"({len(journal.targets)} in the plan)")
+                   f"({len(journal.targets)} in the plan)" + (
+                       ", except those whose leader or new replica is on a broker that still misses its throttle"
+                       if journal.pending_brokers else ""))
     if explicit_log_dirs(journal.targets) and not journal.done("start-log-dir-moves"):
         out.append("start the log-dir moves that have not started")
     return out
@@ -154,31 +165,48 @@ def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = 
     targets = journal.target_of()
     submitted: tuple[TopicPartition, ...] = ()
     errors: dict[TopicPartition, ApiError] = {}
+    held: tuple[TopicPartition, ...] = ()
     if not journal.done("submit-reassignments"):
         already = probe_submitted(port, targets)
         todo = {tp: r for tp, r in targets.items() if tp not in already}
+        held = _still_waiting(port, todo, set(journal.pending_brokers))
+        todo = {tp: r for tp, r in todo.items() if tp not in held}
         journal.record("submit-reassignments", "intent", partitions=len(todo), resumed=True)
         results = port.alter_reassignments(todo) if todo else {}
         errors = {tp: e for tp, e in results.items() if e is not None}
         submitted = tuple(sorted(tp for tp in todo if tp not in errors))
         journal.submitted = sorted(set(journal.submitted) | set(submitted) | already)
-        journal.record("submit-reassignments", "failed" if errors else "done", accepted=len(submitted),
-                       errors={str(tp): str(e) for tp, e in errors.items()})
+        journal.record("submit-reassignments", "failed" if errors or held else "done", accepted=len(submitted),
+                       errors={str(tp): str(e) for tp, e in errors.items()}, held_back=[str(tp) for tp in held])
 
     moves = MoveStart(())
-    log_dirs = explicit_log_dirs(journal.targets)
+    log_dirs = {r: d for r, d in explicit_log_dirs(journal.targets).items()
+                if TopicPartition(r.topic, r.partition) not in held}
     if log_dirs and not errors and not journal.done("start-log-dir-moves"):
         states, _ = log_dir_states(port, log_dirs)
         todo_moves = {r: d for r, d in log_dirs.items() if states[r].state not in ("completed", "in-progress")}
         journal.record("start-log-dir-moves", "intent", replicas=len(todo_moves), resumed=True)
         timeout = float(journal.options.get("log_dir_timeout_s", 10.0))
         moves = start_log_dir_moves(port, todo_moves, timeout_s=timeout, clock=clock, sleep=sleep)
-        journal.record("start-log-dir-moves", "failed" if moves.timed_out else "done",
+        journal.record("start-log-dir-moves", "failed" if moves.timed_out or held else "done",
                        timed_out=[str(r) for r in moves.timed_out])
     if journal.submitted:
         journal.set_state("submitted")
     return ResumeResult(journal.path, before, tuple(sorted(topics)), tuple(sorted(brokers)), skipped,
-                        submitted, errors, moves, state_after=journal.state)
+                        submitted, errors, moves, state_after=journal.state, held_back=held)
+
+
+def _still_waiting(port: ClusterPort, todo: Mapping[TopicPartition, Sequence[int]],
+                   missing: set[int]) -> tuple[TopicPartition, ...]:
+    """The moves of `todo` whose leader or new replica is on a broker still missing its throttle."""
+    if not todo or not missing:
+        return ()
+    try:
+        described = planned_partitions(port, todo)
+    except AdminCommandFailed:  # a partition gone: the submission reports it
+        return ()
+    return tuple(sorted(tp for tp, p in described.items()
+                        if waits_for_throttle(p.leader, set(todo[tp]) - set(p.replicas), missing)))
 
 
 @dataclass(frozen=True)

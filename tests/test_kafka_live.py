@@ -220,6 +220,21 @@ def test_execute_skips_a_source_broker_that_is_down(run: KafkaRunner, fake: Fake
     assert fake.broker_configs[1]["leader.replication.throttled.rate"] == "500"
 
 
+def test_execute_holds_back_a_move_whose_leader_missed_its_throttle(run: KafkaRunner, fake: FakeCluster,
+                                                                    tmp_path: Path) -> None:
+    fake.partitions[TopicPartition("bar", 0)].leader = 4
+    fake.unreachable.add(4)
+    code, out, err = run("--reassignment-json-file", plan_file(tmp_path, {"bar-0": [3, 1], "foo-0": [1, 3]}),
+                         "--execute", "--throttle", "500")
+    assert code == 1
+    assert ("The inter-broker throttle limit was set to 500 B/s\n"
+            "Successfully started partition reassignment for foo-0\n"
+            "Held back 1 partition(s) whose leader or new replica is on broker(s) 4, which did not take the "
+            "throttle: bar-0. They would copy unthrottled; run `kreassign resume --journal ") in out
+    assert "broker 4 did not answer" in err
+    assert set(fake.list_reassignments()) == {TopicPartition("foo", 0)}
+
+
 def test_execute_log_dirs_and_their_throttle(run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 2]}, log_dirs={"foo-0": ["/data/b", "any"]})
     code, out, _ = run("--reassignment-json-file", plan, "--execute", "--replica-alter-log-dirs-throttle", "300")

@@ -185,6 +185,45 @@ def test_down_broker_is_skipped_then_resume_sets_its_throttle(fake: FakeCluster,
     assert store.load(journal.path).pending_brokers == {}
 
 
+def test_a_move_from_a_leader_that_missed_its_throttle_is_held_back_until_resume_sets_it(
+        fake: FakeCluster, store: JournalStore) -> None:
+    fake.partitions[BAR0].leader = 4  # bar-0 copies from broker 4, which is registered but does not answer
+    fake.unreachable.add(4)
+    result = apply_execute(fake, prepare_execute(fake, request((BAR0, (3, 1)), (FOO0, (1, 3)))), store=store)
+    assert (result.submitted, result.held_back, set(result.skipped_brokers)) == ((FOO0,), (BAR0,), {4})
+    assert not result.ok and set(fake.list_reassignments()) == {FOO0}  # nothing copies unthrottled from 4
+    journal = only_journal(store)
+    assert not journal.done("submit-reassignments") and journal.steps[-1].detail["held_back"] == ["bar-0"]
+
+    still_down = resume(fake, journal)  # broker 4 still silent: bar-0 keeps waiting
+    assert (still_down.held_back, still_down.submitted, set(still_down.skipped)) == ((BAR0,), (), {4})
+    assert set(fake.list_reassignments()) == {FOO0}
+
+    fake.start_broker(4)
+    resumed = resume(fake, store.load(journal.path))
+    assert (resumed.brokers, resumed.submitted, resumed.held_back) == ((4,), (BAR0,), ())
+    assert fake.broker_configs[4] == {LEADER: "1000", FOLLOWER: "1000"}
+    assert fake.list_reassignments()[BAR0].target == (3, 1)
+    assert store.load(journal.path).done("submit-reassignments")
+
+
+def test_a_move_onto_a_broker_that_missed_its_throttle_is_held_back(fake: FakeCluster, store: JournalStore) -> None:
+    fake.unreachable.add(4)
+    result = apply_execute(fake, prepare_execute(fake, request((FOO1, (2, 4)), (FOO0, (1, 3)))), store=store)
+    assert (result.submitted, result.held_back) == ((FOO0,), (FOO1,))
+    assert result.as_dict()["held_back"] == ["foo-1"]
+
+
+def test_when_every_move_is_held_back_the_throttles_set_stay_for_resume(fake: FakeCluster, store: JournalStore) -> None:
+    fake.unreachable.add(4)
+    result = apply_execute(fake, prepare_execute(fake, request((FOO1, (2, 4)))), store=store)
+    assert (result.submitted, result.held_back, result.rolled_back) == ((), (FOO1,), False)
+    assert fake.list_reassignments() == {} and fake.broker_configs[2] == {LEADER: "1000", FOLLOWER: "1000"}
+    fake.start_broker(4)
+    resumed = resume(fake, only_journal(store))
+    assert resumed.submitted == (FOO1,) and fake.broker_configs[4] == {LEADER: "1000", FOLLOWER: "1000"}
+
+
 def test_resume_finishes_an_interrupted_clear(fake: FakeCluster, store: JournalStore) -> None:
     execute(fake, store, request((BAR0, (3, 1))))
     fake.complete()

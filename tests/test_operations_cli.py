@@ -92,7 +92,7 @@ def test_execute_json_and_kafka_errors(fake: FakeCluster, tmp_path: Path, capsys
     code, out, _ = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-0": [1, 3]}), "-o", "json")
     data = json.loads(out)
     assert code == 0 and data["submitted"] == ["foo-0"] and data["errors"] == {}
-    assert set(data) == {"plan", "journal", "submitted", "errors", "skipped_brokers", "rolled_back",
+    assert set(data) == {"plan", "journal", "submitted", "errors", "skipped_brokers", "rolled_back", "held_back",
                          "log_dir_moves_started", "log_dir_moves_timed_out"}
     code, out, err = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-1": [1, 5]}, name="b.json"), "--additional")
     assert (code, out, err) == (1, "", "Error: Unknown broker id 5\n")

@@ -64,7 +64,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     from pyspark import StorageLevel
 
     from bench.bench_simulate import HUNDRED_K, MILLION, _axes
-    from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
+    from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
@@ -88,14 +88,11 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
         inputs = synthetic_inputs(spark, spec)
         moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
         moves.count()
-    with s.stage("aggregates_and_bounds"):
+    with s.stage("aggregates"):
         scenario_df = scenarios_frame(spark, scenarios)
-        load = move_load(moves).persist(StorageLevel.MEMORY_AND_DISK)
-        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load,
-                                   scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                                   move_load(moves), scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
         per_broker.count()
-        bounds = broker_lower_bounds(per_broker, load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        bounds.count()
     with s.stage("pack_moves_arrow"):
         packed = pack_moves(moves).persist(StorageLevel.MEMORY_AND_DISK)
         packed.count()
@@ -104,7 +101,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
                                      ).persist(StorageLevel.MEMORY_AND_DISK)
         results.count()
     with s.stage("summary_collect"):
-        summary = scenario_summary(results, scenario_df, bounds)
+        summary = scenario_summary(results, scenario_df)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with s.stage("write_parquet"):
         write_results(results, summary, out, clients.headroom_target)
@@ -139,7 +136,7 @@ def _model_only_cpu(case: str) -> float:
         leader_rate=np.full(brokers, 200e6), follower_rate=np.full(brokers, 200e6), move_id=np.arange(moves),
         source=src, dest=(src + rng.integers(1, brokers, moves)) % brokers,
         bytes=np.minimum(rng.lognormal(np.log(1e8), 1.0, moves), 2e12).astype(np.int64),
-        write_bps=np.minimum(rng.pareto(1.5, moves) * 1e4 + 1e4, 1e6), failover_source=np.full(moves, -1),
+        write_bps=np.minimum(rng.pareto(1.5, moves) * 1e4 + 1e4, 1e6), failover_source=np.full(moves, -1), released_bps=np.zeros(moves),
     )
     run: Callable[[], Any] = lambda: scenario_row(0, arrays, run_scenario(arrays, Scenario(0, throttle_bps=200e6), 120),
                                                   ClientModel())

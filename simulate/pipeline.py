@@ -1,4 +1,4 @@
-"""`run_simulation`: inputs -> per-broker aggregates and bounds -> one model task per scenario ->
+"""`run_simulation`: inputs -> per-broker aggregates -> one model task per scenario ->
 Parquet tables and plots. Only the summary and the per-scenario cluster timeline (scenarios x
 samples rows) reach the driver."""
 from __future__ import annotations
@@ -65,7 +65,7 @@ def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
 def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
-    from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
+    from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
@@ -80,19 +80,17 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         _check_failures(inputs.brokers, scenarios)
         scenario_df = scenarios_frame(spark, scenarios)
         moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
-        load = move_load(moves).persist(StorageLevel.MEMORY_AND_DISK)
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   load, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        bounds = broker_lower_bounds(per_broker, load, scenario_df)
+                                   move_load(moves), scenario_df)
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
             pack_moves(moves), pack_brokers(per_broker), scenarios, request.clients, request.timeline_points,
         ).persist(StorageLevel.MEMORY_AND_DISK)
-        summary = scenario_summary(results, scenario_df, bounds).persist(StorageLevel.MEMORY_AND_DISK)
+        summary = scenario_summary(results, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
         files = write_results(results, summary, out, target)
-    for frame in (summary, results, per_broker, load, moves):
+    for frame in (summary, results, moves):
         frame.unpersist()
     pngs: dict[Path, bytes] = {}
     if request.plots or request.report_path:

@@ -16,10 +16,13 @@ from kreassign.simulate.schemas import (
 def broker_timelines(results: DataFrame) -> DataFrame:
     """Unpack each scenario's parallel timeline arrays into rows (SCENARIO_RESULT ->
     BROKER_TIMELINE)."""
-    zipped = F.arrays_zip(*[F.col(f"tl_{name}").alias(name) for name in TIMELINE_COLUMNS])
+    # One position per sample, each array read at it: zipping the arrays first would build a
+    # struct per sample (most of the write's CPU on the 32-scenario sweep).
+    first = f"tl_{TIMELINE_COLUMNS[0]}"
+    arrays = [f"tl_{name}" for name in TIMELINE_COLUMNS]
     return (
-        results.select("scenario_id", F.explode(zipped).alias("sample"))
-        .select("scenario_id", *[F.col(f"sample.{name}").alias(name) for name in TIMELINE_COLUMNS])
+        results.select("scenario_id", *arrays, F.posexplode(first).alias("i", "_first"))
+        .select("scenario_id", *[F.col(a)[F.col("i")].alias(name) for a, name in zip(arrays, TIMELINE_COLUMNS)])
         .select(*columns(BROKER_TIMELINE))
     )
 
@@ -43,19 +46,8 @@ def cluster_timeline(results: DataFrame, timelines: DataFrame, headroom_target: 
     return remaining.join(brokers, ["scenario_id", "t_s"]).select(*columns(CLUSTER_TIMELINE))
 
 
-def scenario_summary(results: DataFrame, scenarios: DataFrame, bounds: DataFrame) -> DataFrame:
-    """One row per scenario: its settings, the model's outcome and the lower bound, the larger
-    of the brokers' part (Spark) and the moves' part (the model task); ties go to the brokers,
-    as in the model. (SCENARIO_RESULT, SCENARIOS, LOWER_BOUNDS -> SCENARIO_SUMMARY.)"""
-    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "grid_t_s",
-                           "grid_bytes_remaining", "model_lower_bound_s")
-    moves_win = F.col("move_bound_s") > F.col("lower_bound_s")
-    return (
-        scenarios.join(outcome, "scenario_id").join(bounds, "scenario_id")
-        .withColumns({
-            "bottleneck_broker": F.when(moves_win, F.col("move_bound_broker")).otherwise(F.col("bottleneck_broker")),
-            "lower_bound_s": F.greatest("lower_bound_s", "move_bound_s"),
-        })
-        .select(*columns(SCENARIO_SUMMARY))
-        .orderBy("scenario_id")
-    )
+def scenario_summary(results: DataFrame, scenarios: DataFrame) -> DataFrame:
+    """One row per scenario: its settings and the model's outcome, with its lower bound and
+    bottleneck broker. (SCENARIO_RESULT, SCENARIOS -> SCENARIO_SUMMARY.)"""
+    outcome = results.drop(*[f"tl_{name}" for name in TIMELINE_COLUMNS], "grid_t_s", "grid_bytes_remaining")
+    return scenarios.join(outcome, "scenario_id").select(*columns(SCENARIO_SUMMARY)).orderBy("scenario_id")

@@ -75,10 +75,10 @@ class ScenarioRun:
     """Outcome of one scenario: per move, per broker on the grid, and totals."""
 
     finish_s: np.ndarray
-    model_lower_bound_s: float
-    move_bound_s: float
-    """the moves' part of the lower bound: the slowest move alone at its best rate"""
-    move_bound_broker: int | None
+    lower_bound_s: float
+    """the model's lower bound of the run without failure (`replication_model.lower_bound`)"""
+    bottleneck_broker: int | None
+    """the broker that sets it (None when nothing limits, or no broker does)"""
     failed_broker: int | None
     failed_at_s: float | None
     grid_t_s: np.ndarray
@@ -159,11 +159,9 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
     remaining = np.minimum(np.where(grid >= end, 0.0, remaining), float(arrays.bytes.sum()))
     horizon = end if math.isfinite(end) else float(curve[0].max(initial=0.0))
     lower = first.lower
-    move_bound = float(lower.move_s.max(initial=0.0))
-    moves_decide = move_bound > max(float(lower.out_s.max(initial=0.0)), float(lower.in_s.max(initial=0.0)))
     return ScenarioRun(
-        finish_s=finish, model_lower_bound_s=float(lower.seconds), move_bound_s=move_bound,
-        move_bound_broker=lower.broker if moves_decide else None,
+        finish_s=finish, lower_bound_s=float(lower.seconds),
+        bottleneck_broker=lower.broker if lower.seconds > 0 else None,
         failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
         bytes_remaining=remaining,
         rate_in=rate_in, rate_out=rate_out,
@@ -351,9 +349,8 @@ def scenario_row(scenario_id: int, arrays: ScenarioArrays, run: ScenarioRun,
         "moves": len(arrays),
         "bytes": int(arrays.bytes.sum()),
         "makespan_s": run.makespan_s,
-        "model_lower_bound_s": run.model_lower_bound_s,
-        "move_bound_s": run.move_bound_s,
-        "move_bound_broker": run.move_bound_broker,
+        "lower_bound_s": run.lower_bound_s,
+        "bottleneck_broker": run.bottleneck_broker,
         "stalled_moves": run.stalled_moves,
         "failed_broker": run.failed_broker,
         "failed_at_s": run.failed_at_s,

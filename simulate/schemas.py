@@ -109,15 +109,6 @@ partition has a leader: the others cannot copy), the write rate those replicas m
 with, and the in-sync replication of the moving partitions it leads, which the leader throttle
 counts (`leader.replication.throttled.replicas` lists every current replica)."""
 
-LOWER_BOUNDS = _fields(
-    ("scenario_id", _INT, False),
-    ("lower_bound_s", _DOUBLE, False),
-    ("bottleneck_broker", _INT, True),
-)
-"""Per scenario, the busiest broker's side of `replication_model.lower_bound`, computed in Spark:
-its bytes over the capacity left once its moves' writes are served. The bound's other part,
-each move alone at its best rate, comes from the model task that holds the moves anyway."""
-
 MODEL_BROKERS = _fields(
     ("scenario_id", _INT, False),
     ("broker", _INT, False),
@@ -162,9 +153,8 @@ SCENARIO_RESULT = _fields(
     ("moves", _LONG, False),
     ("bytes", _LONG, False),
     ("makespan_s", _DOUBLE, False),
-    ("model_lower_bound_s", _DOUBLE, False),
-    ("move_bound_s", _DOUBLE, False),
-    ("move_bound_broker", _INT, True),
+    ("lower_bound_s", _DOUBLE, False),
+    ("bottleneck_broker", _INT, True),
     ("stalled_moves", _LONG, False),
     ("failed_broker", _INT, True),
     ("failed_at_s", _DOUBLE, True),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|yarn|k8s://.+|mesos://.+)$")
 
 
@@ -159,6 +160,9 @@ def start_session(options: SparkOptions) -> SparkSession:
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.memory": options.driver_memory,
+            # A simulation's JVM lives for seconds: the C2 compiler's threads cost more CPU than
+            # its faster code saves (-29% CPU on the 1M-move case, bench/results/profile_simulate.jsonl).
+            "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
         }
         for key, value in (local.items() if options.is_local or options.is_loopback else ()):
             builder = builder.config(key, value)

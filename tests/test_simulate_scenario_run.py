@@ -45,8 +45,8 @@ def test_a_scenario_without_failure_is_exactly_the_model() -> None:
     run = run_scenario(arrays, scenario, points=50)
     assert np.array_equal(run.finish_s, expected.finish_s)
     assert run.makespan_s == expected.makespan
-    assert run.model_lower_bound_s == expected.lower.seconds
-    assert run.move_bound_s == expected.lower.move_s.max()
+    assert run.lower_bound_s == expected.lower.seconds
+    assert run.bottleneck_broker == expected.lower.broker == 1
     assert run.failed_broker is None and run.stalled_moves == 0
 
 
@@ -56,10 +56,8 @@ def test_a_single_huge_move_decides_the_bound_and_names_its_broker() -> None:
     run = run_scenario(arrays, Scenario(0), points=5)
     # no throttle, no known NIC: one fetch per cycle per partition (1 MiB / 10 ms) is the limit,
     # which belongs to no broker; the largest move (400 MB, writes 50 kB/s) decides
-    assert run.move_bound_s == run.model_lower_bound_s == 400e6 / (1024 * 1024 / 0.01 - 5e4)
-    assert run.move_bound_broker is None
-    throttled = run_scenario(_arrays(throttle=5 * MB), Scenario(0, throttle_bps=5 * MB), points=5)
-    assert throttled.move_bound_s < throttled.model_lower_bound_s
+    assert run.lower_bound_s == 400e6 / (1024 * 1024 / 0.01 - 5e4)
+    assert run.bottleneck_broker is None
 
 
 def test_grid_rates_carry_every_byte_the_model_copied() -> None:

@@ -19,7 +19,7 @@ from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.planner.diff import diff_plan
-from kreassign.simulate.aggregates import broker_lower_bounds, broker_traffic, model_brokers, move_load
+from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
 from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
 from kreassign.simulate.model_task import MOVE_COLUMNS, pack_brokers, pack_moves, unpack_moves
 from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
@@ -39,7 +39,6 @@ from kreassign.simulate.schemas import (
 )
 from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
 from kreassign.throttle.estimate import RateRequest, estimate_plan
-from kreassign.throttle.replication_model import from_moves, lower_bound
 
 pytestmark = pytest.mark.spark
 
@@ -132,25 +131,6 @@ def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
     ], MOVE_LOAD))
 
 
-def test_the_brokers_lower_bound_is_the_models(spark: SparkSession, state: ClusterState) -> None:
-    moves = diff_plan(state, _targets(state)).moves
-    inputs = snapshot_inputs(spark, state, moves)
-    grid = [Scenario(i, throttle_bps=t) for i, t in enumerate((None, 5e6, 20e6, 200e6))]
-    scenarios = scenarios_frame(spark, grid)
-    load = move_load(inputs.moves)
-    per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), load, scenarios)
-    got = broker_lower_bounds(per_broker, load, scenarios)
-    bounds = {r["scenario_id"]: (r["lower_bound_s"], r["bottleneck_broker"]) for r in got.collect()}
-    for scenario in grid:
-        rate = float("inf") if scenario.throttle_bps is None else scenario.throttle_bps
-        expected = lower_bound(from_moves(state, moves, leader_rate=rate, follower_rate=rate))
-        out_s, in_s = float(expected.out_s.max()), float(expected.in_s.max())
-        side = max(out_s, in_s)
-        pos = int(np.argmax(expected.out_s)) if out_s >= in_s else int(np.argmax(expected.in_s))
-        broker = None if side <= 0 else state.broker_ids[pos]
-        assert bounds[scenario.scenario_id] == (side, broker)
-
-
 def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: ClusterState,
                                                  tmp_path: Path) -> None:
     snapshot, plan = tmp_path / "cluster.json", tmp_path / "plan.json"
@@ -170,6 +150,7 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
         assert outcome.makespan_s == estimate.eta_s
         assert outcome.stalled_moves == len(estimate.stalled) == 0
         assert outcome.lower_bound_s == estimate.lower.seconds
+        assert outcome.bottleneck_broker == estimate.lower.broker
         assert (outcome.moves, outcome.bytes) == (estimate.moves, estimate.bytes)
         curve = curves.where(F.col("scenario_id") == outcome.scenario_id).orderBy("t_s").toPandas()
         grid = np.linspace(0.0, estimate.eta_s, 25)

@@ -239,6 +239,7 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     Raises:
         InputError: the plan does not fit the cluster, or broker capacities are unknown.
     """
+    state = state.with_copies_pending()  # a copy under way still has the rest of its bytes to do
     moves = diff_plan(state, list(targets)).moves
     cap_in, cap_out = _capacities(state, request)
     client_in, client_out = client_traffic(state)

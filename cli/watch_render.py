@@ -323,6 +323,9 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
 
 
 def render_suggestion(s: Suggestion) -> RenderableType:
+    if not s.brokers:  # not rates of 0, which `throttle set` would refuse anyway
+        return Text("Nothing to copy: every partition of the plan has its target replicas in sync, "
+                    "so it needs no throttle.")
     measured = s.measured is not None
     title = (f"Suggested throttles (canary produce p99 at most {s.max_impact:.0%} above its baseline)" if measured
              else f"Suggested throttles (moves take at most {s.max_impact:.0%} of each broker's network)")

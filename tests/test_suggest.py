@@ -70,6 +70,19 @@ def test_the_suggestion_says_its_bound_is_a_capacity_share_in_text_and_json() ->
     assert lines[-1] == "Note: " + s.to_dict()["bound"]["note"] + "."
 
 
+def test_a_plan_already_in_place_is_said_to_need_no_throttle() -> None:
+    from rich.console import Console
+
+    from kreassign.cli.watch_render import render_suggestion
+
+    s = suggest_throttle(state(), [PartitionTarget("t", 0, (1, 2))], SuggestRequest(max_impact=0.2))
+    assert (s.brokers, s.eta_s) == ((), 0.0)
+    console = Console(width=300, record=True)
+    console.print(render_suggestion(s))
+    assert console.export_text().strip() == (
+        "Nothing to copy: every partition of the plan has its target replicas in sync, so it needs no throttle.")
+
+
 def test_client_traffic_limits_the_budget() -> None:
     busy = ClusterState.from_partitions(
         [Broker(b, network_in_bps=100 * MB, network_out_bps=100 * MB) for b in (1, 2, 3)],

@@ -233,8 +233,9 @@ def test_throttled_clients_hold_the_rate_and_no_rise_keeps_the_capacity_share() 
     s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, measured=m))
     one, three = s.brokers
     assert (one.leader_rate, three.follower_rate) == (15 * MB, 20 * MB)
-    assert s.warnings[0] == ("broker 1's clients were throttled or timed out during the measurement: its throttles "
-                             "are held where they are; lower them")
+    assert s.warnings[0] == ("broker 1's clients were throttled or timed out during the measurement, which no rate "
+                             "can be scaled from: its rates stay at the throttles in force; lower them by hand if "
+                             "the move caused it")
 
 
 def test_a_measured_rate_needs_no_capacity_but_an_unmeasured_side_does() -> None:

@@ -572,9 +572,10 @@ class _Loop:
         result = None
         if not self.request.dry_run:
             change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
-            result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
+            result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle",
+                                           journal=self.pacer.journal if self.pacer is not None else None)
             if self.pacer is not None:
-                self.pacer.set_rates(decision.rates, journal_written=result.journal_path)
+                self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
     def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:

@@ -418,8 +418,13 @@ class ModelInput:
         bytes_in = np.bincount(self.dest, weights=weight, minlength=b)
         paced = np.bincount(self.dest, weights=weight / share, minlength=b)
         alone = self.fetch.follower_share(self.follower_rate)
+        low, high = alone.copy(), alone.copy()
+        into = np.bincount(self.dest, minlength=b) > 0
+        low[into], high[into] = np.inf, -np.inf
+        np.minimum.at(low, self.dest, share)
+        np.maximum.at(high, self.dest, share)
         with np.errstate(divide="ignore", invalid="ignore"):
-            mixed = np.where(paced > 0, bytes_in / np.where(paced > 0, paced, 1.0), alone)
+            mixed = np.where(low == high, low, bytes_in / np.where(paced > 0, paced, 1.0))
         return self.follower_rate * mixed
 
     @cached_property

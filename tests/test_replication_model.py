@@ -18,6 +18,8 @@ from kreassign.throttle.replication_model import (
     FetchLimits,
     Limit,
     ModelInput,
+    Session,
+    fetch_sessions,
     fetcher_ids,
     from_moves,
     java_string_hash,
@@ -215,11 +217,67 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     # the bound, and the leader's 11.5 s window holds a whole number of 1 MiB fetches
     share = 11 / 11.01 * math.ceil(10 * MB * 11.5 / MiB) * MiB / (10 * MB * 11.5)
     assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
+    assert inp.session.tolist() == [Session.ALONE]  # broker 3 follows nothing of leader 1
     r = simulate(inp, tolerance=0.0)
     assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share - 2 * MB - 2 * MB)])
     # an idle partition leaves the parked fetch to its 0.5 s wait
     idle = from_moves(state, Moves(), write_bps=np.array([0.0]), leader_rate=10 * MB)
     assert idle.leader_quota[0] == pytest.approx(10 * MB * 11 / 11.5 * (1 + LEADER_GRANULARITY * (MiB / (10 * MB)) / 11))
+
+
+def test_the_follower_share_depends_on_what_the_session_also_carries() -> None:
+    f = FetchLimits()
+    rate = np.array([20 * MB])
+    # alone: an empty request backs off 1 s, about one backoff lost per 11 s span
+    alone = 11 / 12 * (1 + 0.045 * (MiB / (20 * MB)) / 11)
+    assert float(f.follower_share(rate)[0]) == pytest.approx(alone)
+    # written in-sync partitions: asked again one fetch cycle after the quota is back under
+    whole = math.ceil(20 * MB * 11.5 / MiB) * MiB / (20 * MB * 11.5)
+    assert float(f.follower_share(rate, Session.WRITTEN_ISR)[0]) == pytest.approx(11 / 11.01 * whole)
+    # idle ones: the leader holds each request 0.5 s
+    assert float(f.follower_share(rate, Session.IDLE_ISR)[0]) == pytest.approx(
+        max(11 / 11.5 * (1 + 0.045 * (MiB / (20 * MB)) / 11), 11 / 11.5 * whole))
+    shares = f.follower_share(np.array([5 * MB] * 3), np.array([Session.ALONE, Session.IDLE_ISR, Session.WRITTEN_ISR]))
+    assert shares.round(4).tolist() == [0.9175, 0.9594, 1.0021]  # sandbox: 0.93, 0.96, 1.00
+    assert f.follower_share(np.array([math.inf]), Session.WRITTEN_ISR).tolist() == [1.0]
+
+
+def test_a_broker_fed_by_several_kinds_of_session_gets_the_harmonic_mean_of_their_shares() -> None:
+    f = FetchLimits()
+    inp = ModelInput.build(broker_ids=[1, 2, 3], source=[1, 2], dest=[3, 3], bytes=[100 * MB, 300 * MB],
+                           follower_rate=10 * MB, session=[Session.ALONE, Session.WRITTEN_ISR])
+    a, w = (float(f.follower_share(np.array([10 * MB]), k)[0]) for k in (Session.ALONE, Session.WRITTEN_ISR))
+    mixed = (400 * MB + 2) / ((100 * MB + 1) / a + (300 * MB + 1) / w)
+    assert inp.follower_quota[2] == pytest.approx(10 * MB * mixed, rel=1e-12)
+    same = ModelInput.build(broker_ids=[1, 2, 3], source=[1, 2], dest=[3, 3], bytes=[100 * MB, 300 * MB],
+                            follower_rate=10 * MB, session=Session.WRITTEN_ISR)
+    assert same.follower_quota[2] == 10 * MB * w
+
+
+def test_written_in_sync_partitions_of_a_session_wake_the_leader_too() -> None:
+    f = FetchLimits()
+    kw = dict(broker_ids=[1, 2], source=[1], dest=[2], bytes=[100 * MB], leader_rate=10 * MB)
+    idle = ModelInput.build(**kw)  # type: ignore[arg-type]
+    woken = ModelInput.build(session=Session.WRITTEN_ISR, **kw)  # type: ignore[arg-type]
+    assert idle.leader_quota[0] == pytest.approx(10 * MB * float(f.leader_share(np.array(10 * MB))))
+    assert woken.leader_quota[0] == pytest.approx(10 * MB * float(f.woken_share(np.array(10 * MB))))
+
+
+def test_fetch_sessions_reads_what_each_session_carries_from_the_isrs() -> None:
+    brokers = [Broker(i) for i in (1, 2, 3, 4)]
+    parts = [PartitionInfo("m", 0, (1,), leader=1, isr=(1,), size_bytes=MB),  # moves to 2, 3 and 4
+             PartitionInfo("w", 0, (1, 2), leader=1, isr=(1, 2), produce_bps=MB),  # 2 follows 1, written
+             PartitionInfo("i", 0, (1, 3), leader=1, isr=(1, 3)),  # 3 follows 1, idle
+             PartitionInfo("o", 0, (4, 2), leader=4, isr=(4,)),  # 2 out of sync with 4: no session
+             PartitionInfo("x", 0, (2,), leader=2, isr=(2,), size_bytes=MB)]  # moves to 4: 4 follows nothing of 2
+    state = ClusterState.from_partitions(brokers, parts)
+    rows = np.array([state.find_row("m", 0)] * 3 + [state.find_row("x", 0)])
+    session = fetch_sessions(state, rows, np.array([2, 3, 4, 4]), 1)
+    assert session.tolist() == [Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE, Session.ALONE]
+    # with 2 fetcher threads a session is one thread's: the partitions must share it
+    two = fetch_sessions(state, rows, np.array([2, 3, 4, 4]), 2)
+    same = fetcher_ids(state, np.array([state.find_row("m", 0), state.find_row("w", 0)]), 2)
+    assert two[0] == (Session.WRITTEN_ISR if same[0] == same[1] else Session.ALONE)
 
 
 # ---- properties -------------------------------------------------------------------------------
@@ -233,10 +291,13 @@ def plans(draw: st.DrawFn) -> ModelInput:
     writes = draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0]), min_size=m, max_size=m))
     leader = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
     follower = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
+    session = draw(st.lists(st.sampled_from(list(Session)), min_size=m, max_size=m))
+    released = draw(st.lists(st.sampled_from([0.0, 0.5, 2.0]), min_size=m, max_size=m))
     return model(broker_ids=np.arange(b), source=src, dest=[(s + h) % b for s, h in zip(src, hop)],
                  bytes=np.array(size) * MB, write_bps=np.array(writes) * MB,
                  leader_rate=np.array(leader) * MB, follower_rate=np.array(follower) * MB,
-                 fetch=FetchLimits(round_trip_s=0.05))
+                 fetch=FetchLimits(round_trip_s=0.05), session=session,
+                 released_bps=np.array(released) * MB)
 
 
 @settings(max_examples=60, deadline=None)

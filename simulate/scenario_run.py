@@ -26,6 +26,7 @@ from kreassign.throttle.replication_model import (
     FetchLimits,
     ModelInput,
     ModelResult,
+    Session,
     simulate,
 )
 
@@ -61,6 +62,8 @@ class ScenarioArrays:
     failover_source: np.ndarray
     released_bps: np.ndarray
     """in-sync replication its leader stops sending when the move completes (unscaled)"""
+    session: np.ndarray | None = None
+    """what else each move's fetcher session carries (`replication_model.Session`; None: nothing)"""
 
     def __len__(self) -> int:
         return len(self.move_id)
@@ -115,6 +118,7 @@ def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.nda
         client_in=c_in + arrays.replication_in, client_out=c_out + arrays.replication_out,
         leader_base=arrays.leader_base, fetch=fetch,
         released_bps=arrays.released_bps * scenario.write_multiplier,
+        session=Session.ALONE if arrays.session is None else arrays.session,
     )
 
 
@@ -222,6 +226,7 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
         follower_rate=arrays.follower_rate, move_id=arrays.move_id[rest], source=source,
         dest=arrays.dest[rest], bytes=remaining, write_bps=arrays.write_bps[rest],
         failover_source=arrays.failover_source[rest], released_bps=arrays.released_bps[rest],
+        session=None if arrays.session is None else arrays.session[rest],
     )
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)

@@ -58,6 +58,7 @@ MOVES = _fields(
     ("leader_base_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
     ("released_bps", _DOUBLE, False),
+    ("session", _INT, False),
 )
 """One row per replica a plan adds, as `planner.diff.Moves` (source -1: partition has no leader).
 
@@ -66,7 +67,9 @@ Two partition facts ride along so that no step has to join moves with partitions
 which the leader throttle counts because Kafka's tool lists every replica of a moving
 partition; it sits on the partition's first move only (0 on the others) so that sums count
 each partition once. `failover_source` is the first current replica other than the leader
-and the destination, which takes over if the source fails (-1: none)."""
+and the destination, which takes over if the source fails (-1: none). `session` is what else
+the move's fetcher session carries (`replication_model.Session`: 0 nothing, 1 idle in-sync
+partitions, 2 written ones), which sets what its follower throttle gives it."""
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),
@@ -134,6 +137,7 @@ MODEL_MOVES = _fields(
     ("write_bps", _DOUBLE, False),
     ("failover_source", _INT, False),
     ("released_bps", _DOUBLE, False),
+    ("session", _INT, False),
 )
 """The moves side of every scenario's model run (the same for all of them)."""
 

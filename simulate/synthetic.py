@@ -216,9 +216,28 @@ def synthetic_partitions(spark: SparkSession, spec: SyntheticSpec) -> DataFrame:
 
 def synthetic_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
     """The plan of the spec (brokers added or removed) as moves, schema MOVES."""
-    if spec.remove:
-        return _decommission_moves(partitions, spec)
-    return _expansion_moves(partitions, spec)
+    from kreassign.simulate.schemas import MOVES, columns
+
+    moves = _decommission_moves(partitions, spec) if spec.remove else _expansion_moves(partitions, spec)
+    return _with_sessions(moves, partitions).select(*columns(MOVES))
+
+
+def _with_sessions(moves: DataFrame, partitions: DataFrame) -> DataFrame:
+    """Add what else each move's fetcher session (source, dest) carries, as
+    `replication_model.fetch_sessions` reads it from a snapshot (one fetcher thread): the
+    in-sync followers on `dest` of partitions led by `source`, 2 if one takes writes, 1 if
+    none does, 0 without any. A (leader, follower) pair per broker pair at most, so small."""
+    from pyspark.sql import functions as F
+
+    pairs = (
+        partitions
+        .where(F.col("leader") >= 0)
+        .select("leader", "isr_size", "produce_bps", F.posexplode("replicas").alias("pos", "follower"))
+        .where((F.col("pos") < F.col("isr_size")) & (F.col("follower") != F.col("leader")))
+        .groupBy(F.col("leader").alias("source"), F.col("follower").alias("dest"))
+        .agg(F.max(F.when(F.col("produce_bps") > 0, 2).otherwise(1)).cast("int").alias("session"))
+    )
+    return moves.join(F.broadcast(pairs), ["source", "dest"], "left").fillna(0, subset=["session"])
 
 
 def _shuffle_dest(spec: SyntheticSpec) -> Column:
@@ -233,8 +252,6 @@ def _expansion_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
     """One replica of a seeded subset of partitions moves to a seeded new broker (or, with
     `moves=` alone, to a seeded existing broker outside its replica set)."""
     from pyspark.sql import functions as F
-
-    from kreassign.simulate.schemas import MOVES, columns
 
     row = F.col("row")
     return (
@@ -253,7 +270,6 @@ def _expansion_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
             # the replica it replaces stops replicating: an in-sync follower when the ISR has one
             F.when(F.col("isr_size") > 1, F.col("produce_bps")).otherwise(0.0).alias("released_bps"),
         )
-        .select(*columns(MOVES))
     )
 
 
@@ -264,8 +280,6 @@ def _decommission_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame
     different positions never coincide, and rf tries always find one outside the replica set.
     """
     from pyspark.sql import functions as F
-
-    from kreassign.simulate.schemas import MOVES, columns
 
     survivors = spec.brokers - spec.remove
     h = F.floor(uniform(spec.seed, "dest", F.col("row")) * survivors).cast("long")
@@ -293,5 +307,4 @@ def _decommission_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame
                    F.col("produce_bps")).otherwise(0.0).alias("released_bps"),
         )
         .withColumn("failover_source", F.coalesce(F.element_at(others, 1), F.lit(-1)))
-        .select(*columns(MOVES))
     )

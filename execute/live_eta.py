@@ -30,6 +30,7 @@ from kreassign.throttle.replication_model import (
     Limit,
     ModelInput,
     ModelResult,
+    Session,
     simulate,
 )
 from kreassign.execute.live_throttle import ThrottleView
@@ -182,18 +183,35 @@ def build_live_model(view: ProgressView, partitions: Mapping[TopicPartition, Par
     leader_rate = {b: float(r) for b in leader_listed if (r := throttles.broker(b).leader_rate) is not None}
     follower_rate = {b: float(r) for b in follower_listed if (r := throttles.broker(b).follower_rate) is not None}
     leader_base, follower_base = _in_sync_bases(view, partitions, throttles, rates, known)
+    session = _sessions(partitions, rates, src, dst)
     caps = capacities or {}
     net_in = {b: float(c[0]) for b, c in caps.items() if b in known and c[0] is not None}
     net_out = {b: float(c[1]) for b, c in caps.items() if b in known and c[1] is not None}
     inp = ModelInput.build(broker_ids=ids, source=src, dest=dst, bytes=size, write_bps=write,
                            leader_rate=leader_rate, follower_rate=follower_rate, network_in=net_in,
                            network_out=net_out, leader_base=leader_base, follower_base=follower_base,
-                           fetch=fetch)
+                           fetch=fetch, session=session)
     admission = None
     if limits is not None and (limits.max_moves_per_broker is not None or limits.max_inflight_bytes is not None):
         admission = Admission(np.arange(len(keys)), limits.max_moves_per_broker,
                               None if limits.max_inflight_bytes is None else float(limits.max_inflight_bytes))
     return LiveModel(inp, tuple(keys), admission)
+
+
+def _sessions(partitions: Mapping[TopicPartition, PartitionInfo], rates: Mapping[TopicPartition, float],
+              src: Sequence[int], dst: Sequence[int]) -> list[int]:
+    """Per move, what else its fetcher session carries (`Session`): the in-sync followers on its
+    destination of partitions its leader leads, written or not (one fetcher thread per pair: a
+    live view does not know `num.replica.fetchers`)."""
+    written: set[tuple[int, int]] = set()
+    idle: set[tuple[int, int]] = set()
+    for tp, info in partitions.items():
+        if info.leader is None or info.leader < 0:
+            continue
+        pairs = written if rates.get(tp, info.produce_bps) > 0 else idle
+        pairs.update((info.leader, b) for b in (info.isr or info.replicas) if b != info.leader)
+    return [int(Session.WRITTEN_ISR) if (s, d) in written else int(Session.IDLE_ISR) if (s, d) in idle
+            else int(Session.ALONE) for s, d in zip(src, dst)]
 
 
 def _in_sync_bases(view: ProgressView, partitions: Mapping[TopicPartition, PartitionInfo], throttles: ThrottleView,

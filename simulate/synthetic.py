@@ -218,26 +218,15 @@ def synthetic_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
     """The plan of the spec (brokers added or removed) as moves, schema MOVES."""
     from kreassign.simulate.schemas import MOVES, columns
 
-    moves = _decommission_moves(partitions, spec) if spec.remove else _expansion_moves(partitions, spec)
-    return _with_sessions(moves, partitions).select(*columns(MOVES))
-
-
-def _with_sessions(moves: DataFrame, partitions: DataFrame) -> DataFrame:
-    """Add what else each move's fetcher session (source, dest) carries, as
-    `replication_model.fetch_sessions` reads it from a snapshot (one fetcher thread): the
-    in-sync followers on `dest` of partitions led by `source`, 2 if one takes writes, 1 if
-    none does, 0 without any. A (leader, follower) pair per broker pair at most, so small."""
     from pyspark.sql import functions as F
 
-    pairs = (
-        partitions
-        .where(F.col("leader") >= 0)
-        .select("leader", "isr_size", "produce_bps", F.posexplode("replicas").alias("pos", "follower"))
-        .where((F.col("pos") < F.col("isr_size")) & (F.col("follower") != F.col("leader")))
-        .groupBy(F.col("leader").alias("source"), F.col("follower").alias("dest"))
-        .agg(F.max(F.when(F.col("produce_bps") > 0, 2).otherwise(1)).cast("int").alias("session"))
-    )
-    return moves.join(F.broadcast(pairs), ["source", "dest"], "left").fillna(0, subset=["session"])
+    from kreassign.throttle.replication_model import Session
+
+    moves = _decommission_moves(partitions, spec) if spec.remove else _expansion_moves(partitions, spec)
+    # A leader's partitions all have the replicas leader .. leader+rf-1 and every new replica lands
+    # outside them, so no move's fetcher session carries in-sync partitions (as
+    # `replication_model.fetch_sessions` would read it from a snapshot of this cluster).
+    return moves.withColumn("session", F.lit(int(Session.ALONE))).select(*columns(MOVES))
 
 
 def _shuffle_dest(spec: SyntheticSpec) -> Column:

@@ -116,7 +116,7 @@ def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
         (0, "t", 0, 1, [1, 2], 2, 1000, 10.0, 30.0),
         (1, "t", 1, 2, [2, 1], 1, 500, 20.0, 0.0),
     ], PARTITIONS)
-    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0)],
+    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0, 0), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0, 0)],
                                   MOVES)
     assertDataFrameEqual(broker_traffic(partitions, brokers), spark.createDataFrame([
         (1, 1, 2, 10.0, 30.0, 20.0, 10.0),
@@ -217,7 +217,19 @@ def test_moves_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -
     empty = unpack_moves(pack_moves(moves.limit(0)).collect()[0]["move_chunks"])
     assert {name: (len(v), v.dtype.kind) for name, v in empty.items()} == {
         "move_id": (0, "i"), "source": (0, "i"), "dest": (0, "i"), "bytes": (0, "i"),
-        "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f")}
+        "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f"), "session": (0, "i")}
+    assert set(expected["session"]) == {0}  # new brokers follow nothing yet: their sessions carry nothing else
+
+
+def test_synthetic_moves_know_what_their_fetcher_sessions_carry(spark: SparkSession) -> None:
+    spec = SyntheticSpec(brokers=8, racks=2, partitions=400, remove=2, seed=5)
+    partitions = synthetic_partitions(spark, spec)
+    followed = {(int(r["leader"]), int(b)) for r in partitions.collect() for b in r["replicas"][1:]}
+    moves = synthetic_moves(partitions, spec).toPandas()
+    # every synthetic partition is in sync and written, but a leader's followers are the same rf - 1
+    # brokers for all its partitions, and new replicas land elsewhere: no session carries any
+    assert not any((s, d) in followed for s, d in zip(moves["source"], moves["dest"]))
+    assert set(moves["session"]) == {0}
 
 
 def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state: ClusterState) -> None:

@@ -338,3 +338,17 @@ def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
     loop.sampled = {TP: 1_000_000.0}
     partitions = {TP: None, TopicPartition("t", 1): None, TopicPartition("u", 0): None}
     assert loop.write_rates(partitions) == {TP: 1_000_000.0, TopicPartition("t", 1): 2_000_000.0}  # type: ignore[arg-type]
+
+
+def test_the_live_model_reads_what_each_fetcher_session_also_carries() -> None:
+    from kreassign.cluster.model import PartitionInfo, TopicPartition
+    from kreassign.execute.live_eta import _sessions
+    from kreassign.throttle.replication_model import Session
+
+    parts = {TopicPartition("w", 0): PartitionInfo("w", 0, (1, 2), leader=1, isr=(1, 2)),
+             TopicPartition("i", 0): PartitionInfo("i", 0, (1, 3), leader=1, isr=(1, 3)),
+             TopicPartition("o", 0): PartitionInfo("o", 0, (4, 2), leader=4, isr=(4,))}
+    rates = {TopicPartition("w", 0): 1 * MB}
+    # moves into 2, 3 and 4 from leader 1, and into 2 from leader 4 (2 is out of sync there)
+    assert _sessions(parts, rates, [1, 1, 1, 4], [2, 3, 4, 2]) == [
+        Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE, Session.ALONE]

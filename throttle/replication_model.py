@@ -7,6 +7,10 @@ A fluid, event-driven model of Kafka's replication path (broker-semantics Part B
   follower throttle by the moves it receives, and its NIC (if known, minus client traffic) by
   both; a fetch cycle carries at most `replica.fetch.max.bytes` per partition and
   `replica.fetch.response.max.bytes` per fetcher thread;
+* a throttle gives fetches a share of its rate that depends on how soon they ask again once its
+  `SimpleRate` is back under the bound (`FetchLimits.leader_share`, `follower_share`): a follower
+  session that also fetches in-sync partitions (`Session`, read from the ISRs by
+  `fetch_sessions`) keeps asking and uses its quota whole, one with nothing else backs off 1 s;
 * capacity is shared max-min fairly (water-filling) across all these constraints at once;
 * a move progresses at (its rate - the partition's write rate) against its lag, and once in
   sync keeps replicating at the write rate, which the throttles still count until they are

@@ -5,7 +5,8 @@ KafkaApis): AlterPartitionReassignments and ElectLeaders need ALTER on the CLUST
 whole with CLUSTER_AUTHORIZATION_FAILED; config changes need ALTER_CONFIGS, refused per
 resource (BROKER: CLUSTER_AUTHORIZATION_FAILED, TOPIC: TOPIC_AUTHORIZATION_FAILED, with the
 error's default message); AlterReplicaLogDirs needs ALTER on the CLUSTER per partition;
-CreateTopics needs CREATE per topic; AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe
+CreateTopics needs CREATE per topic; DeleteTopics needs DELETE per topic, checked by
+`topic_deletion` because Kafka looks topics up before refusing them; AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe
 APIs (Metadata, DescribeCluster, DescribeConfigs, DescribeLogDirs, ListPartitionReassignments,
 DescribeClientQuotas) are allowed, and so are the data and group APIs. Connections that did not authenticate
 (plaintext and TLS-only listeners) act as Kafka without an authorizer: everything is allowed.
@@ -69,6 +70,11 @@ class Principal:
 
     def allows(self, operation: AclOperation) -> bool:
         return self.admin or operation in NOT_ADMIN
+
+
+def allowed(principal: Principal | None, operation: AclOperation) -> bool:
+    """Whether `principal` may do `operation` (None: a listener without logins allows everything)."""
+    return principal is None or principal.allows(operation)
 
 
 def _allowed(principal: Principal | None, supported: tuple[AclOperation, ...]) -> set[int]:

@@ -13,7 +13,7 @@ import kafka.errors as Errors
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DeleteTopicsRequest
 from kafka.protocol.consumer import FetchResponse
 from kafka.protocol.metadata import ApiVersionsRequest
@@ -273,6 +273,10 @@ def test_deleted_topic_stays_gone_across_a_restart_and_comes_back_empty(tmp_path
         admin = admin_of(sb)
         try:
             assert set(admin.list_group_offsets("g")["g"]) == {KTP("t", 0), KTP("keep", 0)}
+            admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "t", {
+                LEADER_REPLICAS: (AlterConfigOp.SET, "0:1,1:2")})], incremental=True, raise_on_unknown=False)
+            assert set(admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "t")])["topic"]["t"]) == {
+                LEADER_REPLICAS}
             admin.delete_topics(["t"])
             assert set(admin.list_group_offsets("g")["g"]) == {KTP("keep", 0)}
         finally:
@@ -289,6 +293,8 @@ def test_deleted_topic_stays_gone_across_a_restart_and_comes_back_empty(tmp_path
             assert sorted(admin.list_topics()) == ["keep"]
             assert set(admin.list_group_offsets("g")["g"]) == {KTP("keep", 0)}
             admin.create_topics([NewTopic("t", 2, 3)])
+            # no override came back with the name (kafka-python lists only the modified keys)
+            assert admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "t")])["topic"]["t"] == {}
         finally:
             admin.close()
         consumer = KafkaConsumer(bootstrap_servers=sb.bootstrap, enable_auto_commit=False,

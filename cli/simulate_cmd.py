@@ -229,8 +229,9 @@ def _baseline(path: str | None) -> dict[str, float]:
         return {}
     from kreassign.cli.runtime import read_text
     from kreassign.cluster.client_latency import idle_round_trip_ms, read_canary
+    from kreassign.cluster.errors import InputError
 
     rtt = idle_round_trip_ms(read_canary(read_text(path), path))
     if rtt is None:
-        raise click.UsageError(f"{path} has no produce latency to use as the baseline")
+        raise InputError(f"{path} has no produce latency to use as the baseline")
     return {"fetch_rtt_ms": rtt}

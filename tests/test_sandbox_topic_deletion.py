@@ -11,6 +11,8 @@ from typing import Any
 
 import kafka.errors as Errors
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
@@ -31,7 +33,7 @@ from kreassign.sandbox.groups import Committed, GroupCoordinator
 from kreassign.sandbox.handlers_data import fetch, produce
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.rawclient import roundtrip
-from kreassign.sandbox.topic_deletion import ZERO_UUID, TopicResult, delete_topics
+from kreassign.sandbox.topic_deletion import ZERO_UUID, TopicResult, delete_topics, remove_topic
 from kreassign.sandbox.topics import TopicSpec
 from tests.test_sandbox_data import ctx, fetch_req, part_result, produce_req
 from tests.test_sandbox_data_wire import parked, receive, send
@@ -72,6 +74,8 @@ def test_deleting_removes_partitions_moves_configs_and_closes_up_the_rows(world:
     assert delete_topics(eng, by_name("t"), 30000, None, data=data) == [TopicResult("t", t_id, codes.NONE)]
     assert list(eng.topics) == ["u"] and eng.rows == [u] and u.row == 0
     assert eng.list_reassignments() == [] and "t" not in eng.configs.topic
+    # broker 4 held the move's adding replica of t-0: DescribeLogDirs now lists only u-0 there
+    assert [(r.topic, r.partition) for rs in eng.describe_log_dirs(4, None).values() for r in rs] == [("u", 0)]
     assert eng.log_end.tolist() == [u_size] and eng.produce_bps.tolist() == [1000.0]
     eng.advance(1.0)  # the replication step rebuilds on the closed-up rows
     assert eng.log_end.tolist() == [pytest.approx(u_size + 1000.0)]
@@ -119,6 +123,26 @@ def test_a_login_without_delete_is_refused_per_topic_after_the_lookup(world: tup
                        TopicResult("nope", ZERO_UUID, codes.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN)]
     assert sorted(eng.topics) == ["t", "u"]
     assert delete_topics(eng, by_name("u"), 30000, Principal("ops", admin=True))[0].code == codes.NONE
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 3)), min_size=1, max_size=12))
+def test_rows_stay_aligned_through_any_creates_and_deletes(steps: list[tuple[str, int]]) -> None:
+    """Creating a topic that exists deletes it instead: whatever the order, every partition's row
+    is its place in `rows`, and its size and write rate stay its own."""
+    eng = Engine({1: None, 2: None}, seed=1)
+    sizes: dict[tuple[str, int], float] = {}
+    for name, partitions in steps:
+        if name in eng.topics:
+            remove_topic(eng, name)
+            sizes = {k: v for k, v in sizes.items() if k[0] != name}
+        else:
+            own = [float(len(sizes) * 10 + i) for i in range(partitions)]
+            assert eng.create_topic(name, partitions, 1, sizes=own, rates=own) == (codes.NONE, None)
+            sizes.update({(name, i): v for i, v in enumerate(own)})
+    assert [p.row for p in eng.rows] == list(range(len(eng.rows)))
+    assert {(p.topic, p.index): float(eng.log_end[p.row]) for p in eng.rows} == sizes
+    assert eng.produce_bps.tolist() == eng.log_end.tolist()
 
 
 # ---- what else a deletion removes ----------------------------------------------------------------------

@@ -26,7 +26,7 @@ import kafka.errors as Errors
 import pytest
 import trustme
 from kafka import TopicPartition as KafkaTopicPartition
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
@@ -176,9 +176,11 @@ def test_independent_clients_speak_the_same_protocol(secured: Secured) -> None:
         result = kp.alter_configs([ConfigResource(ConfigResourceType.BROKER, "2", {
             LEADER_RATE: (AlterConfigOp.SET, "4000000")})], incremental=True, raise_on_unknown=False)
         assert result == {"broker": {"2": "OK"}}
+        kp.create_topics([NewTopic("doomed", 1, 1)])
     finally:
         kp.close()
     rd = secured.librdkafka(user)
+    assert rd.delete_topics(["doomed"], operation_timeout=5)["doomed"].result(timeout=10) is None
     assert set(rd.list_topics(timeout=10).topics) == {"t"}
     (future,) = rd.describe_configs([confluent_admin.ConfigResource("broker", "2")]).values()
     assert future.result(timeout=10)[LEADER_RATE].value == "4000000"
@@ -243,9 +245,19 @@ def test_kafka_error_codes_on_the_wire(secured: Secured) -> None:
             "topic": {"t": "[Error 29] TopicAuthorizationFailedError: Topic authorization failed."}}
         with pytest.raises(Errors.ClusterAuthorizationFailedError):
             kp.alter_partition_reassignments({KafkaTopicPartition("t", 0): [1, 2]})
+        # DELETE on the topic, checked after the lookup: a missing topic is reported as missing
+        assert kp.delete_topics(["t", "nope"], raise_errors=False)["topics"] == [
+            {"name": "t", "topic_id": None, "error_code": 29, "error_message": "Topic authorization failed."},
+            {"name": "nope", "topic_id": None, "error_code": 3,
+             "error_message": "This server does not host this topic-partition."}]
     finally:
         kp.close()
     rd = secured.librdkafka(VIEWER)
+    (future,) = rd.delete_topics(["t"], operation_timeout=5).values()
+    with pytest.raises(Exception) as refused:
+        future.result(timeout=10)
+    assert refused.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
+    assert set(rd.list_topics(timeout=10).topics) == {"t"}
     (future,) = rd.incremental_alter_configs([confluent_admin.ConfigResource("broker", "1", incremental_configs=[
         confluent_admin.ConfigEntry(LEADER_RATE, "1", incremental_operation=confluent_admin.AlterConfigOpType.SET)])
     ]).values()

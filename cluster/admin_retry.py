@@ -44,10 +44,18 @@ class ThrottleGate:
         return max(0.0, until - self._clock())
 
 
+def _timed_out(error: BaseException) -> bool:
+    """Whether kafka-python gave up waiting, rather than being told something by the broker."""
+    if isinstance(error, (Errors.KafkaTimeoutError, Errors.RequestTimedOutError)):
+        return True
+    # A TCP connect cut short by the deadline ("Connection timed out") or by the OS (ETIMEDOUT).
+    return isinstance(error, Errors.KafkaConnectionError) and "timed out" in str(error)
+
+
 class KafkaLogTap(logging.Filter):
     """Reads the two facts kafka-python logs but does not return from its public methods: the
     throttle_time_ms of each response (it pauses the connection itself, but public results drop
-    the field) and the last connection error (bootstrap only says "Unable to bootstrap").
+    the field) and the connection error that says most (bootstrap only says "Unable to bootstrap").
     A pure observer: it never suppresses a record."""
 
     LOGGERS = ("kafka.net.connection", "kafka.net.manager")
@@ -72,9 +80,11 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            # The final "Unable to bootstrap" timeout says less than the connection error before it
-            # (refused, TLS, authentication), which is what tells the operator what to fix.
-            if error is not None and not (self.last_error is not None and isinstance(error, Errors.KafkaTimeoutError)):
+            # A timeout only says the deadline came first: kafka-python gives its last bootstrap
+            # attempt just the time left, so on a slow broker that attempt times out however the
+            # earlier ones ended. The error before it (refused, closed, TLS, authentication) is
+            # what tells the operator what to fix; a timeout counts only when nothing else was seen.
+            if error is not None and (self.last_error is None or not _timed_out(error)):
                 self.last_error = error
                 if self._final is not None and self._final(error):
                     self.gave_up.set()

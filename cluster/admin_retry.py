@@ -68,10 +68,12 @@ class KafkaLogTap(logging.Filter):
         self.gave_up = threading.Event()
         """Set on the first error `final` says no retry can fix (a refused login, a rejected
         certificate): kafka-python would retry it until its bootstrap timeout."""
-        self._older: frozenset[int | None] = frozenset()
+        self._older: frozenset[threading.Thread] = frozenset()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread in self._older:
+        # Filters run on the logging thread. Compared as objects: the OS hands a finished
+        # thread's ident to the next thread started, which may be this connect's IO thread.
+        if threading.current_thread() in self._older:
             return True
         args = record.args if isinstance(record.args, tuple) else ()
         if record.msg == THROTTLE_LOG_FORMAT and len(args) == 3:
@@ -94,7 +96,7 @@ class KafkaLogTap(logging.Filter):
         if self._final is not None:
             # A connect watches only the client it builds: a client given up on earlier still
             # retries on its own thread and must not decide this one's fate.
-            self._older = frozenset(t.ident for t in threading.enumerate())
+            self._older = frozenset(threading.enumerate())
         for name in self.LOGGERS:
             logging.getLogger(name).addFilter(self)
 

@@ -138,6 +138,26 @@ def test_a_connect_watches_only_the_client_it_builds() -> None:
     assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()
 
 
+def test_a_new_thread_with_a_finished_threads_ident_is_watched() -> None:
+    tap = KafkaLogTap(ThrottleGate(lambda: 0.0), final=cannot_succeed)
+    release = threading.Event()
+    older = threading.Thread(target=release.wait)
+    older.start()
+    tap.attach()  # notes the threads running now; the record is fed to `filter` directly below
+    tap.detach()
+    release.set()
+    older.join()
+    # The OS reuses a finished thread's ident (pthread_t) for the next one; pin that case down.
+    record = logging.LogRecord("kafka.net.manager", logging.WARNING, __file__, 1,
+                               "Bootstrap connection to %s failed: %s",
+                               ("b-0", Errors.SaslAuthenticationFailedError("new")), None)
+    record.thread = older.ident
+    worker = threading.Thread(target=tap.filter, args=(record,))
+    worker.start()
+    worker.join()
+    assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()
+
+
 CUT_SHORT = Errors.RequestTimedOutError("Request timed out after 137 ms")
 UNABLE = Errors.KafkaTimeoutError("Unable to bootstrap from ['h:9093', 'g:9093']")
 

@@ -18,8 +18,13 @@ from kreassign.cluster.client_config import ClientConfig
 from kreassign.cluster.client_latency import BrokerLatency, LatencySample, summarize
 from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
+from kreassign.cluster.time_scale import read_time_scale
 
 CANARY_TOPIC = "__kreassign_canary"
+CANARY_ROUNDS = 20
+"""records sent to every partition, by default"""
+CANARY_INTERVAL_S = 0.5
+"""cluster seconds between rounds, by default"""
 _CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
 _HEADER = struct.Struct(">d")  # the send time (wall seconds) leads every canary value
 
@@ -187,3 +192,12 @@ def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None
     finally:
         notes = close()
     return CanaryReport(probe.topic, summarize(samples), tuple(notes))
+
+
+def run_canary(port: ClusterPort, config: ClientConfig, *, topic: str | None, rounds: int = CANARY_ROUNDS,
+               interval_s: float = CANARY_INTERVAL_S, sleep: Callable[[float], None] = time.sleep) -> CanaryReport:
+    """`canary_session` in the cluster's time: rounds `interval_s` cluster seconds apart, latencies
+    in cluster milliseconds (the time scale a sandbox advertises; 1 on Kafka)."""
+    scale = read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
+    return canary_session(port, config, topic=topic, rounds=rounds, interval_s=interval_s / scale, scale=scale,
+                          sleep=sleep)

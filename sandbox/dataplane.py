@@ -166,7 +166,9 @@ class DataPlane:
         catch-up bytes of a response on them, weighted by how much of the last second the link
         spent copying (`Replication.catchup_ahead`; broker-semantics Part B §4.3, the model's
         `simulate.client_impact.follower_fetch_ms`). An unthrottled move thus raises acks=all
-        latency by about a response's transfer time, and a throttle brings it back down."""
+        latency by about a response's transfer time, and a throttle brings it back down. Only the
+        in-sync bytes queue on the follower (`follower_busy`): batches appended between two
+        fetches travel in one response, behind one catch-up response, not one each."""
         followers = [b for b in p.isr if b != p.leader and self.engine.brokers[b].alive]
         if not followers:
             return now
@@ -174,9 +176,8 @@ class DataPlane:
         done = now
         for b in followers:
             ahead = rep.catchup_ahead(rep.pos[p.leader], rep.pos[b])
-            start = max(self.follower_busy.get(b, now), now)
-            self.follower_busy[b] = start + (ahead + nbytes) / self.engine.network_bps
-            done = max(done, self.follower_busy[b])
+            self.follower_busy[b] = max(self.follower_busy.get(b, now), now) + nbytes / self.engine.network_bps
+            done = max(done, self.follower_busy[b] + ahead / self.engine.network_bps)
         return done + self.engine.fetch.round_s
 
     def allocate_producer_id(self) -> int:

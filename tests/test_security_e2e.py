@@ -274,16 +274,19 @@ def test_kafka_error_codes_on_the_wire(secured: Secured) -> None:
 
 
 def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None:
-    """Each misconfiguration gets its own one-line reason (kreassign's mapping, then the probe)."""
+    """Each misconfiguration gets its own one-line reason (kreassign's mapping, then the probe),
+    also from a slow broker."""
     server = secured.sb.bootstrap.split(",")[0]
     props = secured.admin_props.read_text()
 
-    def connect(text: str) -> Ran:
+    def connect(text: str, timeout: str = "10s") -> Ran:
+        # A refused login or certificate ends the connect at once, so a long timeout costs nothing
+        # and leaves a loaded machine room; a closed socket is retried until the timeout.
         path = tmp_path / "wrong.properties"
         path.write_text(text)
-        return secured.cli(path, "throttle", "show", "--request-timeout", "2s")
+        return secured.cli(path, "throttle", "show", "--request-timeout", timeout)
 
-    plain = connect(f"bootstrap.servers={secured.sb.bootstrap}\n")
+    plain = connect(f"bootstrap.servers={secured.sb.bootstrap}\n", "2s")
     if secured.security.tls:
         speaks = "TLS with SASL" if secured.security.sasl else "TLS"
         other_ca = tmp_path / "other-ca.pem"
@@ -298,6 +301,15 @@ def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None
     assert plain.exit_code == 5
     assert plain.stderr.startswith(f"Error: {server} speaks {speaks}{mechanisms}, but security.protocol is "
                                    f"PLAINTEXT: set security.protocol={secured.security.protocol}")
+    if secured.security.sasl and not secured.security.tls:
+        # A slow broker: each attempt is still closed after ApiVersions, but kafka-python gives the
+        # last one only the time left, so it times out; that must not change the diagnosis.
+        secured.sb.delay_responses(0.3, api="ApiVersions")
+        try:
+            slow = connect(f"bootstrap.servers={secured.sb.bootstrap}\n", "2s")
+        finally:
+            secured.sb.release_responses()
+        assert (slow.exit_code, slow.stderr) == (plain.exit_code, plain.stderr)
     if secured.security.sasl:
         bad = connect(props.replace(ADMIN.password, "not-the-password"))
         assert bad.exit_code == 5 and bad.stderr.startswith(

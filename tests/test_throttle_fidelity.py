@@ -217,6 +217,43 @@ def test_written_partitions_wake_the_leaders_parked_fetches(rate: float) -> None
     assert predicted == pytest.approx(measured, rel=0.01)
 
 
+def session_copy(rate: float, carries: str) -> tuple[float, float]:
+    """One idle partition moves from broker 1 to 2 under a follower throttle `rate` only; broker 2
+    also follows, in sync, a partition of leader 1 that is idle or written ('idle', 'written'),
+    or nothing ('none'). Copy rate / quota measured on the engine, and the model's follower share
+    for the session `fetch_sessions` reads from the same partitions."""
+    from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
+    from kreassign.throttle.replication_model import fetch_sessions
+
+    size = rate * 120
+    engine = Engine({1: None, 2: None})
+    engine.create_topic("t", assignments={0: [1]}, sizes=[size])
+    infos = [PartitionInfo("t", 0, (1,), leader=1, isr=(1,), size_bytes=int(size))]
+    if carries != "none":
+        write = 20_000.0 if carries == "written" else 0.0
+        engine.create_topic("s", assignments={0: [1, 2]}, sizes=[0], rates=[write])
+        infos.append(PartitionInfo("s", 0, (1, 2), leader=1, isr=(1, 2), produce_bps=write))
+    engine.advance(20.0)  # sessions as on a running cluster
+    set_rates(engine, rate, leader=False)
+    set_lists(engine, "t", "", "0:2")
+    assert engine.alter_reassignment("t", 0, [2]) == (0, None)
+    measured = size / finish_times(engine, lambda i: 0.5)[0] / rate
+    state = ClusterState.from_partitions([Broker(1), Broker(2)], infos)
+    session = fetch_sessions(state, np.array([state.find_row("t", 0)]), np.array([2]), 1)
+    return measured, float(FetchLimits().follower_share(np.array(rate), session)[0])
+
+
+@pytest.mark.parametrize("carries", ["none", "idle", "written"])
+def test_a_follower_session_that_also_fetches_in_sync_partitions_uses_its_quota_whole(carries: str) -> None:
+    # Kafka's follower leaves a throttled partition out of its request while its quota is over,
+    # but never an in-sync one, and backs off replica.fetch.backoff.ms only when the request would
+    # be empty: a session that also fetches in-sync partitions keeps asking (at the next append,
+    # or after the leader's 500 ms wait when they are idle) and takes the quota back at once
+    measured, share = session_copy(20 * MB, carries)
+    assert share == pytest.approx({"none": 0.9168, "idle": 0.9594, "written": 1.0021}[carries], abs=1e-4)
+    assert share == pytest.approx(measured, rel=0.01)
+
+
 # ---- end to end: the real CLI over TCP -------------------------------------------------------------------
 @pytest.mark.e2e
 def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[..., SandboxCluster],

@@ -136,6 +136,7 @@ def scenario_arrays(brokers: Mapping[str, np.ndarray], moves: Mapping[str, np.nd
         failover_source=col(moves["failover_source"], np.int64),
         released_bps=col(moves["released_bps"], np.float64),
         session=col(moves["session"], np.int8),
+        warm=col(moves["warm"], np.bool_),
     )
 
 

@@ -64,6 +64,8 @@ class ScenarioArrays:
     """in-sync replication its leader stops sending when the move completes (unscaled)"""
     session: np.ndarray | None = None
     """what else each move's fetcher session carries (`replication_model.Session`; None: nothing)"""
+    warm: np.ndarray | None = None
+    """whether each move's leader throttle starts warm (`ModelInput.warm`; None: no)"""
 
     def __len__(self) -> int:
         return len(self.move_id)
@@ -119,6 +121,7 @@ def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.nda
         leader_base=arrays.leader_base, fetch=fetch,
         released_bps=arrays.released_bps * scenario.write_multiplier,
         session=Session.ALONE if arrays.session is None else arrays.session,
+        warm=False if arrays.warm is None else arrays.warm,
     )
 
 
@@ -227,7 +230,7 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
         dest=arrays.dest[rest], bytes=remaining, write_bps=arrays.write_bps[rest],
         failover_source=arrays.failover_source[rest], released_bps=arrays.released_bps[rest],
         session=None if arrays.session is None else arrays.session[rest],
-    )
+    )  # not warm: the leader throttles have run since the start, their credit is spent
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
     second = _simulate(model_input(second_arrays, scenario), _admission(scenario, priority))

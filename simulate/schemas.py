@@ -59,6 +59,7 @@ MOVES = _fields(
     ("failover_source", _INT, False),
     ("released_bps", _DOUBLE, False),
     ("session", _INT, False),
+    ("warm", _INT, False),
 )
 """One row per replica a plan adds, as `planner.diff.Moves` (source -1: partition has no leader).
 
@@ -69,7 +70,9 @@ partition; it sits on the partition's first move only (0 on the others) so that 
 each partition once. `failover_source` is the first current replica other than the leader
 and the destination, which takes over if the source fails (-1: none). `session` is what else
 the move's fetcher session carries (`replication_model.Session`: 0 nothing, 1 idle in-sync
-partitions, 2 written ones), which sets what its follower throttle gives it."""
+partitions, 2 written ones), which sets what its follower throttle gives it; `warm` (0/1)
+whether its leader answers in-sync followers, which gives its leader throttle a start-up credit
+(`replication_model.ModelInput.leader_credit`)."""
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),
@@ -138,6 +141,7 @@ MODEL_MOVES = _fields(
     ("failover_source", _INT, False),
     ("released_bps", _DOUBLE, False),
     ("session", _INT, False),
+    ("warm", _INT, False),
 )
 """The moves side of every scenario's model run (the same for all of them)."""
 

@@ -226,7 +226,10 @@ def synthetic_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
     # A leader's partitions all have the replicas leader .. leader+rf-1 and every new replica lands
     # outside them, so no move's fetcher session carries in-sync partitions (as
     # `replication_model.fetch_sessions` would read it from a snapshot of this cluster).
-    return moves.withColumn("session", F.lit(int(Session.ALONE))).select(*columns(MOVES))
+    # Every leader of a partition with in-sync followers answers them: warm (rf > 1, all in sync).
+    return (moves.withColumn("session", F.lit(int(Session.ALONE)))
+            .withColumn("warm", F.lit(int(spec.rf > 1)))
+            .select(*columns(MOVES)))
 
 
 def _shuffle_dest(spec: SyntheticSpec) -> Column:

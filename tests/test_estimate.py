@@ -39,6 +39,15 @@ def state() -> ClusterState:
     return ClusterState.from_partitions(brokers, parts, throttles=throttles)
 
 
+@pytest.fixture
+def stuck_state(state: ClusterState) -> ClusterState:
+    """`state` with clicks-0 (1000 MB) larger than the 450 MB a 50 MB/s leader throttle lets
+    through at its start (`ModelInput.leader_credit`): its move stalls once that is spent."""
+    parts = [p if p.topic != "clicks" else PartitionInfo("clicks", 0, (2, 3), leader=2, isr=(2, 3), size_bytes=1000 * MB,
+                                                         produce_bps=30 * MB) for p in state.iter_partitions()]
+    return ClusterState.from_partitions(state.brokers, parts, throttles=state.throttles)
+
+
 PLAN = [PartitionTarget("orders", 0, (3, 2)), PartitionTarget("orders", 1, (3, 2)), PartitionTarget("clicks", 0, (2, 4))]
 
 
@@ -77,8 +86,8 @@ def test_estimate_with_enough_rate_completes_and_respects_the_lower_bound(state:
     assert result.critical[0].broker == 1
 
 
-def test_json_schema_is_stable_and_strict(state: ClusterState) -> None:
-    doc = estimate_plan(state, PLAN, rates=RateRequest(throttle=50 * MB), max_moves_per_broker=1).to_dict()
+def test_json_schema_is_stable_and_strict(stuck_state: ClusterState) -> None:
+    doc = estimate_plan(stuck_state, PLAN, rates=RateRequest(throttle=50 * MB), max_moves_per_broker=1).to_dict()
     assert list(doc) == ["schema", "eta_s", "completes", "completable_eta_s", "lower_bound", "ratio_to_lower_bound",
                          "moves", "partitions", "bytes", "schedule", "critical", "stalled", "write_rates", "fix",
                          "brokers", "model"]
@@ -165,17 +174,20 @@ def test_unknown_write_rates_are_said_in_text_and_json() -> None:
     assert "Write rates unknown, taken as 0: the ETA is optimistic" in text
 
 
-def test_plan_names_moves_that_never_finish_before_they_start(state: ClusterState) -> None:
+def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: ClusterState) -> None:
     from kreassign.throttle.plan_report import build_plan_report
 
+    state = stuck_state
     report = build_plan_report(state, PLAN, rate=50 * MB)
     assert report.eta_s == math.inf and [str(s.tp) for s in report.stalled] == ["clicks-0"]
     assert report.warnings[-2:] == (
         "clicks-0 (new replica on broker 4) never finishes: its partition takes 30.0 MB/s of writes, more than "
         "its share of the leader-throttle on broker 2; --leader-rate 75000000 (75.0 MB/s) on broker 2 lifts that limit",
         # with Kafka's fetch limits: leader 2 gets 75 MB/s x leader_share = 74.97 MB/s (the writes wake its
-        # parked fetches), less 30 in sync to broker 3 and 30 of writes the copy chases: 100 MB at 14.97 MB/s
-        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 6.7s)")
+        # parked fetches), less 30 in sync to broker 3 and 30 of writes the copy chases: 14.97 MB/s. For
+        # its first 11.5 s it has 58.7 MB/s more (leader_credit), where broker 4's follower share of
+        # 75 MB/s (68.8: its session carries nothing else) binds: 446 MB, then 554 MB at 14.97 MB/s
+        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 49s)")
     doc = report.to_dict()
     assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
     assert doc["write_rates"]["source"] == "given"

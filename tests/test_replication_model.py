@@ -21,6 +21,7 @@ from kreassign.throttle.replication_model import (
     Session,
     fetch_sessions,
     fetcher_ids,
+    warm_leaders,
     from_moves,
     java_string_hash,
     lower_bound,
@@ -218,8 +219,12 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     share = 11 / 11.01 * math.ceil(10 * MB * 11.5 / MiB) * MiB / (10 * MB * 11.5)
     assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
     assert inp.session.tolist() == [Session.ALONE]  # broker 3 follows nothing of leader 1
+    # leader 1 answers its in-sync follower 2: its quota windows are warm and empty when the
+    # throttle starts, LEADER_CREDIT_S (9 s) of its rate on top, spread over the first 11.5 s
+    assert inp.warm.tolist() == [True] and inp.leader_credit.tolist() == [90 * MB, 0.0, 0.0]
     r = simulate(inp, tolerance=0.0)
-    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share - 2 * MB - 2 * MB)])
+    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share + 90 * MB / 11.5 - 2 * MB - 2 * MB)])
+    assert r.lower.seconds <= r.finish_s[0]
     # an idle partition leaves the parked fetch to its 0.5 s wait
     idle = from_moves(state, Moves(), write_bps=np.array([0.0]), leader_rate=10 * MB)
     assert idle.leader_quota[0] == pytest.approx(10 * MB * 11 / 11.5 * (1 + LEADER_GRANULARITY * (MiB / (10 * MB)) / 11))
@@ -263,6 +268,21 @@ def test_written_in_sync_partitions_of_a_session_wake_the_leader_too() -> None:
     assert woken.leader_quota[0] == pytest.approx(10 * MB * float(f.woken_share(np.array(10 * MB))))
 
 
+def test_a_warm_leader_sends_its_credit_on_top() -> None:
+    f = FetchLimits()
+    q = 10 * MB * float(f.leader_share(np.array(10 * MB)))
+    kw = dict(broker_ids=[1, 2], source=[1], dest=[2], bytes=[500 * MB], leader_rate=10 * MB)
+    cold = exact(ModelInput.build(**kw))  # type: ignore[arg-type]
+    warm = exact(ModelInput.build(warm=True, **kw))  # type: ignore[arg-type]
+    assert cold.makespan == pytest.approx(500 * MB / q)
+    # 11.5 s at q + 90 MB / 11.5 s, then the rest at q: 90 MB (9 s of the rate) sooner
+    assert warm.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 90 * MB) / q)
+    assert warm.lower.seconds == pytest.approx((500 * MB - 90 * MB) / q) and warm.lower.seconds <= warm.makespan
+    # no credit without a finite leader throttle, or without fetch limits
+    assert ModelInput.build(broker_ids=[1, 2], source=[1], dest=[2], bytes=[1.0], warm=True).leader_credit.tolist() == [0, 0]
+    assert model(warm=True, **kw).leader_credit.tolist() == [0, 0]  # type: ignore[arg-type]
+
+
 def test_fetch_sessions_reads_what_each_session_carries_from_the_isrs() -> None:
     brokers = [Broker(i) for i in (1, 2, 3, 4)]
     parts = [PartitionInfo("m", 0, (1,), leader=1, isr=(1,), size_bytes=MB),  # moves to 2, 3 and 4
@@ -274,6 +294,7 @@ def test_fetch_sessions_reads_what_each_session_carries_from_the_isrs() -> None:
     rows = np.array([state.find_row("m", 0)] * 3 + [state.find_row("x", 0)])
     session = fetch_sessions(state, rows, np.array([2, 3, 4, 4]), 1)
     assert session.tolist() == [Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE, Session.ALONE]
+    assert warm_leaders(state).tolist() == [1]  # 4 and 2 have no in-sync follower
     # with 2 fetcher threads a session is one thread's: the partitions must share it
     two = fetch_sessions(state, rows, np.array([2, 3, 4, 4]), 2)
     same = fetcher_ids(state, np.array([state.find_row("m", 0), state.find_row("w", 0)]), 2)
@@ -292,11 +313,12 @@ def plans(draw: st.DrawFn) -> ModelInput:
     leader = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
     follower = draw(st.lists(st.sampled_from([5.0, 10.0, 20.0, math.inf]), min_size=b, max_size=b))
     session = draw(st.lists(st.sampled_from(list(Session)), min_size=m, max_size=m))
+    warm = draw(st.lists(st.booleans(), min_size=m, max_size=m))
     released = draw(st.lists(st.sampled_from([0.0, 0.5, 2.0]), min_size=m, max_size=m))
     return model(broker_ids=np.arange(b), source=src, dest=[(s + h) % b for s, h in zip(src, hop)],
                  bytes=np.array(size) * MB, write_bps=np.array(writes) * MB,
                  leader_rate=np.array(leader) * MB, follower_rate=np.array(follower) * MB,
-                 fetch=FetchLimits(round_trip_s=0.05), session=session,
+                 fetch=FetchLimits(round_trip_s=0.05), session=session, warm=warm,
                  released_bps=np.array(released) * MB)
 
 
@@ -440,3 +462,23 @@ def test_a_leaderless_move_never_completes_and_does_not_hold_back_the_others() -
         r = simulate(inp, tolerance=tolerance)
         assert r.finish_s[0] == pytest.approx(1.0)
         assert np.isinf(r.finish_s[1]) and r.limit[1] == Limit.NO_LEADER
+
+
+def test_no_credit_once_a_reassignment_is_under_way() -> None:
+    from kreassign.cluster.model import Reassignment, TopicPartition
+
+    brokers = [Broker(1), Broker(2), Broker(3)]
+    parts = [PartitionInfo("a", 0, (1, 2), leader=1, isr=(1, 2), size_bytes=10 * MB)]
+
+    class Moves:
+        row = np.array([0])
+        dest = np.array([3])
+        bytes = np.array([10 * MB])
+        write_bps = np.array([0.0])
+
+    fresh = from_moves(ClusterState.from_partitions(brokers, parts), Moves(), leader_rate=10 * MB)
+    running = ClusterState.from_partitions(brokers, parts, reassignments={
+        TopicPartition("a", 0): Reassignment((1, 2, 3), adding=(3,))})
+    under_way = from_moves(running, Moves(), leader_rate=10 * MB)
+    assert fresh.warm.tolist() == [True] and under_way.warm.tolist() == [False]
+    assert under_way.leader_credit.tolist() == [0.0, 0.0, 0.0]

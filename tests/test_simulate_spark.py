@@ -116,7 +116,7 @@ def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
         (0, "t", 0, 1, [1, 2], 2, 1000, 10.0, 30.0),
         (1, "t", 1, 2, [2, 1], 1, 500, 20.0, 0.0),
     ], PARTITIONS)
-    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0, 0), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0, 0)],
+    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0, 0, 1), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0, 0, 1)],
                                   MOVES)
     assertDataFrameEqual(broker_traffic(partitions, brokers), spark.createDataFrame([
         (1, 1, 2, 10.0, 30.0, 20.0, 10.0),
@@ -217,7 +217,8 @@ def test_moves_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -
     empty = unpack_moves(pack_moves(moves.limit(0)).collect()[0]["move_chunks"])
     assert {name: (len(v), v.dtype.kind) for name, v in empty.items()} == {
         "move_id": (0, "i"), "source": (0, "i"), "dest": (0, "i"), "bytes": (0, "i"),
-        "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f"), "session": (0, "i")}
+        "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f"), "session": (0, "i"),
+        "warm": (0, "i")}
     assert set(expected["session"]) == {0}  # new brokers follow nothing yet: their sessions carry nothing else
 
 

@@ -201,6 +201,11 @@ class FetchLimits:
 
 
 NO_FETCH_LIMITS = FetchLimits(round_trip_s=0.0)
+LEADER_CREDIT_S = 9.0
+"""Seconds of its rate a warm leader throttle sends beyond its steady share (`leader_credit`).
+Sandbox: 7.2 s (one move, 20 MB/s), 13 s (1 MB/s), 8.3 s (the leader-bound bench plan) and
+11.5 s (Kafka's --generate plan of the demo sandbox, leader throttle only): the first cycle's
+flood and a copy that ends at a flood, about half of the 12 s cycle early on average."""
 FOLLOWER_GRANULARITY = 0.045
 """How much one fetch adds per quota span at the lowest rates when the follower throttles, as a
 share of the quota (measured on the sandbox engine: 0.956 of the quota at 100 kB/s against 0.917
@@ -239,8 +244,8 @@ class ModelInput:
 
     Per move: `source` (the leader it copies from, -1 if the partition has no leader), `dest`,
     `bytes` to copy, `write_bps` of its partition, `start_s` (earliest start), `fetcher` (the
-    fetcher thread on `dest` that serves it) and what else that fetcher session carries
-    (`session`, a `Session`). Per broker:
+    fetcher thread on `dest` that serves it), what else that fetcher session carries
+    (`session`, a `Session`) and whether its leader's quota starts warm (`warm`). Per broker:
     throttles (`inf` = unthrottled), NIC capacities (`inf` = unknown), client traffic to
     subtract from them, and the in-sync replication of throttled partitions that the
     leader/follower quotas count.
@@ -268,6 +273,10 @@ class ModelInput:
     replicas the plan removes, whose fetches `leader_base` counted); None: nothing"""
     session: np.ndarray | None = None
     """per move: what else its fetcher session carries (`Session`); None: nothing (ALONE)"""
+    warm: np.ndarray | None = None
+    """per move: its leader has answered in-sync followers for a whole quota span when the
+    throttle starts, so its leader quota starts with a credit (`leader_credit`); None: no (a
+    throttle already running, as in the middle of a reassignment, has used it up)"""
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.broker_ids, dtype=np.int64)
@@ -281,6 +290,7 @@ class ModelInput:
             conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
         conv["released_bps"] = np.zeros(m) if self.released_bps is None else np.asarray(self.released_bps, np.float64)
         conv["session"] = np.zeros(m, np.int8) if self.session is None else np.asarray(self.session, np.int8)
+        conv["warm"] = np.zeros(m, bool) if self.warm is None else np.asarray(self.warm, bool)
         for name in ("leader_rate", "follower_rate", "network_in", "network_out", "client_in",
                      "client_out", "leader_base", "follower_base"):
             conv[name] = np.asarray(getattr(self, name), dtype=np.float64)
@@ -331,6 +341,7 @@ class ModelInput:
         fetch: FetchLimits | None = None,
         released_bps: float | Sequence[float] | np.ndarray = 0.0,
         session: int | Sequence[int] | np.ndarray = Session.ALONE,
+        warm: bool | Sequence[bool] | np.ndarray = False,
     ) -> ModelInput:
         """Build from broker ids (not positions); per-broker values may be a scalar, an array
         in `broker_ids` order or a {broker id: value} map; a source of -1 means no leader.
@@ -373,7 +384,7 @@ class ModelInput:
             leader_base=_per_broker(leader_base, ids, 0.0, "leader base"),
             follower_base=_per_broker(follower_base, ids, 0.0, "follower base"),
             fetch=fetch if fetch is not None else FetchLimits(), released_bps=per_move(released_bps, np.float64),
-            session=per_move(session, np.int8),
+            session=per_move(session, np.int8), warm=per_move(warm, np.bool_),
         )
 
     def __len__(self) -> int:
@@ -425,10 +436,34 @@ class ModelInput:
             mixed = np.where(low == high, low, bytes_in / np.where(paced > 0, paced, 1.0))
         return self.follower_rate * mixed
 
-    def out_capacity(self, in_sync_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    @cached_property
+    def leader_credit(self) -> np.ndarray:
+        """Bytes a leader throttle lets through beyond its steady share when it starts.
+
+        A leader records every response to its followers (zero bytes of throttled partitions
+        until the throttle lists some), so when the throttle comes its `SimpleRate` windows span
+        their full length, empty, and fetches flood until they hold rate x span. That window's
+        bytes drop out together a ring of windows (12 s) later and are refilled by the next
+        flood, so the copy keeps coming in floods and ends at one. Counted as LEADER_CREDIT_S
+        seconds of the rate, per broker where a move it sends is `warm` and its leader throttle
+        is finite; 0 elsewhere."""
+        led = self.source >= 0
+        warm = np.bincount(self.source[led], weights=self.warm[led], minlength=self.n_brokers) > 0
+        on = warm & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
+        return np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_CREDIT_S, 0.0)
+
+    @property
+    def credit_s(self) -> float:
+        """How long the model spreads `leader_credit` over, from time 0: one quota span (the
+        flood fills the window the leader divides by); 0 without credit."""
+        return self.fetch.quota_span_s + self.fetch.quota_window_s / 2 if self.leader_credit.any() else 0.0
+
+    def out_capacity(self, in_sync_out: np.ndarray, boost: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Capacity each broker has left for sending catch-up, and whether the leader throttle
-        (what fetches get of it, `leader_quota`) rather than the NIC is what limits it."""
-        leader = self.leader_quota - self.leader_base - in_sync_out
+        (what fetches get of it, `leader_quota`) rather than the NIC is what limits it. `boost`
+        adds `leader_credit` spread over `credit_s` (the model's first seconds)."""
+        quota = self.leader_quota + (self.leader_credit / self.credit_s if boost and self.credit_s > 0 else 0.0)
+        leader = quota - self.leader_base - in_sync_out
         nic = self.network_out - self.client_out - in_sync_out
         return np.maximum(np.minimum(leader, nic), 0.0), leader <= nic
 
@@ -477,10 +512,12 @@ def lower_bound(inp: ModelInput) -> LowerBound:
 
     Per broker: by time T it must have sent every byte plus the writes of its moves since they
     started, on top of the in-sync traffic it already serves, so
-    T >= (sum bytes - sum w'*start) / (capacity - sum w') on each side, where a leader's
-    w' = w - `released_bps` (a completed move's leader stops serving the replicas it replaces);
-    and each move alone needs start + bytes / (its best rate - w), its best rate counting what
-    completions can free on its leader.
+    T >= (sum bytes - sum w'*start - credit) / (capacity - sum w') on each side, where a
+    leader's w' = w - `released_bps` (a completed move's leader stops serving the replicas it
+    replaces) and `leader_credit` is the most it sends beyond its steady capacity; and each move
+    alone needs start + bytes / (its best rate - w), its best rate counting the credit's boost
+    and what completions can free on its leader, and start + (bytes - credit) / (that rate
+    without the boost - w).
     """
     b = inp.n_brokers
     zeros = np.zeros(b)
@@ -497,12 +534,16 @@ def lower_bound(inp: ModelInput) -> LowerBound:
     freed = np.bincount(src[led], weights=np.maximum(-w_out[led], 0.0), minlength=b)
     in_work = np.bincount(dst[led], weights=work[led], minlength=b)
     in_w = np.bincount(dst[led], weights=w[led], minlength=b)
-    out_s = np.where(np.isinf(out_cap), 0.0, _ratio(np.maximum(out_work, 0), out_cap - out_w))
+    credit = inp.leader_credit
+    out_s = np.where(np.isinf(out_cap), 0.0, _ratio(np.maximum(out_work - credit, 0), out_cap - out_w))
     in_s = np.where(np.isinf(in_cap), 0.0, _ratio(np.maximum(in_work, 0), in_cap - in_w))
-    best = np.minimum(np.full(len(inp), inp.fetch.partition_bps), inp.fetch.fetcher_bps)
-    best = np.minimum(best, np.where(led, (out_cap + freed)[np.maximum(src, 0)], INF))
-    best = np.minimum(best, in_cap[dst])
-    alone = _ratio(inp.bytes, best - w)
+    srcp = np.maximum(src, 0)
+    others = np.minimum(np.minimum(np.full(len(inp), inp.fetch.partition_bps), inp.fetch.fetcher_bps), in_cap[dst])
+    best = np.minimum(others, np.where(led, (out_cap + freed)[srcp], INF))
+    alone = _ratio(np.maximum(inp.bytes - np.where(led, credit[srcp], 0.0), 0.0), best - w)
+    if credit.any():
+        boosted = np.minimum(others, np.where(led, (inp.out_capacity(zeros, boost=True)[0] + freed)[srcp], INF))
+        alone = np.maximum(alone, _ratio(inp.bytes, boosted - w))
     move_s = np.where(led, s + np.where(np.isinf(best), 0.0, alone), INF)
     candidates = [
         (float(out_s.max(initial=0.0)), "out"), (float(in_s.max(initial=0.0)), "in"),
@@ -831,6 +872,8 @@ class _Simulation:
         self.session = np.zeros(m, np.int64)
         self.session[self.gorder] = np.cumsum(new_session) - 1
         self.status = np.where(inp.source >= 0, _PENDING, _NEVER).astype(np.int8)
+        self.boost_end = inp.credit_s
+        self.boosting = self.boost_end > 0
         self.rem = inp.bytes.astype(np.float64).copy()
         self.start = np.full(m, INF)
         self.finish = np.full(m, INF)
@@ -941,16 +984,31 @@ class _Simulation:
         return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
 
     def next_start(self, t: float) -> float:
-        """The next time a move becomes eligible by its start time."""
+        """The next time a move becomes eligible by its start time, or the leaders' start-up
+        credit runs out (capacity changes then too)."""
         later = (self.status == _PENDING) & (self.inp.start_s > t)
-        return float(self.inp.start_s[later].min()) if later.any() else INF
+        first = float(self.inp.start_s[later].min()) if later.any() else INF
+        return min(first, self.boost_end) if self._boost_on(t) else first
+
+    def _boost_on(self, t: float) -> bool:
+        return t < self.boost_end * (1 - 1e-12)
+
+    def _boost(self, t: float) -> bool:
+        """Track whether the leaders' start-up credit is on at `t`; True when that just changed
+        (every sending broker's capacity then changes)."""
+        on = self._boost_on(t)
+        changed = on != self.boosting
+        self.boosting = on
+        if changed:
+            self.touched_out[:] = True
+        return changed
 
     # -- sharing ---------------------------------------------------------------------------------
     def rates(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], list[_Shared]]:
         """Max-min fair rates of the active moves and, per move, which kind of capacity binds
         (0: its own fetch limit, k: the k-th of the returned kinds)."""
         inp, n = self.inp, len(act)
-        out_cap = inp.out_capacity(self.in_sync_out)[0]
+        out_cap = inp.out_capacity(self.in_sync_out, self.boosting)[0]
         in_cap = inp.in_capacity(self.in_sync_in)[0]
         shared: list[_Shared] = []
         kinds: list[str] = []
@@ -992,7 +1050,7 @@ class _Simulation:
         for k, kind in enumerate(kinds):
             sel = which == k + 1
             if kind == "out":
-                leader = inp.out_capacity(self.in_sync_out)[1]
+                leader = inp.out_capacity(self.in_sync_out, self.boosting)[1]
                 limit[sel] = np.where(leader[self.src[moves[sel]]], int(Limit.LEADER_THROTTLE), int(Limit.NETWORK_OUT))
                 broker[sel] = self.src[moves[sel]]
             elif kind == "in":
@@ -1026,7 +1084,7 @@ class _Simulation:
         t = 0.0
         prev: _Step | None = None
         for _ in range(4 * len(self.status) + 8):
-            started = self.admit(t)
+            started = self._boost(t) | self.admit(t)  # a capacity change is no lost capacity either
             act = self.gorder[self.status[self.gorder] == _ACTIVE]
             until_start = self.next_start(t) - t
             if not len(act):
@@ -1077,7 +1135,7 @@ class _Simulation:
         synced = np.where(done, w, 0.0)
         sent = np.where(done, w - released[act], 0.0)  # the leader also stops serving removed replicas
         spare = []
-        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out)[0], src, sent),
+        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out, self.boosting)[0], src, sent),
                                   (self.inp.in_capacity(self.in_sync_in)[0], dst, synced)):
             begin = cap + np.bincount(ends, weights=synced, minlength=b)
             used = np.bincount(ends, weights=moved + synced * after, minlength=b)
@@ -1138,7 +1196,7 @@ class _Simulation:
         limit, broker = self.limits(act, which, kinds)
         self.limit[act], self.limit_broker[act] = limit, broker
         w = self.w[act]
-        out_leader = inp.out_capacity(self.in_sync_out)[1]
+        out_leader = inp.out_capacity(self.in_sync_out, self.boosting)[1]
         in_follower = inp.in_capacity(self.in_sync_in)[1]
         needed = np.where(limit == int(Limit.FETCH_PARTITION), w, np.nan)
         for kind, s in zip(kinds, shared):
@@ -1313,6 +1371,14 @@ def fetch_sessions(state: ClusterState, rows: np.ndarray, dest: np.ndarray, num_
     return session.astype(np.int8)
 
 
+def warm_leaders(state: ClusterState) -> np.ndarray:
+    """Broker ids that lead a partition with an in-sync follower: they answer follower fetches
+    all the time, so their leader quota windows are warm (`ModelInput.warm`)."""
+    followers = np.maximum(np.diff(state.isr_offsets) - 1, 0)
+    lead = state.leader.astype(np.int64)
+    return np.unique(lead[(followers > 0) & (lead >= 0)])
+
+
 def client_traffic(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
     """Per broker (in `state.brokers` order), bytes/s in and out that are not catch-up: produce
     into leaders, follower replication, and consumers reading from leaders."""
@@ -1359,7 +1425,9 @@ def from_moves(
     any, is not used). NIC capacities come from the brokers, client traffic from the partitions'
     produce and consume rates, and the in-sync followers of moving partitions count against
     their leader's quota because Kafka's tool throttles every replica of a moving partition.
-    What each move's fetcher session also carries comes from the ISRs (`fetch_sessions`).
+    What each move's fetcher session also carries comes from the ISRs (`fetch_sessions`), and
+    every move starts warm where its leader has in-sync followers (`warm_leaders`) unless a
+    reassignment is already under way in `state` (its throttles have run).
 
     Raises:
         InputError: a row outside the cluster or a destination broker it does not have.
@@ -1396,9 +1464,11 @@ def from_moves(
     pos = np.searchsorted(ids, lead[known])
     leader_base = np.bincount(pos, weights=(state.produce_bps[moving] * isr_followers)[known], minlength=len(ids))
     session = fetch_sessions(state, rows, dst, fetch.num_fetchers)
+    # a reassignment under way has had its throttles running: their credit is spent
+    warm = np.isin(leaders, warm_leaders(state)) & (leaders != NO_LEADER) & (not state.reassignments)
     return ModelInput.build(
         broker_ids=ids, source=leaders, dest=dst, bytes=size, write_bps=writes, start_s=start_s,
-        fetcher=fetcher_ids(state, rows, fetch.num_fetchers), session=session, leader_rate=leader_rate,
+        fetcher=fetcher_ids(state, rows, fetch.num_fetchers), session=session, warm=warm, leader_rate=leader_rate,
         follower_rate=follower_rate, network_in=net_in, network_out=net_out, client_in=client_in,
         client_out=client_out, leader_base=leader_base, fetch=fetch,
         released_bps=0.0 if released_bps is None else released_bps,

@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -349,17 +350,22 @@ class ModelInput:
             follower_rate=self.follower_rate if follower_rate is None else _per_broker(follower_rate, self.broker_ids, INF, "follower rate"),
         )
 
-    @property
+    @cached_property
     def leader_quota(self) -> np.ndarray:
         """The leader throttles as fetches meet them (`FetchLimits.leader_share`): a fetch it
         leaves empty parks until an append to a moving partition re-checks it (one fetch cycle
         where a partition it sends takes writes) or `replica.fetch.wait.max.ms` runs out, and
         each fetch below the bound takes a whole chunk (LEADER_GRANULARITY). Where the follower
         throttle binds first, its own share (`follower_quota`, paced by the 1 s backoff) is the
-        smaller one and decides."""
+        smaller one and decides.
+
+        Computed once per input (every array it reads is frozen): the model asks for it at every
+        step, and which brokers send written partitions is a pass over all the moves."""
         led = self.source >= 0
         written = np.bincount(self.source[led], weights=self.write_bps[led] > 0, minlength=self.n_brokers) > 0
-        return self.leader_rate * self.fetch.leader_share(self.leader_rate, written)
+        quota = self.leader_rate * self.fetch.leader_share(self.leader_rate, written)
+        quota.setflags(write=False)
+        return quota
 
     @property
     def follower_quota(self) -> np.ndarray:
@@ -386,14 +392,12 @@ class ModelInput:
 class LowerBound:
     """No schedule of these moves (all started as early as allowed) can finish sooner.
 
-    `out_s`/`in_s`: per broker, bytes to send/receive over the capacity left once the write
-    rates of its moves are served; `move_s`: each move alone at its best rate.
+    `out_s`: per broker, bytes to send over the capacity left once the write rates of its moves
+    are served.
     """
 
     seconds: float
     out_s: np.ndarray
-    in_s: np.ndarray
-    move_s: np.ndarray
     limit: Limit
     broker: int | None
 
@@ -456,7 +460,7 @@ def lower_bound(inp: ModelInput) -> LowerBound:
         limit, broker = _alone_limit(inp, i, out_cap, out_leader, in_cap, in_follower)
     else:
         limit, broker = Limit.UNLIMITED, None
-    return LowerBound(seconds=seconds, out_s=out_s, in_s=in_s, move_s=move_s, limit=limit, broker=broker)
+    return LowerBound(seconds=seconds, out_s=out_s, limit=limit, broker=broker)
 
 
 def _alone_limit(inp: ModelInput, i: int, out_cap: np.ndarray, out_leader: np.ndarray,

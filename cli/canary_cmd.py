@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kreassign.cli.options import DURATION, cluster_options, output_option
-from kreassign.cluster.canary import CANARY_INTERVAL_S, CANARY_ROUNDS
+from kreassign.cluster.client_latency import CANARY_INTERVAL_S, CANARY_ROUNDS
 
 
 @click.command()

@@ -15,16 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.client_config import ClientConfig
-from kreassign.cluster.client_latency import BrokerLatency, LatencySample, summarize
+from kreassign.cluster.client_latency import CANARY_INTERVAL_S, CANARY_ROUNDS, BrokerLatency, LatencySample, summarize
 from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.time_scale import read_time_scale
 
 CANARY_TOPIC = "__kreassign_canary"
-CANARY_ROUNDS = 20
-"""records sent to every partition, by default"""
-CANARY_INTERVAL_S = 0.5
-"""cluster seconds between rounds, by default"""
 _CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
 _HEADER = struct.Struct(">d")  # the send time (wall seconds) leads every canary value
 

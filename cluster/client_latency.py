@@ -11,6 +11,12 @@ from typing import Any
 
 from kreassign.cluster.errors import InputError
 
+CANARY_ROUNDS = 20
+"""records the canary sends to every partition, by default (here, not in `canary`, so that the
+command line can show the defaults without loading the clients)"""
+CANARY_INTERVAL_S = 0.5
+"""cluster seconds between the canary's rounds, by default"""
+
 
 @dataclass(frozen=True)
 class LatencySample:

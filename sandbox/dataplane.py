@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,18 @@ class DataPlane:
     def existing(self, p: PartitionState) -> PartitionLog | None:
         """The partition's log if clients ever wrote or read it (no files are created)."""
         return self.log(p) if (p.topic, p.index) in self.logs else None
+
+    def delete_topic(self, topic: str, indexes: list[int]) -> None:
+        """The topic was deleted: close its logs and remove their files, high watermarks and
+        log-dir moves, so a topic created again under the name starts empty (Kafka renames the
+        directories `-delete` and removes them later; none of it is readable meanwhile)."""
+        for index in indexes:
+            log = self.logs.pop((topic, index), None)
+            if log is not None:
+                log.close()
+            shutil.rmtree(self.root / f"{topic}-{index}", ignore_errors=True)
+        self.log_dir_moves.forget(topic)
+        self.checkpoint()  # no saved high watermark may outlive its log
 
     def tick(self, now: float) -> None:
         """Sandbox time moved: log-dir moves copy their share."""

@@ -32,6 +32,9 @@ def test_canary_measures_every_broker_and_reports_impact_against_a_baseline(
     assert ran.exit_code == 0, ran.output
     doc = json.loads(ran.stdout)
     assert doc["topic"] == "__kreassign_canary"
+    assert doc["notes"] == []  # the canary topic was removed (DeleteTopics), nothing left to delete by hand
+    with sb.locked() as eng:
+        assert sorted(eng.topics) == ["t"]
     brokers = {b["broker"]: b for b in doc["brokers"]}
     assert set(brokers) == {1, 2, 3}
     for b in brokers.values():
@@ -46,6 +49,9 @@ def test_canary_measures_every_broker_and_reports_impact_against_a_baseline(
     assert {i["broker"] for i in later["impact"]} == {1, 2, 3} and later["worst_impact"] is not None
     text = invoke(None, "canary", "--bootstrap-server", sb.bootstrap, "--rounds", "2", "--interval", "0")
     assert text.stdout.startswith("Canary on __kreassign_canary (times in cluster ms):\n  broker 1: 2 produce(s), ")
+    assert "could not remove" not in text.output
+    with sb.locked() as eng:
+        assert sorted(eng.topics) == ["t"]
 
 
 def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -> None:

@@ -339,3 +339,38 @@ def test_decommission_with_rebalance_rest_stays_at_the_count_floor(rf: int, rack
     assert plan.after.rack_violations == 0
     assert plan.bytes_moved <= 1.1 * plan.lower_bounds.bytes_moved
     assert plan.after.bytes_over_target <= 1.0151
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(1, 100), st.integers(1_000, 5_000)), min_size=2, max_size=6),
+       st.lists(st.integers(0, 3), min_size=6, max_size=6), st.booleans())
+def test_the_byte_lower_bound_holds_against_every_assignment(sizes: list[int], start: list[int],
+                                                             remove: bool) -> None:
+    """Brute force over every RF 1 layout on the brokers left: none reaching the balance the
+    plan reaches (its count band, its bytes ratios to the even share) moves fewer bytes than
+    the bound. Sizes mix small and huge replicas, so a replica of a removed broker can be
+    larger than any other broker's room below the plan's top ratio (the bound's overflow term)."""
+    from itertools import product
+
+    brokers = [Broker(i) for i in range(4)]
+    parts = [PartitionInfo("t", p, (start[p],), size_bytes=z) for p, z in enumerate(sizes)]
+    state = ClusterState.from_partitions(brokers, parts)
+    gone = {0} if remove else set()
+    plan = decommission(state, sorted(gone), rebalance_rest=True) if remove else rebalance(state)
+    left = [b for b in range(4) if b not in gone]
+    final = final_assignment(state, plan)
+    share = sum(sizes) / len(left)
+
+    def loads(layout: tuple[int, ...]) -> tuple[list[int], list[int]]:
+        return ([sum(1 for b in layout if b == x) for x in left],
+                [sum(z for z, b in zip(sizes, layout) if b == x) for x in left])
+
+    counts, nbytes = loads(tuple(final[("t", p)][0] for p in range(len(sizes))))
+    lo_c, hi_c = min(counts), max(counts)
+    lo_r, hi_r = min(nbytes) / share, max(nbytes) / share
+    best = min((sum(z for z, a, b in zip(sizes, start, layout) if a != b)
+                for layout in product(left, repeat=len(sizes))
+                if (lambda c, y: min(c) >= lo_c and max(c) <= hi_c and min(y) >= lo_r * share - 1e-6
+                    and max(y) <= hi_r * share + 1e-6)(*loads(layout))), default=None)
+    assert best is not None  # the plan's own layout qualifies
+    assert plan.lower_bounds.bytes_moved <= best

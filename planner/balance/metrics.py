@@ -162,7 +162,31 @@ def lower_bounds(
         by_bytes = np.maximum(b0 - cap_bytes, 0.0)
         by_count = _smallest_k(before, movable, ctx.size, shed, nb)
         out_bytes = float(np.maximum(by_bytes, by_count).sum())
+        room = np.maximum(cap_bytes - b0, 0.0)
+        emptied = (b1 == 0) & (b0 > 0)
+        out_bytes = max(out_bytes, float(by_bytes.sum()) + _overflow(before, movable, ctx.size, emptied, room))
     return LowerBounds(replica_moves=moves, bytes_moved=int(max(out_bytes, in_bytes, add_bytes)))
+
+
+def _overflow(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, emptied: np.ndarray,
+              room: np.ndarray) -> float:
+    """Bytes that brokers receiving the replicas of emptied brokers must shed of their own.
+
+    A broker d ends at most `room[d]` above where it started, so whatever lands on it beyond
+    that room pushes out as many bytes of its own replicas: out_d >= (b0_d - cap_d)+ +
+    (in_d - room_d)+. The j largest replicas that must leave land on at most j brokers, which
+    together have at most the j largest rooms, so for every j the brokers they land on shed at
+    least (sum of the j largest replicas - sum of the j largest rooms). A replica bigger than
+    any broker's room (heavy-tailed sizes) is movement no other term of the bound sees.
+    """
+    leaving = (matrix >= 0) & movable & emptied[np.maximum(matrix, 0)]
+    z = np.sort(np.broadcast_to(size[:, None], matrix.shape)[leaving].astype(np.float64))[::-1]
+    if not len(z):
+        return 0.0
+    rooms = np.sort(room)[::-1]
+    j = min(len(z), len(rooms))
+    excess = np.cumsum(z[:j]) - np.cumsum(rooms[:j])
+    return float(max(excess.max(), 0.0))
 
 
 def _smallest_k(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, k: np.ndarray, nb: int) -> np.ndarray:

@@ -374,3 +374,29 @@ def test_the_byte_lower_bound_holds_against_every_assignment(sizes: list[int], s
                     and max(y) <= hi_r * share + 1e-6)(*loads(layout))), default=None)
     assert best is not None  # the plan's own layout qualifies
     assert plan.lower_bounds.bytes_moved <= best
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_heavy_tailed_sizes_move_at_most_a_tenth_above_the_byte_lower_bound(seed: int) -> None:
+    # Log-normal sizes with sigma 2.0 (the largest partition is ~0.16x a broker's share). Seed 7
+    # from a balanced start moved 1.14x the bound and seed 3 from the skewed one 1.09x: replicas
+    # of the removed brokers larger than any broker's room below the band push as many bytes
+    # back out, which the bound did not count, and the count phase moved replicas that lifted
+    # their sink above the band. (Seed 6 has a partition of 1.08x a broker's mean bytes, 1.19x
+    # the share of a broker in the 22-broker rack, which holds one of its replicas: no plan
+    # reaches 1.05 there and the bound is loose, see docs/architecture.md.)
+    import numpy as np
+
+    skewed = synthetic_cluster(brokers=60, partitions=30_000, rf=3, rack_sizes=[18, 20, 22], seed=seed,
+                               size_sigma=2.0)
+    random = synthetic_cluster(brokers=60, partitions=30_000, rf=3, rack_sizes=[18, 20, 22], seed=seed,
+                               size_sigma=2.0, skew_sigma=0.0)
+    gone = sorted(np.random.default_rng(7).choice(np.array(skewed.broker_ids), 2, replace=False).tolist())
+    tol = BalanceOptions().disk_tolerance
+    for state in (skewed, rebalance_applied(skewed), random):
+        for plan in (decommission(state, gone, rebalance_rest=True), rebalance(state)):
+            assert plan.bytes_moved <= 1.1 * plan.lower_bounds.bytes_moved
+            assert plan.after.bytes_over_target <= 1 + tol / 2 + 1e-9
+            assert plan.after.replicas.spread == plan.after.replica_spread_allowed
+            assert plan.after.leaders.spread <= 1
+            assert plan.after.rack_violations == 0

@@ -347,9 +347,12 @@ def test_decommission_with_rebalance_rest_stays_at_the_count_floor(rf: int, rack
 def test_the_byte_lower_bound_holds_against_every_assignment(sizes: list[int], start: list[int],
                                                              remove: bool) -> None:
     """Brute force over every RF 1 layout on the brokers left: none reaching the balance the
-    plan reaches (its count band, its bytes ratios to the even share) moves fewer bytes than
-    the bound. Sizes mix small and huge replicas, so a replica of a removed broker can be
-    larger than any other broker's room below the plan's top ratio (the bound's overflow term)."""
+    plan reaches moves fewer bytes than the bound. That balance is the plan's count band, its
+    min and max bytes ratio to the even share, and, where the plan's worst brokers are forced
+    there by one replica larger than the next broker's ratio allows, that next ratio r' for
+    every broker not holding a replica larger than r' times the share. Sizes mix small and
+    huge replicas, so a replica of a removed broker can be larger than any other broker's room
+    (the bound's overflow term) and a broker can be forced above the others."""
     from itertools import product
 
     brokers = [Broker(i) for i in range(4)]
@@ -361,17 +364,27 @@ def test_the_byte_lower_bound_holds_against_every_assignment(sizes: list[int], s
     final = final_assignment(state, plan)
     share = sum(sizes) / len(left)
 
-    def loads(layout: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    def loads(layout: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
         return ([sum(1 for b in layout if b == x) for x in left],
-                [sum(z for z, b in zip(sizes, layout) if b == x) for x in left])
+                [sum(z for z, b in zip(sizes, layout) if b == x) for x in left],
+                [max([z for z, b in zip(sizes, layout) if b == x], default=0) for x in left])
 
-    counts, nbytes = loads(tuple(final[("t", p)][0] for p in range(len(sizes))))
+    counts, nbytes, largest = loads(tuple(final[("t", p)][0] for p in range(len(sizes))))
     lo_c, hi_c = min(counts), max(counts)
     lo_r, hi_r = min(nbytes) / share, max(nbytes) / share
+    ranked = sorted(range(len(left)), key=lambda i: -nbytes[i])
+    k = 0
+    while k + 1 < len(ranked) and largest[ranked[k]] > nbytes[ranked[k + 1]]:
+        k += 1
+    top = nbytes[ranked[k]] / share
+
+    def same_balance(c: list[int], y: list[int], big: list[int]) -> bool:
+        return (min(c) >= lo_c and max(c) <= hi_c and min(y) >= lo_r * share - 1e-6
+                and max(y) <= hi_r * share + 1e-6
+                and all(v <= top * share + 1e-6 or g > top * share for v, g in zip(y, big)))
+
     best = min((sum(z for z, a, b in zip(sizes, start, layout) if a != b)
-                for layout in product(left, repeat=len(sizes))
-                if (lambda c, y: min(c) >= lo_c and max(c) <= hi_c and min(y) >= lo_r * share - 1e-6
-                    and max(y) <= hi_r * share + 1e-6)(*loads(layout))), default=None)
+                for layout in product(left, repeat=len(sizes)) if same_balance(*loads(layout))), default=None)
     assert best is not None  # the plan's own layout qualifies
     assert plan.lower_bounds.bytes_moved <= best
 

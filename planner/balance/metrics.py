@@ -120,7 +120,10 @@ def lower_bounds(
     leaves in the broker's rack, and bytes between the min and max after/target ratio the plan
     reaches. Every moved replica leaves one broker and enters another, so both the total that
     must leave over-loaded brokers and the total that must enter under-loaded ones bound the
-    movement; a broker that must shed k replicas sheds at least its k smallest movable ones.
+    movement; a broker that must shed k replicas sheds at least its k smallest movable ones;
+    brokers that take the replicas of emptied brokers shed what exceeds their room
+    (`_overflow`); brokers forced above the others by one large replica do not set the band
+    top for the rest (`_forced_top`).
     """
     nb = len(ctx.broker_ids)
     c0, _, b0, _ = per_broker(before, ctx)
@@ -178,11 +181,15 @@ def lower_bounds(
             room_top = np.maximum(cap_top - b0, 0.0)
             holds = np.zeros(nb, dtype=bool)
             holds[before[big][before[big] >= 0]] = True
+            least = top * float(target[pos].min())  # a large replica is bigger than this
+            # An exempt broker that held no large replica received one: it sheds what that
+            # takes it above the max.
+            keeps = np.maximum(by_count, np.where(holds, by_bytes, np.maximum(b0 + least - cap_bytes, 0.0)))
             if (emptied[before[big][before[big] >= 0]]).any():
                 holds[:] = True
-            lift = np.where(holds, room, np.maximum(cap_bytes - b0 - top * float(target[pos].min()), 0.0)) - room_top
+            lift = np.where(holds, room, np.maximum(cap_bytes - b0 - least, 0.0)) - room_top
             out_bytes = max(
-                out_bytes, float(need.sum() - _largest(need - by_count, exempt)),
+                out_bytes, float(need.sum() - _largest(need - np.minimum(keeps, need), exempt)),
                 float(by_top.sum() - _largest(by_top - by_bytes, exempt))
                 + _overflow(before, movable, ctx.size, emptied, room_top, lift=_largest_each(lift, exempt)))
     return LowerBounds(replica_moves=moves, bytes_moved=int(max(out_bytes, in_bytes, add_bytes)))

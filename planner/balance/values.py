@@ -155,7 +155,9 @@ LOWER_BOUND_METHOD = (
     "the k smallest movable replicas where k is the count above the max), bytes above the max "
     "ratio plus what brokers must shed to take the replicas of emptied brokers (the j largest of "
     "those land on at most j brokers, which have at most the j largest rooms below the max "
-    "ratio), sum of bytes below the min ratio)"
+    "ratio), sum of bytes below the min ratio); where the worst brokers are forced there by one "
+    "replica larger than the next broker's ratio allows, the first two terms again with that next "
+    "ratio as every other broker's max"
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kreassign.cli.options import DURATION, cluster_options, output_option
+from kreassign.cluster.client_latency import CANARY_INTERVAL_S, CANARY_ROUNDS
 
 
 @click.command()
@@ -12,9 +13,9 @@ from kreassign.cli.options import DURATION, cluster_options, output_option
 @click.option("--topic", default=None,
               help="Measure on this existing topic (default: create __kreassign_canary with a partition led by "
                    "each broker, and remove it afterwards).")
-@click.option("--rounds", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1), default=CANARY_ROUNDS, show_default=True,
               help="Records sent to every partition.")
-@click.option("--interval", type=DURATION, default=0.5, show_default=True, help="Time between rounds.")
+@click.option("--interval", type=DURATION, default=CANARY_INTERVAL_S, show_default=True, help="Time between rounds.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="A previous `kreassign canary -o json` (before the move): report the impact against it.")
 @output_option
@@ -26,18 +27,14 @@ def canary(bootstrap_server: str | None, command_config: str | None, request_tim
     move with --baseline baseline.json to see the impact as a ratio."""
     from kreassign.cli.console import emit_json
     from kreassign.cli.runtime import connect, read_text
-    from kreassign.cluster.canary import canary_session
+    from kreassign.cluster.canary import run_canary
     from kreassign.cluster.client_config import load_client_config
     from kreassign.cluster.client_latency import impact, read_canary, worst
-    from kreassign.cluster.time_scale import read_time_scale
 
-    baseline = {}
-    if baseline_file:
-        baseline = {b.broker: b.p99_ms for b in read_canary(read_text(baseline_file), baseline_file) if b.p99_ms}
+    baseline = read_canary(read_text(baseline_file), baseline_file) if baseline_file else ()
     config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
     with connect(bootstrap_server, command_config, request_timeout) as port:
-        scale = read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
-        report = canary_session(port, config, topic=topic, rounds=rounds, interval_s=interval / scale, scale=scale)
+        report = run_canary(port, config, topic=topic, rounds=rounds, interval_s=interval)
     impacts = impact(baseline, report.brokers) if baseline else {}
     if output == "json":
         doc = report.to_dict()

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, sample_option, source_options
+from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, plan_option, sample_option, source_options
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -35,8 +35,7 @@ class BrokerRateType(click.ParamType):
 
 
 @click.command()
-@click.option("--reassignment-json-file", "plan_file", required=True, type=click.Path(dir_okay=False),
-              help="Kafka reassignment JSON to estimate.")
+@plan_option(help="Kafka reassignment JSON to estimate.")
 @source_options
 @sample_option
 @click.option("--throttle", type=THROTTLE, default=None,

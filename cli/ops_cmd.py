@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option
+from kreassign.cli.options import (
+    COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option, plan_option,
+)
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
 if TYPE_CHECKING:
@@ -30,12 +32,6 @@ if TYPE_CHECKING:
     from kreassign.execute.run import RunControl
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def plan_option(required: bool = True) -> Callable[[F], F]:
-    return click.option("--reassignment-json-file", "-f", "plan_file", required=required,
-                        type=click.Path(dir_okay=False),
-                        help="The reassignment JSON (Kafka's format).")
 
 
 def _echo_err(lines: list[str]) -> None:

@@ -200,3 +200,9 @@ def output_option(f: F) -> F:
 def seed_option(f: F) -> F:
     return click.option("--seed", type=int, default=None,
                         help="Seed for reproducible randomness (default: random, like Kafka).")(f)
+
+
+def plan_option(required: bool = True, help: str = "The reassignment JSON (Kafka's format).") -> Callable[[F], F]:
+    """`--reassignment-json-file/-f`, the plan a command reads (Kafka's name, with a short form)."""
+    return click.option("--reassignment-json-file", "-f", "plan_file", required=required,
+                        type=click.Path(dir_okay=False), help=help)

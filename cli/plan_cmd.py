@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import THROTTLE, output_option, sample_option, source_options
+from kreassign.cli.options import THROTTLE, output_option, plan_option, sample_option, source_options
 
 
 @click.command()
-@click.option("--reassignment-json-file", "plan_file", required=True, type=click.Path(dir_okay=False),
-              help="Kafka reassignment JSON to examine.")
+@plan_option(help="Kafka reassignment JSON to examine.")
 @source_options
 @sample_option
 @click.option("--throttle", type=THROTTLE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, output_option
+from kreassign.cli.options import DURATION, RATE, output_option, plan_option
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -69,8 +69,7 @@ def _share(text: str) -> float:
 @click.option("--synthetic", metavar="SPEC",
               help="Generate a cluster and its plan on Spark instead: brokers=N,racks=N,partitions=N,"
                    "rf=N,add=N|remove=N,moves=N,size=1GB,write=100kB/s,capacity=1.25GB/s,seed=N.")
-@click.option("--reassignment-json-file", "plan_file", type=click.Path(dir_okay=False),
-              help="The plan to rehearse (Kafka reassignment JSON), with --snapshot.")
+@plan_option(required=False, help="The plan to rehearse (Kafka reassignment JSON), with --snapshot.")
 @click.option("--planner", type=click.Choice(["rebalance"]),
               help="Plan on the snapshot with kreassign's balanced planner instead of a plan file.")
 @click.option("--throttle", "throttles", multiple=True, metavar="RATE[,RATE...]",
@@ -230,8 +229,9 @@ def _baseline(path: str | None) -> dict[str, float]:
         return {}
     from kreassign.cli.runtime import read_text
     from kreassign.cluster.client_latency import idle_round_trip_ms, read_canary
+    from kreassign.cluster.errors import InputError
 
     rtt = idle_round_trip_ms(read_canary(read_text(path), path))
     if rtt is None:
-        raise click.UsageError(f"{path} has no produce latency to use as the baseline")
+        raise InputError(f"{path} has no produce latency to use as the baseline")
     return {"fetch_rtt_ms": rtt}

@@ -13,6 +13,7 @@ from kreassign.cli.options import (
     THROTTLE,
     cluster_options,
     output_option,
+    plan_option,
     sample_option,
     source_options,
 )
@@ -116,8 +117,7 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
 
 
 @throttle.command()
-@click.option("--reassignment-json-file", "-f", "plan_file", required=True, type=click.Path(dir_okay=False),
-              help="The reassignment to throttle.")
+@plan_option(help="The reassignment to throttle.")
 @source_options
 @sample_option
 @click.option("--max-impact", type=PERCENT, required=True,

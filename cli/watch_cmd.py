@@ -24,6 +24,7 @@ from kreassign.cli.options import (
     THROTTLE,
     cluster_options,
     output_option,
+    plan_option,
     units_option,
 )
 from kreassign.cli.runtime import connect, journal_store, run_control, runtime
@@ -45,8 +46,7 @@ def rate_options(f: F) -> F:
 
 @click.command()
 @cluster_options
-@click.option("--reassignment-json-file", "-f", "plan_file", type=click.Path(dir_okay=False),
-              help="Watch only this plan's partitions (default: every reassignment in flight).")
+@plan_option(required=False, help="Watch only this plan's partitions (default: every reassignment in flight).")
 @click.option("--pace", "pace_file", type=click.Path(dir_okay=False),
               help="Submit this plan in waves as moves complete (with --max-moves-per-broker and/or "
                    "--max-inflight-bytes), then watch it to the end.")

@@ -202,7 +202,23 @@ def summary_line(event: ProgressEvent, units: Units = "decimal") -> str:
             if event.down else "")
     return (f"[{format_duration(event.at)}] {_pct(view.fraction).strip()} {format_bytes(view.copied, units)}/"
             f"{format_bytes(view.total, units)}, {len(view.active)} moving, {len(view.moves) - len(view.active)} done, "
-            f"throughput {_rate(view.throughput_bps, units)}, ETA observed {_eta(view.eta_s)}, model {model}{down}")
+            f"throughput {_rate(view.throughput_bps, units)}, ETA observed {_eta(view.eta_s)}, model {model}"
+            f"{_clients(event)}{down}")
+
+
+def _clients(event: ProgressEvent) -> str:
+    """The worst client impact of the poll, for the one-line form: the canary's p99 against its
+    baseline, else the brokers' produce p99."""
+    measured = [i for i in event.canary_impact if i.over_everything or i.p99_increase is not None]
+    if measured:
+        i = max(measured, key=lambda i: (i.over_everything, i.p99_increase or 0.0))
+        what = _rise(i) if i.over_everything else f"p99 {_rise(i)}"
+        return f", clients: canary {what} on broker {i.broker}"
+    known = [m for m in event.client if m.produce_p99_ms is not None]
+    if known:
+        m = max(known, key=lambda m: m.produce_p99_ms or 0.0)
+        return f", clients: produce p99 {_ms(m.produce_p99_ms)} on broker {m.broker}"
+    return ""
 
 
 def event_lines(event: WatchEvent, units: Units = "decimal") -> list[str]:
@@ -323,6 +339,9 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
 
 
 def render_suggestion(s: Suggestion) -> RenderableType:
+    if not s.brokers:  # not rates of 0, which `throttle set` would refuse anyway
+        return Text("Nothing to copy: every partition of the plan has its target replicas in sync, "
+                    "so it needs no throttle.")
     measured = s.measured is not None
     title = (f"Suggested throttles (canary produce p99 at most {s.max_impact:.0%} above its baseline)" if measured
              else f"Suggested throttles (moves take at most {s.max_impact:.0%} of each broker's network)")

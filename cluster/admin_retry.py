@@ -44,10 +44,18 @@ class ThrottleGate:
         return max(0.0, until - self._clock())
 
 
+def _timed_out(error: BaseException) -> bool:
+    """Whether kafka-python gave up waiting, rather than being told something by the broker."""
+    if isinstance(error, (Errors.KafkaTimeoutError, Errors.RequestTimedOutError)):
+        return True
+    # A TCP connect cut short by the deadline ("Connection timed out") or by the OS (ETIMEDOUT).
+    return isinstance(error, Errors.KafkaConnectionError) and "timed out" in str(error)
+
+
 class KafkaLogTap(logging.Filter):
     """Reads the two facts kafka-python logs but does not return from its public methods: the
     throttle_time_ms of each response (it pauses the connection itself, but public results drop
-    the field) and the last connection error (bootstrap only says "Unable to bootstrap").
+    the field) and the connection error that says most (bootstrap only says "Unable to bootstrap").
     A pure observer: it never suppresses a record."""
 
     LOGGERS = ("kafka.net.connection", "kafka.net.manager")
@@ -60,10 +68,12 @@ class KafkaLogTap(logging.Filter):
         self.gave_up = threading.Event()
         """Set on the first error `final` says no retry can fix (a refused login, a rejected
         certificate): kafka-python would retry it until its bootstrap timeout."""
-        self._older: frozenset[int | None] = frozenset()
+        self._older: frozenset[threading.Thread] = frozenset()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread in self._older:
+        # Filters run on the logging thread. Compared as objects: the OS hands a finished
+        # thread's ident to the next thread started, which may be this connect's IO thread.
+        if threading.current_thread() in self._older:
             return True
         args = record.args if isinstance(record.args, tuple) else ()
         if record.msg == THROTTLE_LOG_FORMAT and len(args) == 3:
@@ -72,9 +82,11 @@ class KafkaLogTap(logging.Filter):
                 self._gate.note(node_id, args[2])
         elif record.levelno >= logging.WARNING:
             error = next((a for a in args if isinstance(a, BaseException)), None)
-            # The final "Unable to bootstrap" timeout says less than the connection error before it
-            # (refused, TLS, authentication), which is what tells the operator what to fix.
-            if error is not None and not (self.last_error is not None and isinstance(error, Errors.KafkaTimeoutError)):
+            # A timeout only says the deadline came first: kafka-python gives its last bootstrap
+            # attempt just the time left, so on a slow broker that attempt times out however the
+            # earlier ones ended. The error before it (refused, closed, TLS, authentication) is
+            # what tells the operator what to fix; a timeout counts only when nothing else was seen.
+            if error is not None and (self.last_error is None or not _timed_out(error)):
                 self.last_error = error
                 if self._final is not None and self._final(error):
                     self.gave_up.set()
@@ -84,7 +96,7 @@ class KafkaLogTap(logging.Filter):
         if self._final is not None:
             # A connect watches only the client it builds: a client given up on earlier still
             # retries on its own thread and must not decide this one's fate.
-            self._older = frozenset(t.ident for t in threading.enumerate())
+            self._older = frozenset(threading.enumerate())
         for name in self.LOGGERS:
             logging.getLogger(name).addFilter(self)
 

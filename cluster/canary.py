@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.client_config import ClientConfig
-from kreassign.cluster.client_latency import BrokerLatency, LatencySample, summarize
+from kreassign.cluster.client_latency import CANARY_INTERVAL_S, CANARY_ROUNDS, BrokerLatency, LatencySample, summarize
 from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
+from kreassign.cluster.time_scale import read_time_scale
 
 CANARY_TOPIC = "__kreassign_canary"
 _CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
@@ -187,3 +188,12 @@ def canary_session(port: ClusterPort, config: ClientConfig, *, topic: str | None
     finally:
         notes = close()
     return CanaryReport(probe.topic, summarize(samples), tuple(notes))
+
+
+def run_canary(port: ClusterPort, config: ClientConfig, *, topic: str | None, rounds: int = CANARY_ROUNDS,
+               interval_s: float = CANARY_INTERVAL_S, sleep: Callable[[float], None] = time.sleep) -> CanaryReport:
+    """`canary_session` in the cluster's time: rounds `interval_s` cluster seconds apart, latencies
+    in cluster milliseconds (the time scale a sandbox advertises; 1 on Kafka)."""
+    scale = read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
+    return canary_session(port, config, topic=topic, rounds=rounds, interval_s=interval_s / scale, scale=scale,
+                          sleep=sleep)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from kreassign.cluster.errors import ClusterError
-from kreassign.cluster.model import ClusterState, PartitionInfo, ThrottleConfigs, TopicPartition
+from kreassign.cluster.model import ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
 from kreassign.cluster.port import (
     BROKER_THROTTLE_KEYS,
     TOPIC_THROTTLE_KEYS,
@@ -74,6 +74,8 @@ def snapshot_state(
                 f"by it come from other replicas: {error.message}")
         partitions = [_with_size(p, report) for p in partitions]
     reassignments = port.list_reassignments()
+    if report is not None:
+        reassignments = {tp: _with_copied(move, tp, report) for tp, move in reassignments.items()}
     throttles = _read_throttles(port, [b.id for b in info.brokers],
                                 sorted({p.topic for p in partitions}), say)
     return ClusterState.from_partitions(
@@ -95,6 +97,12 @@ def _with_size(p: PartitionInfo, report: LogDirReport) -> PartitionInfo:
     return PartitionInfo(topic=p.topic, partition=p.partition, replicas=p.replicas,
                          leader=p.leader, isr=p.isr, size_bytes=size,
                          produce_bps=p.produce_bps, consume_bps=p.consume_bps)
+
+
+def _with_copied(move: Reassignment, tp: TopicPartition, report: LogDirReport) -> Reassignment:
+    """The reassignment with how much each adding replica's log holds, where it was reported."""
+    sizes = ((b, report.size(tp, b)) for b in move.adding)
+    return replace(move, copied=tuple((b, size) for b, size in sizes if size is not None))
 
 
 def _read_throttles(port: ClusterPort, broker_ids: list[int], topics: list[str],

@@ -11,6 +11,12 @@ from typing import Any
 
 from kreassign.cluster.errors import InputError
 
+CANARY_ROUNDS = 20
+"""records the canary sends to every partition, by default (here, not in `canary`, so that the
+command line can show the defaults without loading the clients)"""
+CANARY_INTERVAL_S = 0.5
+"""cluster seconds between the canary's rounds, by default"""
+
 
 @dataclass(frozen=True)
 class LatencySample:
@@ -97,11 +103,12 @@ class Impact:
                 "timeouts": self.timeouts}
 
 
-def impact(baseline: Mapping[int, float], now: Mapping[int, BrokerLatency]) -> dict[int, Impact]:
-    """Per broker with a baseline p99 and a p99 now, the impact; `baseline` maps broker -> p99 ms."""
+def impact(baseline: Iterable[BrokerLatency], now: Mapping[int, BrokerLatency]) -> dict[int, Impact]:
+    """Per broker with a baseline p99 and a p99 now, the impact."""
+    before = {b.broker: b.p99_ms for b in baseline if b.p99_ms}
     out = {}
     for b, lat in sorted(now.items()):
-        base = baseline.get(b)
+        base = before.get(b)
         rise = None if base is None or base <= 0 or lat.p99_ms is None else lat.p99_ms / base - 1.0
         out[b] = Impact(b, rise, lat.throttle_max_ms > 0, lat.timeouts)
     return out

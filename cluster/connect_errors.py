@@ -3,7 +3,8 @@ problem, TLS against a plaintext port or the reverse, SASL on a listener without
 reverse, an unknown mechanism, and refused credentials.
 
 kafka-python retries its bootstrap until the connect timeout and then only says "Unable to
-bootstrap"; the cause is the last connection error it logged (`KafkaLogTap.last_error`). When
+bootstrap"; the cause is the last connection error it logged that is not a timeout, if any
+(`KafkaLogTap.last_error`: the deadline may cut the last attempt short). When
 that error is ambiguous (the broker just closed the socket), the port is probed
 (`listener_probe`) to learn what it speaks.
 """

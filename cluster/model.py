@@ -83,6 +83,12 @@ class Reassignment:
     replicas: tuple[int, ...]
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
+    copied: tuple[tuple[int, int], ...] = ()
+    """(broker, bytes its log holds) of adding replicas whose size DescribeLogDirs reported: what
+    their copy has done, so an estimate taken mid-move counts only the rest."""
+
+    def copied_by(self, broker: int) -> int | None:
+        return next((size for b, size in self.copied if b == broker), None)
 
     @property
     def target(self) -> tuple[int, ...]:
@@ -439,24 +445,57 @@ class ClusterState:
         return {b.id: b.rack for b in self.brokers}
 
     # ---- derived states -------------------------------------------------------------------
-    def with_assignment(self, targets: Mapping[TopicPartition, Sequence[int]]) -> ClusterState:
-        """The state after `targets` complete: replicas replaced, leader kept if still a
-        replica (else the first target replica), ISR = the new replicas, no reassignments."""
-        keys = list(targets)
+    def _rows_of(self, keys: Sequence[TopicPartition]) -> np.ndarray:
         rows = self.find_rows([tp.topic for tp in keys], [tp.partition for tp in keys]) if keys \
             else np.zeros(0, dtype=np.int64)
         if np.any(rows < 0):
             raise InputError(f"partition {keys[int(np.argmax(rows < 0))]} does not exist in the cluster")
-        t_off, t_ids = _ragged([targets[tp] for tp in keys])
-        t_len = np.diff(t_off)
+        return rows
+
+    def _replica_lists_with(self, rows: np.ndarray, t_off: np.ndarray,
+                            t_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, ids) of every row's replica list, those of `rows` replaced by the ragged targets."""
         lengths = np.diff(self.replica_offsets)
         starts = self.replica_offsets[:-1].copy()
-        lengths[rows] = t_len
+        lengths[rows] = np.diff(t_off)
         starts[rows] = len(self.replica_ids) + t_off[:-1]
         source = np.concatenate([self.replica_ids, t_ids.astype(np.int32)])
         roff = np.zeros(len(self) + 1, dtype=np.int64)
         np.cumsum(lengths, out=roff[1:])
-        rids = source[np.repeat(starts - roff[:-1], lengths) + np.arange(int(roff[-1]))]
+        return roff, source[np.repeat(starts - roff[:-1], lengths) + np.arange(int(roff[-1]))]
+
+    def with_copies_pending(self) -> ClusterState:
+        """The state as the copies still to do see it: each in-flight reassignment's adding
+        replicas that are not in sync yet leave its replica list, since they hold no complete
+        copy; a diff against the plan then counts them as moves (of what `Reassignment.copied`
+        says is left). Leaders, ISR and the reassignments stay. Without reassignments: `self`."""
+        pending: dict[TopicPartition, list[int]] = {}
+        for tp, move in self.reassignments.items():
+            row = self.find_row(tp.topic, tp.partition)
+            copying = set(move.adding) - set(self.isr(row)) if row >= 0 else set()
+            if copying:
+                pending[tp] = [r for r in self.replicas(row) if r not in copying]
+        if not pending:
+            return self
+        keys = list(pending)
+        roff, rids = self._replica_lists_with(self._rows_of(keys), *_ragged([pending[tp] for tp in keys]))
+        return ClusterState(
+            brokers=self.brokers, topics=self.topics, topic_index=self.topic_index,
+            partition=self.partition, replica_offsets=roff, replica_ids=rids, leader=self.leader,
+            isr_offsets=self.isr_offsets, isr_ids=self.isr_ids, size_bytes=self.size_bytes,
+            produce_bps=self.produce_bps, consume_bps=self.consume_bps, reassignments=self.reassignments,
+            throttles=self.throttles, cluster_id=self.cluster_id, captured_at=self.captured_at,
+            write_rates=self.write_rates,
+        )
+
+    def with_assignment(self, targets: Mapping[TopicPartition, Sequence[int]]) -> ClusterState:
+        """The state after `targets` complete: replicas replaced, leader kept if still a
+        replica (else the first target replica), ISR = the new replicas, no reassignments."""
+        keys = list(targets)
+        rows = self._rows_of(keys)
+        t_off, t_ids = _ragged([targets[tp] for tp in keys])
+        t_len = np.diff(t_off)
+        roff, rids = self._replica_lists_with(rows, t_off, t_ids)
         leaders = self.leader.astype(np.int64).copy()
         seg = np.repeat(np.arange(len(rows)), t_len)
         kept = np.bincount(seg, weights=(t_ids == np.repeat(leaders[rows], t_len)), minlength=len(rows)) > 0

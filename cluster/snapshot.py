@@ -501,7 +501,8 @@ def _header_dict(state: ClusterState) -> dict[str, Any]:
         "brokers": [{key: getattr(b, key) for key in BROKER_KEYS} for b in state.brokers],
         "reassignments": [
             {"topic": tp.topic, "partition": tp.partition, "replicas": list(r.replicas),
-             "adding": list(r.adding), "removing": list(r.removing)}
+             "adding": list(r.adding), "removing": list(r.removing),
+             **({"copied": [{"broker": b, "bytes": n} for b, n in r.copied]} if r.copied else {})}
             for tp, r in sorted(state.reassignments.items())
         ],
         "throttles": {

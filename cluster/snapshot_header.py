@@ -166,6 +166,21 @@ def _id_list(value: Any, source: str, where: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _copied(value: Any, source: str, where: str) -> tuple[tuple[int, int], ...]:
+    """[{"broker": id, "bytes": n}, ...]: how much each adding replica's log held."""
+    if not isinstance(value, list):
+        fail(source, where, f"must be a list of {{\"broker\": id, \"bytes\": n}} objects, got {show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or set(item) != {"broker", "bytes"}:
+            fail(source, f"{where}[{i}]", f"must be an object with broker and bytes, got {show(item)}")
+        out.append((_int_field(item["broker"], source, f"{where}[{i}].broker", low=0, high=INT32_MAX,
+                               what="a broker id"),
+                    _int_field(item["bytes"], source, f"{where}[{i}].bytes", low=0, high=JAVA_LONG_MAX,
+                               what="a size in bytes")))
+    return tuple(out)
+
+
 def _parse_reassignments(value: Any, source: str) -> tuple[tuple[TopicPartition, Reassignment], ...]:
     if not isinstance(value, list):
         fail(source, "reassignments", f"must be a list of reassignment objects, got {show(value)}")
@@ -189,12 +204,17 @@ def _parse_reassignments(value: Any, source: str) -> tuple[tuple[TopicPartition,
             replicas=_id_list(item["replicas"], source, f"{where}.replicas"),
             adding=_id_list(item.get("adding", []), source, f"{where}.adding"),
             removing=_id_list(item.get("removing", []), source, f"{where}.removing"),
+            copied=_copied(item.get("copied", []), source, f"{where}.copied"),
         )
         for key in ("adding", "removing"):
             stray = sorted(set(getattr(move, key)) - set(move.replicas))
             if stray:
                 fail(source, f"{where} ({tp})", f"{key} names broker {stray[0]}, which is not in its "
                       f"replicas {list(move.replicas)}")
+        stray = sorted({b for b, _ in move.copied} - set(move.adding))
+        if stray:
+            fail(source, f"{where} ({tp})", f"copied names broker {stray[0]}, which is not in its adding "
+                  f"replicas {list(move.adding)}")
         both = sorted(set(move.adding) & set(move.removing))
         if both:
             fail(source, f"{where} ({tp})", f"broker {both[0]} is both adding and removing")

@@ -264,12 +264,14 @@ def _in_flight_targets(in_flight: Mapping[TopicPartition, Reassignment]) -> list
     return [PartitionTarget(tp.topic, tp.partition, r.target) for tp, r in sorted(in_flight.items())]
 
 
-def journal_for_change(store: JournalStore, change: ThrottleChange, command: str) -> Journal:
-    """The open journal of this cluster (the newest), with the values this change replaces
-    recorded where it has none; or a new journal for the reassignments in flight."""
+def journal_for_change(store: JournalStore, change: ThrottleChange, command: str,
+                       journal: Journal | None = None) -> Journal:
+    """`journal` (the run's own, held open by its caller), else the open journal of this cluster
+    (the newest), with the values this change replaces recorded where it has none; or a new
+    journal for the reassignments in flight."""
     opened = store.journals(change.cluster_id, open_only=True)
-    if opened:
-        journal = opened[0]
+    if journal is not None or opened:
+        journal = journal if journal is not None else opened[0]
         previous = inherit_previous(change.previous, opened)
         journal.remember_previous(previous.brokers, previous.topics, change.previous.unreadable)
         return journal
@@ -282,8 +284,11 @@ def journal_for_change(store: JournalStore, change: ThrottleChange, command: str
 
 
 def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: JournalStore | None,
-                          command: str = "throttle set", dry_run: bool = False) -> ThrottleSetResult:
-    """Apply a change (topic lists first, then rates, as Kafka does), journaled.
+                          command: str = "throttle set", dry_run: bool = False,
+                          journal: Journal | None = None) -> ThrottleSetResult:
+    """Apply a change (topic lists first, then rates, as Kafka does), journaled: in `journal` when
+    the caller holds its run's journal open (a paced watch's auto-throttle writes through the same
+    handle as its waves), else as `journal_for_change` finds one.
 
     Raises:
         NotAuthorized: the login may not change configs (checked before any change).
@@ -292,7 +297,7 @@ def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: J
     if dry_run or change.is_empty():
         return ThrottleSetResult(change, dry_run=dry_run)
     require_cluster_operations(port.describe_brokers(), {ALTER_CONFIGS: "to change the throttles"})
-    journal = journal_for_change(store, change, command) if store is not None else None
+    journal = journal_for_change(store, change, command, journal) if store is not None else None
     if journal is not None:
         journal.plan_configs(change.broker_ops, change.topic_ops)
     topics = journaled_step(journal, f"{command}: topic lists", lambda: apply_configs(port, topics=change.topic_ops),

@@ -5,34 +5,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from kreassign.cluster.canary import canary_session
+from kreassign.cluster.canary import run_canary
 from kreassign.cluster.client_config import ClientConfig
 from kreassign.cluster.client_latency import BrokerLatency, impact
 from kreassign.cluster.port import ClusterPort
-from kreassign.cluster.time_scale import read_time_scale
 from kreassign.execute.live_throttle import read_throttle_view
 from kreassign.throttle.suggest import MeasuredImpact
-
-CANARY_ROUNDS = 20
-CANARY_INTERVAL_S = 0.5
-"""as `kreassign canary` measures by default (cluster seconds)"""
 
 
 def measure_impact(port: ClusterPort, config: ClientConfig, baseline: Sequence[BrokerLatency], *,
                    topic: str | None = None, warn: Callable[[str], None] = lambda line: None,
                    sleep: Callable[[float], None] = time.sleep) -> MeasuredImpact:
-    """Run the canary (`topic`, or one the tool creates and removes) and set its produce p99 per
-    broker against `baseline`; the rates are the throttles read just before it ran.
+    """Run the canary as `kreassign canary` does (`topic`, or one the tool creates and removes)
+    and set its produce p99 per broker against `baseline`; the rates are the throttles read just
+    before it ran.
 
     Raises:
         ClusterError: the canary could not run.
     """
     view = read_throttle_view(port)
-    scale = read_time_scale(port, [b.broker for b in view.brokers])
-    report = canary_session(port, config, topic=topic, rounds=CANARY_ROUNDS, interval_s=CANARY_INTERVAL_S / scale,
-                            scale=scale, sleep=sleep)
+    report = run_canary(port, config, topic=topic, sleep=sleep)
     for note in report.notes:
         warn(note)
-    before = {b.broker: b.p99_ms for b in baseline if b.p99_ms}
-    return MeasuredImpact("canary", impact(before, report.brokers),
+    return MeasuredImpact("canary", impact(baseline, report.brokers),
                           {b.broker: (b.leader_rate, b.follower_rate) for b in view.brokers})

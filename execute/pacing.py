@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -300,16 +299,10 @@ class Pacer:
         self.pending = order_pending(pending, self.limits.order)
         return plan
 
-    def set_rates(self, rates: Mapping[int, tuple[int | None, int | None]], *,
-                  journal_written: Path | None = None) -> None:
+    def set_rates(self, rates: Mapping[int, tuple[int | None, int | None]]) -> None:
         """Per-broker rates for the waves to come (auto-throttle), recorded in the journal so
-        that `resume` goes on with them. `journal_written`: the journal the throttle change was
-        just recorded in; if it is the plan's, it is read again first (it is a newer version)."""
+        that `resume` goes on with them."""
         self.rates.update(rates)
-        if self.journal is not None and self.store is not None and journal_written == self.journal.path:
-            guard = self.journal.guard
-            self.journal = self.store.load(journal_written)
-            self.journal.guard = guard
         if self.journal is not None:
             self.journal.update(options={**self.journal.options, "broker_rates": _rates_to(self.rates)})
 

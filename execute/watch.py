@@ -337,7 +337,7 @@ class _Loop:
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
     baseline_p99: dict[int, float] = field(default_factory=dict)
     """each broker's first measured produce p99: the baseline of --max-impact"""
-    canary_baseline: dict[int, float] = field(default_factory=dict)
+    canary_baseline: tuple[BrokerLatency, ...] = ()
     canary_worst: float | None = None
     """the canary's worst impact at the last poll (None: no canary)"""
 
@@ -481,9 +481,8 @@ class _Loop:
         """Before the first poll: the canary's p99 per broker and the brokers' first metrics
         reading (the start of the counters' first window, and with --max-impact the p99 baseline)."""
         if self.request.canary is not None:
-            self.canary_baseline = {b: lat.p99_ms for b, lat in summarize(
-                [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).items()
-                if lat.p99_ms is not None}
+            self.canary_baseline = tuple(summarize(
+                [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).values())
         if self.request.metrics is None:
             return
         self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)
@@ -573,9 +572,10 @@ class _Loop:
         result = None
         if not self.request.dry_run:
             change = plan_throttle_set(self.port, ThrottleSetRequest(per_broker=decision.rates))
-            result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle")
+            result = apply_throttle_change(self.port, change, store=self.store, command="auto-throttle",
+                                           journal=self.pacer.journal if self.pacer is not None else None)
             if self.pacer is not None:
-                self.pacer.set_rates(decision.rates, journal_written=result.journal_path)
+                self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
     def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:

@@ -4,12 +4,15 @@ Everything is computed on numpy columns so a 1,000,000-entry plan diffs in secon
 value objects (`PartitionChange`) are only built when asked for.
 
 Conventions:
-- A *move* is one replica a partition gains. Its bytes are the partition's size; they flow
-  from the partition's current leader (followers fetch from the leader) to the new replica.
+- A *move* is one replica a partition gains. Its bytes are the partition's size (less what the
+  replica holds already when it is an adding replica of an in-flight reassignment whose size is
+  known); they flow from the partition's current leader (followers fetch from the leader) to the new replica.
   So `bytes_out_per_broker` is counted on the current leader, and moves of a partition that
   has no leader have source -1 and count in no broker's bytes out.
 - "current" is the replica list the cluster reports now (during an in-flight reassignment it
-  holds the adding and removing replicas too, as Kafka's describeTopics does).
+  holds the adding and removing replicas too, as Kafka's describeTopics does). ETAs diff
+  against `ClusterState.with_copies_pending()` instead, where adding replicas not in sync yet
+  still have their copy to do.
 - After the plan, each planned partition's leader is taken to be its preferred leader (the
   first target replica), which is where leadership ends after a preferred-leader election.
 """
@@ -307,8 +310,11 @@ def diff_rows(state: ClusterState, rows: np.ndarray, target_offsets: np.ndarray,
     gone_in_sync = np.bincount(c_seg[is_gone & in_sync], minlength=n)
     adding = np.maximum(np.diff(a_off), 1)
     produce = state.produce_bps[move_rows].astype(np.float64)
+    size = state.size_bytes[move_rows].astype(np.int64)
+    if state.reassignments:
+        size = _left_to_copy(state, move_rows, t_ids[is_new], size)
     moves = Moves(row=move_rows, dest=t_ids[is_new], source=leader_before[move_seg],
-                  bytes=state.size_bytes[move_rows].astype(np.int64), write_bps=produce,
+                  bytes=size, write_bps=produce,
                   released_bps=produce * gone_in_sync[move_seg] / adding[move_seg])
 
     cluster_ids = np.asarray(state.broker_ids, dtype=np.int64)
@@ -358,6 +364,19 @@ def _padded(offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
     out = np.full((len(lengths), int(lengths.max(initial=0))), -1, dtype=np.int64)
     seg = np.repeat(np.arange(len(lengths)), lengths)
     out[seg, np.arange(len(ids)) - offsets[:-1][seg]] = ids
+    return out
+
+
+def _left_to_copy(state: ClusterState, rows: np.ndarray, dest: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Move bytes less what the new replica already holds, where it is an adding replica of an
+    in-flight reassignment whose log size is known (`Reassignment.copied`)."""
+    copying = {state.find_row(tp.topic, tp.partition): move
+               for tp, move in state.reassignments.items() if move.copied}
+    out = size.copy()
+    for i in np.flatnonzero(np.isin(rows, list(copying))):
+        done = copying[int(rows[i])].copied_by(int(dest[i]))
+        if done is not None:
+            out[i] = max(int(out[i]) - done, 0)
     return out
 
 

@@ -5,10 +5,11 @@ KafkaApis): AlterPartitionReassignments and ElectLeaders need ALTER on the CLUST
 whole with CLUSTER_AUTHORIZATION_FAILED; config changes need ALTER_CONFIGS, refused per
 resource (BROKER: CLUSTER_AUTHORIZATION_FAILED, TOPIC: TOPIC_AUTHORIZATION_FAILED, with the
 error's default message); AlterReplicaLogDirs needs ALTER on the CLUSTER per partition;
-CreateTopics needs CREATE per topic; AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe
-APIs (Metadata, DescribeCluster, DescribeConfigs, DescribeLogDirs, ListPartitionReassignments,
-DescribeClientQuotas) are allowed, and so are the data and group APIs. Connections that did not authenticate
-(plaintext and TLS-only listeners) act as Kafka without an authorizer: everything is allowed.
+CreateTopics needs CREATE per topic; DeleteTopics needs DELETE per topic, checked by
+`topic_deletion` (with `allowed`) because Kafka looks topics up before refusing them;
+AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe APIs (Metadata, DescribeCluster,
+DescribeConfigs, DescribeLogDirs, ListPartitionReassignments, DescribeClientQuotas) are allowed,
+and so are the data and group APIs. Connections that did not authenticate (plaintext and TLS-only listeners) act as Kafka without an authorizer: everything is allowed.
 """
 from __future__ import annotations
 
@@ -71,9 +72,14 @@ class Principal:
         return self.admin or operation in NOT_ADMIN
 
 
+def allowed(principal: Principal | None, operation: AclOperation) -> bool:
+    """Whether `principal` may do `operation` (None: a listener without logins allows everything)."""
+    return principal is None or principal.allows(operation)
+
+
 def _allowed(principal: Principal | None, supported: tuple[AclOperation, ...]) -> set[int]:
     """An authorized-operations field: the bit numbers kafka-python's BitField encodes."""
-    return {int(op) for op in supported if principal is None or principal.allows(op)}
+    return {int(op) for op in supported if allowed(principal, op)}
 
 
 def report_operations(principal: Principal | None, api_key: int, version: int, request: Any, response: Any) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,18 @@ class DataPlane:
     def existing(self, p: PartitionState) -> PartitionLog | None:
         """The partition's log if clients ever wrote or read it (no files are created)."""
         return self.log(p) if (p.topic, p.index) in self.logs else None
+
+    def delete_topic(self, topic: str, indexes: list[int]) -> None:
+        """The topic was deleted: close its logs and remove their files, high watermarks and
+        log-dir moves, so a topic created again under the name starts empty (Kafka renames the
+        directories `-delete` and removes them later; none of it is readable meanwhile)."""
+        for index in indexes:
+            log = self.logs.pop((topic, index), None)
+            if log is not None:
+                log.close()
+            shutil.rmtree(self.root / f"{topic}-{index}", ignore_errors=True)
+        self.log_dir_moves.forget(topic)
+        self.checkpoint()  # no saved high watermark may outlive its log
 
     def tick(self, now: float) -> None:
         """Sandbox time moved: log-dir moves copy their share."""
@@ -166,7 +179,9 @@ class DataPlane:
         catch-up bytes of a response on them, weighted by how much of the last second the link
         spent copying (`Replication.catchup_ahead`; broker-semantics Part B §4.3, the model's
         `simulate.client_impact.follower_fetch_ms`). An unthrottled move thus raises acks=all
-        latency by about a response's transfer time, and a throttle brings it back down."""
+        latency by about a response's transfer time, and a throttle brings it back down. Only the
+        in-sync bytes queue on the follower (`follower_busy`): batches appended between two
+        fetches travel in one response, behind one catch-up response, not one each."""
         followers = [b for b in p.isr if b != p.leader and self.engine.brokers[b].alive]
         if not followers:
             return now
@@ -174,9 +189,8 @@ class DataPlane:
         done = now
         for b in followers:
             ahead = rep.catchup_ahead(rep.pos[p.leader], rep.pos[b])
-            start = max(self.follower_busy.get(b, now), now)
-            self.follower_busy[b] = start + (ahead + nbytes) / self.engine.network_bps
-            done = max(done, self.follower_busy[b])
+            self.follower_busy[b] = max(self.follower_busy.get(b, now), now) + nbytes / self.engine.network_bps
+            done = max(done, self.follower_busy[b] + ahead / self.engine.network_bps)
         return done + self.engine.fetch.round_s
 
     def allocate_producer_id(self) -> int:

@@ -181,6 +181,28 @@ class Engine:
         self.topics[name] = topic
         return OK
 
+    def delete_topic(self, name: str) -> TopicState:
+        """Remove a topic as the controller's RemoveTopicRecord does: its partitions, with any
+        reassignment in flight, and its dynamic topic configs (the throttled-replica lists among
+        them). The other partitions' rows close up; the removed partitions keep their old rows, so
+        callers holding one must check `partition(topic, index) is p` before using it.
+
+        Raises:
+            KeyError: no topic has that name.
+        """
+        topic = self.topics[name]
+        self._dirty()  # the flow table indexes rows: write its sizes back before they move
+        del self.topics[name]
+        gone = {p.row for p in topic.partitions}
+        kept = [p for p in self.rows if p.row not in gone]
+        rows = np.array([p.row for p in kept], dtype=np.int64)
+        self.log_end, self.produce_bps = self.log_end[rows], self.produce_bps[rows]
+        for row, p in enumerate(kept):
+            p.row = row
+        self.rows = kept
+        self.configs.topic.pop(name, None)
+        return topic
+
     def _check_manual_assignment(self, replicas: Sequence[int]) -> Result | None:
         if not replicas:
             return codes.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."

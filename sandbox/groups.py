@@ -472,6 +472,14 @@ class GroupCoordinator:
             return dict(sorted(offsets.items()))
         return {tp: offsets.get(tp) for tp in wanted}
 
+    def forget_partitions(self, topic: str, indexes: Iterable[int]) -> None:
+        """Partitions were deleted: every group's committed offsets for them go
+        (`OffsetMetadataManager.onPartitionsDeleted`)."""
+        gone = {(topic, i) for i in indexes}
+        for group in self.groups.values():
+            for tp in gone & group.offsets.keys():
+                del group.offsets[tp]
+
     # ---- persistence -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {gid: {"generation": g.generation, "protocol_type": g.protocol_type, "protocol": g.protocol,

@@ -1,4 +1,4 @@
-"""Handlers for configs, reassignments, elections and log dirs (see `handlers` for the rules)."""
+"""Handlers for configs, reassignments, elections, topic deletion and log dirs (see `handlers` for the rules)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from kreassign.sandbox import codes
 from kreassign.sandbox.codes import ResourceType
 from kreassign.sandbox.configs import ConfigEntry, Result
+from kreassign.sandbox.topic_deletion import ZERO_UUID, TopicResult
+from kreassign.sandbox.topic_deletion import delete_topics as delete_topics_of
 from kreassign.sandbox.wire import APIS
 
 if TYPE_CHECKING:
@@ -200,6 +202,24 @@ def elect_leaders(ctx: Context, v: int, req: Any) -> Any:
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, replica_election_results=results)
 
 
+# ---- topics (controller) ---------------------------------------------------------------------------
+def delete_topics(ctx: Context, v: int, req: Any) -> Any:
+    R = _resp(20)
+    Res = R.DeletableTopicResult
+    # kafka-python decodes the zero id (no id given) as None
+    entries = ([(t.name, t.topic_id or ZERO_UUID) for t in req.topics] if v >= 6
+               else [(name, ZERO_UUID) for name in req.topic_names])
+    if not ctx.is_controller:
+        results = [TopicResult(name, topic_id, codes.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE)
+                   for name, topic_id in entries]
+    else:
+        results = delete_topics_of(ctx.engine, entries, req.timeout_ms, ctx.principal, data=ctx.data,
+                                   groups=ctx.groups)
+    return R(version=v, throttle_time_ms=0, responses=[
+        Res(version=v, name=r.name, topic_id=r.topic_id, error_code=r.code, error_message=r.message)
+        for r in results])
+
+
 # ---- log dirs ---------------------------------------------------------------------------------------
 def describe_log_dirs(ctx: Context, v: int, req: Any) -> Any:
     R = _resp(35)
@@ -284,4 +304,5 @@ ADMIN_HANDLERS: dict[int, Callable[[Context, int, Any], Any]] = {
     74: list_config_resources,
     32: describe_configs, 33: alter_configs, 44: incremental_alter_configs, 45: alter_partition_reassignments,
     46: list_partition_reassignments, 43: elect_leaders, 35: describe_log_dirs, 34: alter_replica_log_dirs,
+    20: delete_topics,
 }

@@ -45,6 +45,15 @@ def _topic_name(ctx: Context, name: str | None, topic_id: uuid.UUID | None) -> s
     return name
 
 
+def _fetched_partition(ctx: Context, w: _FetchWant) -> PartitionState | None:
+    """The wanted partition now; None once its topic is gone, or was created again under the
+    name when the fetch named it by id."""
+    topic = ctx.engine.topics.get(w.topic)
+    if topic is None or (w.topic_id not in (None, uuid.UUID(int=0)) and topic.topic_id != w.topic_id):
+        return None
+    return ctx.engine.partition(w.topic, w.index)
+
+
 def _leader_check(ctx: Context, p: PartitionState | None, current_epoch: int = -1) -> int:
     """Kafka's order: the client's leader epoch first, then leadership of this broker."""
     if p is None:
@@ -113,19 +122,26 @@ def produce(ctx: Context, v: int, req: Any) -> Any:
                 _append(ctx, p, pd.records, r)
     produced = sum(r.nbytes for r in results)
 
+    def deleted(r: _Produced) -> bool:
+        """Its topic was deleted (maybe created again) while the request waited."""
+        return r.partition is not None and ctx.engine.partition(r.topic, r.index) is not r.partition
+
     def waiting(now: float) -> list[_Produced]:
         """Appended partitions still led here whose high watermark has not passed the batch."""
         return [r for r in results if r.appended is not None and r.code == codes.NONE
-                and r.partition is not None and r.partition.leader == ctx.broker_id
+                and r.partition is not None and not deleted(r) and r.partition.leader == ctx.broker_id
                 and data.high_watermark(r.partition, now) <= r.appended.last_offset]
 
     def unacknowledged(now: float) -> set[int]:
         """Still waiting, or no longer led here (Kafka answers NOT_LEADER_OR_FOLLOWER for those)."""
         moved = {id(r) for r in results if r.appended is not None and r.code == codes.NONE
-                 and r.partition is not None and r.partition.leader != ctx.broker_id}
+                 and r.partition is not None and not deleted(r) and r.partition.leader != ctx.broker_id}
         return moved | {id(r) for r in waiting(now)}
 
     def build(now: float, expired: bool) -> Any:
+        for r in results:
+            if r.code == codes.NONE and deleted(r):  # DelayedProduce finds no partition any more
+                r.code, r.appended = codes.UNKNOWN_TOPIC_OR_PARTITION, None
         late = unacknowledged(now) if req.acks == -1 else set()
         throttle = ctx.quotas.produce_throttle_ms(ctx.client_id, ANONYMOUS, produced, now)
         return _produce_response(v, results, late, ctx, throttle)
@@ -230,7 +246,7 @@ def fetch(ctx: Context, v: int, req: Any) -> Any:
     def wake(now: float) -> float | None:
         data = ctx.data
         assert data is not None
-        times = [t for w in wants if (p := ctx.engine.partition(w.topic, w.index)) is not None
+        times = [t for w in wants if (p := _fetched_partition(ctx, w)) is not None
                  if (t := data.next_hw_change(p, now)) is not None]
         return min(times) if times else None
 
@@ -253,7 +269,7 @@ def _readable(ctx: Context, wants: list[_FetchWant], now: float) -> tuple[int, b
     assert data is not None
     total = 0
     for w in wants:
-        p = ctx.engine.partition(w.topic, w.index)
+        p = _fetched_partition(ctx, w)
         if _leader_check(ctx, p, w.current_epoch) != codes.NONE:
             return total, True
         assert p is not None
@@ -277,7 +293,7 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
     leaders: set[int] = set()
     moved = 0
     for w in wants:
-        p = ctx.engine.partition(w.topic, w.index)
+        p = _fetched_partition(ctx, w)
         code = _leader_check(ctx, p, w.current_epoch)
         if p is None and w.topic_id is not None:
             code = codes.UNKNOWN_TOPIC_ID

@@ -50,6 +50,11 @@ class LogDirMoves:
             self.moves[key] = FutureReplica(broker_id, topic, index, path)
         return codes.NONE
 
+    def forget(self, topic: str) -> None:
+        """The topic was deleted: its future replicas go with it."""
+        for key in [k for k in self.moves if k[1] == topic]:
+            del self.moves[key]
+
     def future(self, broker_id: int, topic: str, index: int) -> FutureReplica | None:
         return self.moves.get((broker_id, topic, index))
 

@@ -121,7 +121,7 @@ class BrokerCollector:
             mine = {topic: float(v) for (broker, topic), v in table.items() if broker == b}
             for topic, v in sorted(mine.items()):
                 family.add_metric([topic], v)
-            family.add_sample(f"{family.name}_total", {}, sum(mine.values()))  # the all-topics meter
+            family.add_sample(f"{family.name}_total", {}, float(traffic.all_topics.get((name, b), 0.0)))
             yield family
         rep = self.sources.engine.replication
         i = rep.pos[b]

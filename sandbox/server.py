@@ -59,7 +59,8 @@ class Listener:
 
 
 CLOSE = object()
-POKING_APIS = frozenset({0, 11, 13, 14})  # Produce, JoinGroup, LeaveGroup, SyncGroup
+POKING_APIS = frozenset({0, 11, 13, 14, 20})  # Produce, JoinGroup, LeaveGroup, SyncGroup, DeleteTopics
+SAVING_APIS = frozenset({19, 20})  # CreateTopics, DeleteTopics: saved before answered, as KRaft commits them
 TRUNCATING_APIS = frozenset({43, 45})  # unclean ElectLeaders, a cancel needing an unclean election
 
 
@@ -407,8 +408,12 @@ class SandboxServer:
         with self.lock:  # the metrics endpoints read the timings under the lock
             self.timings.add(RequestTiming(name, head.api_version, client_id, broker_id, (started - received) * 1000.0,
                                            local_ms, remote_ms, float(throttle), self.clock.now()))
+        if head.api_key in SAVING_APIS and self.on_save is not None:
+            self.on_save()
         if head.api_key in POKING_APIS:
-            self.poke()  # an append may complete parked fetches, a join or sync parked group requests
+            # an append may complete parked fetches, a join or sync parked group requests, a
+            # deletion every request parked on the topic's partitions
+            self.poke()
         if isinstance(response, NoResponse):
             return None, throttle
         rule = self.faults.take("error", head.api_key, broker_id)

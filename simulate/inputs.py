@@ -78,7 +78,7 @@ def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
             entries = parse_reassignment(text).entries
         except KafkaCompatError as exc:
             raise InputError(f"{plan.path} is not a reassignment JSON: {exc}") from None
-        return diff_plan(state, entries).moves
+        return diff_plan(state.with_copies_pending(), entries).moves  # as estimate does
     return diff_plan(state, run_planner(state, plan)).moves
 
 

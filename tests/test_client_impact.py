@@ -31,10 +31,12 @@ def test_percentile_is_one_of_the_values_and_monotone(values: list[float], q: fl
 
 def test_impact_is_the_p99_rise_over_the_baseline_and_throttling_counts_as_over() -> None:
     now = summarize([LatencySample(1, 12.0), LatencySample(2, 10.0, throttle_ms=5.0), LatencySample(3, 4.0)])
-    impacts = impact({1: 10.0, 2: 10.0}, now)
+    baseline = summarize([LatencySample(1, 10.0), LatencySample(2, 10.0)]).values()
+    impacts = impact(baseline, now)
     assert impacts[1].p99_increase == pytest.approx(0.2) and impacts[3].p99_increase is None
     assert impacts[2].over_everything and worst(impacts) == math.inf
-    assert worst(impact({1: 10.0}, summarize([LatencySample(1, 11.0)]))) == pytest.approx(0.1)
+    one = summarize([LatencySample(1, 10.0)]).values()
+    assert worst(impact(one, summarize([LatencySample(1, 11.0)]))) == pytest.approx(0.1)
     assert worst({}) is None
 
 
@@ -84,3 +86,20 @@ def test_simulate_reads_the_canary_baseline(tmp_path: Path) -> None:
         {"broker": 1, "requests": 5, "timeouts": 0, "p50_ms": 4.0, "p99_ms": 9.0, "end_to_end_p99_ms": 12.0,
          "throttle_max_ms": 0.0}]}), encoding="utf-8")
     assert _baseline(str(path)) == {"fetch_rtt_ms": 4.0} and _baseline(None) == {}
+
+
+def test_a_bad_canary_baseline_is_an_input_error_wherever_it_is_read(tmp_path: Path) -> None:
+    """One exit status (1) and one line for a baseline file that cannot serve, before any connection."""
+    import json
+
+    from cli_helpers import run_cli
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"brokers": [{"broker": 1}]}', encoding="utf-8")
+    ran = run_cli(["canary", "--bootstrap-server", "127.0.0.1:1", "--baseline", str(bad)])
+    assert (ran.code, ran.err.strip()) == (1, f"Error: {bad} is not the JSON of `kreassign canary -o json`")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"brokers": [{"broker": 1, "requests": 0, "timeouts": 0}]}), encoding="utf-8")
+    snapshot = Path(__file__).resolve().parent.parent / "demo" / "sample-snapshot.json"
+    ran = run_cli(["simulate", "--snapshot", str(snapshot), "-f", str(bad), "--client-baseline", str(empty)])
+    assert (ran.code, ran.err.strip()) == (1, f"Error: {empty} has no produce latency to use as the baseline")

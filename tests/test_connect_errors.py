@@ -136,3 +136,89 @@ def test_a_connect_watches_only_the_client_it_builds() -> None:
         tap.detach()
         logger.propagate = previous
     assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()
+
+
+def test_a_new_thread_with_a_finished_threads_ident_is_watched() -> None:
+    tap = KafkaLogTap(ThrottleGate(lambda: 0.0), final=cannot_succeed)
+    release = threading.Event()
+    older = threading.Thread(target=release.wait)
+    older.start()
+    tap.attach()  # notes the threads running now; the record is fed to `filter` directly below
+    tap.detach()
+    release.set()
+    older.join()
+    # The OS reuses a finished thread's ident (pthread_t) for the next one; pin that case down.
+    record = logging.LogRecord("kafka.net.manager", logging.WARNING, __file__, 1,
+                               "Bootstrap connection to %s failed: %s",
+                               ("b-0", Errors.SaslAuthenticationFailedError("new")), None)
+    record.thread = older.ident
+    worker = threading.Thread(target=tap.filter, args=(record,))
+    worker.start()
+    worker.join()
+    assert str(tap.last_error) == "[Error 58] SaslAuthenticationFailedError: new" and tap.gave_up.is_set()
+
+
+CUT_SHORT = Errors.RequestTimedOutError("Request timed out after 137 ms")
+UNABLE = Errors.KafkaTimeoutError("Unable to bootstrap from ['h:9093', 'g:9093']")
+
+
+def kept(*logged: tuple[str, str, int, tuple[Any, ...]]) -> BaseException | None:
+    """The error a connect's tap keeps from these records (logger, format, level, args), as
+    kafka-python's IO thread logs them during a bootstrap."""
+    tap = KafkaLogTap(ThrottleGate(lambda: 0.0))
+    for name, msg, level, args in logged:
+        tap.filter(logging.LogRecord(name, level, __file__, 1, msg, args, None))
+    return tap.last_error
+
+
+def lost(error: BaseException) -> tuple[str, str, int, tuple[Any, ...]]:
+    return "kafka.net.connection", "%s: Connection lost: %s", logging.ERROR, ("<KafkaConnection bootstrap-0>", error)
+
+
+def failed(error: BaseException) -> tuple[str, str, int, tuple[Any, ...]]:
+    return "kafka.net.manager", "Connection failed: %s", logging.ERROR, (error,)
+
+
+def test_a_deadline_cutting_the_last_attempt_short_does_not_hide_what_the_earlier_ones_learnt() -> None:
+    # What kafka-python 3.0.12 logs for a PLAINTEXT client on a slow SASL listener: each attempt is
+    # closed after ApiVersions, but the last one gets only the time left and times out.
+    disconnected = Errors.KafkaConnectionError("socket disconnected")
+    error = kept(lost(disconnected),
+                 ("kafka.net.manager", "Bootstrap attempt to bootstrap-0 failed: KafkaConnectionError: socket "
+                                       "disconnected (backoff 0.05 secs)", logging.ERROR, ()),
+                 ("kafka.net.connection", "%s: Request timed out after %d ms. Closing connection.", logging.WARNING,
+                  ("<KafkaConnection bootstrap-2>", 137)),
+                 lost(CUT_SHORT),
+                 ("kafka.net.manager", "Bootstrap connection to %s failed: %s (backoff %.2f secs)", logging.WARNING,
+                  ("bootstrap-2", CUT_SHORT, 0.11)),
+                 ("kafka.net.manager", "Bootstrap failed: %s", logging.ERROR, (UNABLE,)))
+    assert error is disconnected
+    assert str(failure({}, error, ListenerKind(tls=False, sasl_mechanisms=("SCRAM-SHA-256",)))) == (
+        "h:9093 speaks SASL without TLS (mechanisms: SCRAM-SHA-256), but security.protocol is PLAINTEXT: set "
+        "security.protocol=SASL_PLAINTEXT in --command-config.")
+
+
+@pytest.mark.parametrize("logged, expected", [
+    # Only timeouts: the time ran out, and that is what the operator is told.
+    ([lost(CUT_SHORT), failed(CUT_SHORT), failed(UNABLE)], CUT_SHORT),
+    ([failed(UNABLE)], UNABLE),
+    # A TCP connect cut short by the deadline, or by the OS, after a refusal.
+    ([failed(Errors.KafkaConnectionError("111 ECONNREFUSED")), failed(Errors.KafkaConnectionError(
+        "Connection timed out")), failed(Errors.KafkaConnectionError("unable to connect: [Errno 110] Connection "
+                                                                     "timed out")), failed(UNABLE)],
+     Errors.KafkaConnectionError("111 ECONNREFUSED")),
+    # An answer after a timeout still tells more.
+    ([lost(CUT_SHORT), failed(Errors.SaslAuthenticationFailedError("nope"))],
+     Errors.SaslAuthenticationFailedError("nope")),
+    ([], None),
+])
+def test_a_timeout_is_kept_only_when_nothing_else_was_learnt(logged: list[tuple[str, str, int, tuple[Any, ...]]],
+                                                             expected: BaseException | None) -> None:
+    error = kept(*logged)
+    assert (type(error), str(error)) == (type(expected), str(expected))
+
+
+def test_only_timeouts_say_the_time_ran_out() -> None:
+    assert str(failure({}, kept(lost(CUT_SHORT), failed(UNABLE)))) == (
+        "Could not reach any broker at h:9093,g:9093 within 10s: h:9093 accepted the connection but did not answer "
+        "(the broker is overloaded, or this is not a Kafka port; a slow broker needs a longer --request-timeout).")

@@ -14,7 +14,15 @@ from rich.console import Console
 from kreassign.cli.estimate_cmd import render_estimate
 from kreassign.cli.main import cli
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget, ThrottleConfigs, TopicPartition
+from kreassign.cluster.model import (
+    Broker,
+    ClusterState,
+    PartitionInfo,
+    PartitionTarget,
+    Reassignment,
+    ThrottleConfigs,
+    TopicPartition,
+)
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.throttle.estimate import RateRequest, estimate_plan, resolve_rates
 from kreassign.throttle.replication_model import NO_FETCH_LIMITS, Limit
@@ -186,3 +194,27 @@ def test_moves_release_the_in_sync_replication_of_the_followers_they_replace() -
     moves = diff_plan(state, [PartitionTarget("a", 0, (1, 2, 4)), PartitionTarget("a", 1, (1, 2, 4)),
                               PartitionTarget("a", 2, (1, 2, 4)), PartitionTarget("a", 3, (1, 4, 5))]).moves
     assert moves.released_bps.tolist() == [6.0, 0.0, 0.0, 6.0, 6.0]
+
+
+def test_a_move_under_way_counts_what_its_new_replica_still_lacks() -> None:
+    """Mid-move, Kafka lists the adding replica among the replicas; until it is in sync the
+    estimate still has its copy to do, less what DescribeLogDirs says it holds."""
+    brokers = [Broker(i) for i in (1, 2, 3)]
+    tp = TopicPartition("t", 0)
+    moving = PartitionInfo("t", 0, (1, 2, 3), leader=1, isr=(1, 2), size_bytes=100 * MB)
+    plan = [PartitionTarget("t", 0, (1, 3))]
+
+    def estimate(copied: tuple[tuple[int, int], ...], isr: tuple[int, ...] = (1, 2)) -> tuple[int, int]:
+        state = ClusterState.from_partitions(
+            brokers, [PartitionInfo("t", 0, (1, 2, 3), leader=1, isr=isr, size_bytes=100 * MB)],
+            reassignments={tp: Reassignment((1, 2, 3), adding=(3,), removing=(2,), copied=copied)})
+        result = estimate_plan(state, plan, rates=RateRequest(throttle=10 * MB), fetch=NO_FETCH_LIMITS)
+        return result.moves, result.bytes
+
+    assert estimate(((3, 30 * MB),)) == (1, 70 * MB)
+    assert estimate(()) == (1, 100 * MB)  # its size unknown: the whole partition, never 0
+    assert estimate(((3, 100 * MB),), isr=(1, 2, 3)) == (0, 0)  # in sync: only the removal is left
+    state = ClusterState.from_partitions(brokers, [moving], reassignments={tp: Reassignment((1, 2, 3), adding=(3,),
+                                                                                            removing=(2,))})
+    assert state.with_copies_pending().replicas(0) == (1, 2) and state.replicas(0) == (1, 2, 3)
+    assert ClusterState.from_partitions(brokers, [moving]).with_copies_pending().replicas(0) == (1, 2, 3)

@@ -127,3 +127,34 @@ def test_a_stall_named_before_the_move_stalls_and_the_named_throttle_finishes_it
                 break
             sb.advance(10.0)
         assert not admin.list_reassignments()  # the named throttle lets it finish
+
+
+def test_an_estimate_taken_mid_move_counts_what_the_copy_has_left(
+        sandbox_factory: Callable[..., SandboxCluster], tmp_path: Path) -> None:
+    """A move under way is not done: `estimate`, `throttle suggest` and `snapshot` taken while it
+    copies count the bytes its new replica still lacks (DescribeLogDirs), not 0 and not all."""
+    sb = sandbox_factory(brokers=3, racks=0, seed=1, topics=[TopicSpec("t", 1, 2, 50 * MB, 0.0, 0.0)])
+    (p,) = sb.engine.rows
+    spare = next(b for b in (1, 2, 3) if b not in p.replicas)
+    tp = TopicPartition("t", 0)
+    plan = write_plan(tmp_path, {tp: (p.leader, spare)})
+    ran = cli(sb, tmp_path, "execute", "-f", plan, "--throttle", str(MB), "--journal-dir", str(tmp_path / "j"))
+    assert ran.exit_code == 0, ran.output
+    sb.advance(20.0)
+    with KafkaAdmin.connect(build_client_config({}, bootstrap_server=sb.bootstrap)) as admin:
+        report = admin.log_dir_sizes(partitions=[tp])
+        size, copied = report.size(tp, p.leader), report.size(tp, spare)
+        assert size is not None and copied is not None and 0 < copied < size
+        # the manual clock holds the copy where it is: without --sample nothing below sleeps
+        ran = cli(sb, tmp_path, "estimate", "-f", plan, "--throttle", str(MB), "--sample", "0", "-o", "json")
+        doc = json.loads(ran.stdout)
+        assert (doc["moves"], doc["bytes"]) == (1, size - copied)
+        ran = cli(sb, tmp_path, "throttle", "suggest", "-f", plan, "--max-impact", "20%", "--sample", "0",
+                  "--network-capacity", "100MB/s", "-o", "json")
+        doc = json.loads(ran.stdout)
+        assert [(b["broker"], b["receives_bytes"]) for b in doc["brokers"] if b["receives_bytes"]] == [
+            (spare, size - copied)]
+        ran = cli(sb, tmp_path, "snapshot", "--sample", "0", "-f", str(tmp_path / "snap.json"))
+        assert ran.exit_code == 0, ran.output
+        (move,) = json.loads((tmp_path / "snap.json").read_text())["reassignments"]
+        assert move["copied"] == [{"broker": spare, "bytes": copied}]

@@ -455,17 +455,20 @@ def test_resume_goes_on_with_the_per_broker_rates_auto_throttle_chose(tmp_path: 
     assert again.rate_for(3) == (4000, 5000) and again.rate_for(1) == (1000, 1000)
 
 
-def test_the_pacer_takes_up_its_journal_after_auto_throttle_recorded_a_change_in_it(tmp_path: Path) -> None:
+def test_auto_throttle_and_the_pacer_write_the_plans_journal_through_one_handle(tmp_path: Path) -> None:
     """watch --pace --auto-throttle: the throttle change is journaled in the plan's journal through
-    another handle; the pacer's own next write must not then be refused as a foreign change."""
+    the pacer's own handle, so the pacer's next write is not refused as a foreign change."""
+    from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
     from kreassign.execute.pacing import Pacer
 
     world, targets, _ = build(9, tmp_path)
     pacer = Pacer(world.fake, targets, PaceLimits(1), leader_rate=1000, follower_rate=1000, store=world.store)
     pacer.start()
     assert pacer.journal is not None
-    other = world.store.load(pacer.journal.path)  # what apply_throttle_change opens
-    other.record("auto-throttle: rates", "done")
-    pacer.set_rates({3: (4000, 5000)}, journal_written=other.path)
-    reread = world.store.load(other.path)
+    change = plan_throttle_set(world.fake, ThrottleSetRequest(per_broker={3: (4000, 5000)}))
+    result = apply_throttle_change(world.fake, change, store=world.store, command="auto-throttle",
+                                   journal=pacer.journal)
+    assert result.journal_path == pacer.journal.path
+    pacer.set_rates({3: (4000, 5000)})
+    reread = world.store.load(pacer.journal.path)
     assert reread.options["broker_rates"] and reread.last_status("auto-throttle: rates") == "done"

@@ -144,6 +144,12 @@ def test_acks_all_waits_behind_the_catch_up_a_move_sends_over_the_same_links(tmp
     if throttle is None:
         ahead = 1024 * 1024 * (1 - math.exp(-5.0))
         assert op.wake(5.0) == pytest.approx(5.0 + (ahead + len(records)) / 10e6 + ROUND, rel=1e-9)
+        # batches appended at the same instant share one response behind one catch-up response:
+        # each waits for the in-sync bytes queued before it, not for a catch-up response apiece
+        for _ in range(4):
+            produce(ctx(eng, data, 1, 5.0), 9, produce_req(0, records))
+        in_sync = [at - 5.0 for at in data.log(eng.partition("t", 0)).cols["in_sync_at"][-5:]]
+        assert in_sync == pytest.approx([(ahead + (i + 1) * len(records)) / 10e6 + ROUND for i in range(5)], rel=1e-9)
     else:
         assert op.wake(5.0) - 5.0 < 0.1 * 1024 * 1024 / 10e6 + ROUND  # under a tenth of the unthrottled wait
     data.close()

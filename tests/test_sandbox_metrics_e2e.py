@@ -158,3 +158,31 @@ def test_the_collector_computes_each_broker_from_what_it_recorded() -> None:
     # 5000 B recorded over a 10 s window = 500 B/s against 100: (500-100)/100 * 10 s
     assert value(samples, "kafka_server_quota_throttle_time", resource="Produce", clientId="app") == 40_000.0
     assert value(samples, "kafka_server_quota_byte_rate", resource="Produce", clientId="app") == 500.0
+
+
+def test_a_deleted_topics_series_go_and_the_all_topics_meters_keep_counting() -> None:
+    import threading
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from kreassign.sandbox.engine import Engine
+    from kreassign.sandbox.prometheus import BrokerCollector, Sources
+    from kreassign.sandbox.timings import RequestTimings
+    from kreassign.sandbox.topic_deletion import remove_topic
+
+    engine = Engine({1: None, 2: None}, seed=1)
+    engine.add_topics([TopicSpec("t", 1, 2, 1000, 0.0), TopicSpec("u", 1, 2, 1000, 0.0)])
+    engine.traffic.produced(1, "t", 300, 3, [1, 2])
+    engine.traffic.produced(1, "u", 100, 1, [1, 2])
+    engine.traffic.fetched(1, "t", 50)
+    remove_topic(engine, "t")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(1, Sources(threading.RLock(), engine, RequestTimings(), None, None)))
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples}
+    assert not [key for key in samples if ("topic", "t") in key[1]]  # BrokerTopicStats.removeMetrics
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", topic="u") == 100.0
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total") == 400.0
+    assert value(samples, "kafka_server_brokertopicmetrics_messagesin_total") == 4.0
+    assert value(samples, "kafka_server_brokertopicmetrics_bytesout_total") == 50.0
+    assert value(samples, "kafka_server_replicamanager_partitioncount") == 1.0

@@ -26,7 +26,7 @@ import kafka.errors as Errors
 import pytest
 import trustme
 from kafka import TopicPartition as KafkaTopicPartition
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
@@ -176,9 +176,11 @@ def test_independent_clients_speak_the_same_protocol(secured: Secured) -> None:
         result = kp.alter_configs([ConfigResource(ConfigResourceType.BROKER, "2", {
             LEADER_RATE: (AlterConfigOp.SET, "4000000")})], incremental=True, raise_on_unknown=False)
         assert result == {"broker": {"2": "OK"}}
+        kp.create_topics([NewTopic("doomed", 1, 1)])
     finally:
         kp.close()
     rd = secured.librdkafka(user)
+    assert rd.delete_topics(["doomed"], operation_timeout=5)["doomed"].result(timeout=10) is None
     assert set(rd.list_topics(timeout=10).topics) == {"t"}
     (future,) = rd.describe_configs([confluent_admin.ConfigResource("broker", "2")]).values()
     assert future.result(timeout=10)[LEADER_RATE].value == "4000000"
@@ -243,9 +245,19 @@ def test_kafka_error_codes_on_the_wire(secured: Secured) -> None:
             "topic": {"t": "[Error 29] TopicAuthorizationFailedError: Topic authorization failed."}}
         with pytest.raises(Errors.ClusterAuthorizationFailedError):
             kp.alter_partition_reassignments({KafkaTopicPartition("t", 0): [1, 2]})
+        # DELETE on the topic, checked after the lookup: a missing topic is reported as missing
+        assert kp.delete_topics(["t", "nope"], raise_errors=False)["topics"] == [
+            {"name": "t", "topic_id": None, "error_code": 29, "error_message": "Topic authorization failed."},
+            {"name": "nope", "topic_id": None, "error_code": 3,
+             "error_message": "This server does not host this topic-partition."}]
     finally:
         kp.close()
     rd = secured.librdkafka(VIEWER)
+    (future,) = rd.delete_topics(["t"], operation_timeout=5).values()
+    with pytest.raises(Exception) as refused:
+        future.result(timeout=10)
+    assert refused.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
+    assert set(rd.list_topics(timeout=10).topics) == {"t"}
     (future,) = rd.incremental_alter_configs([confluent_admin.ConfigResource("broker", "1", incremental_configs=[
         confluent_admin.ConfigEntry(LEADER_RATE, "1", incremental_operation=confluent_admin.AlterConfigOpType.SET)])
     ]).values()
@@ -262,16 +274,19 @@ def test_kafka_error_codes_on_the_wire(secured: Secured) -> None:
 
 
 def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None:
-    """Each misconfiguration gets its own one-line reason (kreassign's mapping, then the probe)."""
+    """Each misconfiguration gets its own one-line reason (kreassign's mapping, then the probe),
+    also from a slow broker."""
     server = secured.sb.bootstrap.split(",")[0]
     props = secured.admin_props.read_text()
 
-    def connect(text: str) -> Ran:
+    def connect(text: str, timeout: str = "10s") -> Ran:
+        # A refused login or certificate ends the connect at once, so a long timeout costs nothing
+        # and leaves a loaded machine room; a closed socket is retried until the timeout.
         path = tmp_path / "wrong.properties"
         path.write_text(text)
-        return secured.cli(path, "throttle", "show", "--request-timeout", "2s")
+        return secured.cli(path, "throttle", "show", "--request-timeout", timeout)
 
-    plain = connect(f"bootstrap.servers={secured.sb.bootstrap}\n")
+    plain = connect(f"bootstrap.servers={secured.sb.bootstrap}\n", "2s")
     if secured.security.tls:
         speaks = "TLS with SASL" if secured.security.sasl else "TLS"
         other_ca = tmp_path / "other-ca.pem"
@@ -286,6 +301,15 @@ def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None
     assert plain.exit_code == 5
     assert plain.stderr.startswith(f"Error: {server} speaks {speaks}{mechanisms}, but security.protocol is "
                                    f"PLAINTEXT: set security.protocol={secured.security.protocol}")
+    if secured.security.sasl and not secured.security.tls:
+        # A slow broker: each attempt is still closed after ApiVersions, but kafka-python gives the
+        # last one only the time left, so it times out; that must not change the diagnosis.
+        secured.sb.delay_responses(0.3, api="ApiVersions")
+        try:
+            slow = connect(f"bootstrap.servers={secured.sb.bootstrap}\n", "2s")
+        finally:
+            secured.sb.release_responses()
+        assert (slow.exit_code, slow.stderr) == (plain.exit_code, plain.stderr)
     if secured.security.sasl:
         bad = connect(props.replace(ADMIN.password, "not-the-password"))
         assert bad.exit_code == 5 and bad.stderr.startswith(

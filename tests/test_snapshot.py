@@ -50,7 +50,8 @@ def sample_state() -> ClusterState:
         size_bytes=[5_000, 7 * 2**40, 0, 0],
         produce_bps=[1.5, 0.0, 0.0, 0.1],
         consume_bps=[3.0, 0.0, 0.0, 0.0],
-        reassignments={TopicPartition("a", 10): Reassignment((1, 2, 4, 3), adding=(4,), removing=(3,))},
+        reassignments={TopicPartition("a", 10): Reassignment((1, 2, 4, 3), adding=(4,), removing=(3,),
+                                                             copied=((4, 1_250),))},
         throttles=ThrottleConfigs(
             broker={1: {"leader.replication.throttled.rate": "1000000"}},
             topic={"a": {"leader.replication.throttled.replicas": "10:1,10:2,10:3"}},
@@ -277,6 +278,12 @@ CONSISTENCY_ERRORS = [
     ("reassignments", [{"topic": "t", "partition": 0, "replicas": [1], "adding": [2]}],
      "reassignments[0] (t-0) adding names broker 2, which is not in its replicas [1]"),
     ("reassignments", [{"topic": "t", "partition": 0}], 'reassignments[0] has no "replicas"'),
+    ("reassignments", [{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2],
+                        "copied": [{"broker": 1, "bytes": 5}]}],
+     "reassignments[0] (t-0) copied names broker 1, which is not in its adding replicas [2]"),
+    ("reassignments", [{"topic": "t", "partition": 0, "replicas": [1, 2], "adding": [2],
+                        "copied": [{"broker": 2, "bytes": -5}]}],
+     "reassignments[0].copied[0].bytes must be a size in bytes, got -5"),
 ]
 ERRORS = TYPE_ERRORS + CONSISTENCY_ERRORS
 

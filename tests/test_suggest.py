@@ -70,6 +70,19 @@ def test_the_suggestion_says_its_bound_is_a_capacity_share_in_text_and_json() ->
     assert lines[-1] == "Note: " + s.to_dict()["bound"]["note"] + "."
 
 
+def test_a_plan_already_in_place_is_said_to_need_no_throttle() -> None:
+    from rich.console import Console
+
+    from kreassign.cli.watch_render import render_suggestion
+
+    s = suggest_throttle(state(), [PartitionTarget("t", 0, (1, 2))], SuggestRequest(max_impact=0.2))
+    assert (s.brokers, s.eta_s) == ((), 0.0)
+    console = Console(width=300, record=True)
+    console.print(render_suggestion(s))
+    assert console.export_text().strip() == (
+        "Nothing to copy: every partition of the plan has its target replicas in sync, so it needs no throttle.")
+
+
 def test_client_traffic_limits_the_budget() -> None:
     busy = ClusterState.from_partitions(
         [Broker(b, network_in_bps=100 * MB, network_out_bps=100 * MB) for b in (1, 2, 3)],
@@ -220,8 +233,9 @@ def test_throttled_clients_hold_the_rate_and_no_rise_keeps_the_capacity_share() 
     s = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, measured=m))
     one, three = s.brokers
     assert (one.leader_rate, three.follower_rate) == (15 * MB, 20 * MB)
-    assert s.warnings[0] == ("broker 1's clients were throttled or timed out during the measurement: its throttles "
-                             "are held where they are; lower them")
+    assert s.warnings[0] == ("broker 1's clients were throttled or timed out during the measurement, which no rate "
+                             "can be scaled from: its rates stay at the throttles in force; lower them by hand if "
+                             "the move caused it")
 
 
 def test_a_measured_rate_needs_no_capacity_but_an_unmeasured_side_does() -> None:

@@ -6,6 +6,7 @@ import io
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.console import Console
 from fake_cluster import FakeCluster
 from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line
 from kreassign.cli.runtime import Runtime
+from kreassign.cluster.client_latency import Impact
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import LogDirReport, ReplicaLogDir
@@ -218,6 +220,10 @@ def test_rendering() -> None:
     down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
     assert summary_line(down) == summary_line(progress) + "; brokers 3,4 not answering"
     assert down.to_dict()["brokers_not_answering"] == [3, 4]
+    canary = replace(progress, canary_impact=(Impact(1, 0.35, False, 0), Impact(2, 1.5, False, 0), Impact(3, None, False, 0)))
+    assert summary_line(canary) == summary_line(progress) + ", clients: canary p99 +150% on broker 2"
+    timed_out = replace(canary, canary_impact=canary.canary_impact + (Impact(4, 0.1, False, 2),))
+    assert summary_line(timed_out) == summary_line(progress) + ", clients: canary 2 timeout(s) on broker 4"
     screen.update(down)
     assert "Brokers 3,4 do not answer: their moves cannot progress." in screen_text(screen)
 

@@ -309,6 +309,7 @@ def estimate_plan(
     """
     from kreassign.planner.diff import diff_plan
 
+    state = state.with_copies_pending()  # a copy under way still has the rest of its bytes to do
     return estimate_moves(state, diff_plan(state, targets).moves, **options)
 
 

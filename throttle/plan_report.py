@@ -100,7 +100,9 @@ def build_plan_report(
     )
     eta, stalled, fix = None, (), ""
     if rate is not None or leader_rate is not None or follower_rate is not None:
-        estimate = estimate_moves(state, diff.moves, rates=RateRequest(
+        pending = state.with_copies_pending()  # copies under way still have the rest of their bytes to do
+        moves = diff.moves if pending is state else diff_plan(pending, targets).moves
+        estimate = estimate_moves(pending, moves, rates=RateRequest(
             throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate))
         eta, stalled = estimate.eta_s, estimate.stalled
         if estimate.fix_rate is not None and estimate.fix_eta_s is not None:

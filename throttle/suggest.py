@@ -187,14 +187,12 @@ class Suggestion:
                 "write_rates": rates_to_dict(self.write_rates)}
 
 
-def _capacities(state: ClusterState, request: SuggestRequest) -> tuple[np.ndarray, np.ndarray]:
-    """Per broker (in `state.brokers` order), network capacity in and out; inf where unknown."""
-    fallback = request.network_capacity
-    cap_in = [b.network_in_bps if b.network_in_bps is not None else (fallback[0] if fallback else INF)
-              for b in state.brokers]
-    cap_out = [b.network_out_bps if b.network_out_bps is not None else (fallback[1] if fallback else INF)
-               for b in state.brokers]
-    return np.asarray(cap_in, dtype=np.float64), np.asarray(cap_out, dtype=np.float64)
+def _capacities(inp: ModelInput, fallback: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per broker, network capacity in and out: the cluster's (inf where unknown), else `fallback`."""
+    if fallback is None:
+        return inp.network_in, inp.network_out
+    return (np.where(np.isinf(inp.network_in), fallback[0], inp.network_in),
+            np.where(np.isinf(inp.network_out), fallback[1], inp.network_out))
 
 
 def measured_rates(measured: MeasuredImpact, broker: int, max_impact: float, base: tuple[float, float]
@@ -239,28 +237,29 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     Raises:
         InputError: the plan does not fit the cluster, or broker capacities are unknown.
     """
+    state = state.with_copies_pending()  # a copy under way still has the rest of its bytes to do
     moves = diff_plan(state, list(targets)).moves
-    cap_in, cap_out = _capacities(state, request)
+    base_inp = from_moves(state, moves, fetch=request.fetch)  # brokers in state (sorted id) order
+    cap_in, cap_out = _capacities(base_inp, request.network_capacity)
     client_in, client_out = client_traffic(state)
     budget_in, budget_out = impact_budgets(cap_in, cap_out, client_in, client_out, request.max_impact)
-    base_inp = from_moves(state, moves, fetch=request.fetch)
     base_inp = replace(base_inp, network_in=cap_in, network_out=cap_out, client_in=client_in, client_out=client_out)
     ids = [b.id for b in state.brokers]
-    pos = np.searchsorted(np.asarray(base_inp.broker_ids), ids)
-    leader_rates = budget_out + base_inp.leader_base[pos]
-    follower_rates = budget_in + base_inp.follower_base[pos]
+    leader_base, follower_base = base_inp.leader_base, base_inp.follower_base
+    leader_rates = budget_out + leader_base
+    follower_rates = budget_in + follower_base
     known = base_inp.source >= 0
-    sends = np.bincount(base_inp.source[known], weights=base_inp.bytes[known], minlength=len(ids))[pos]
-    receives = np.bincount(base_inp.dest, weights=base_inp.bytes, minlength=len(ids))[pos]
+    sends = np.bincount(base_inp.source[known], weights=base_inp.bytes[known], minlength=len(ids))
+    receives = np.bincount(base_inp.dest, weights=base_inp.bytes, minlength=len(ids))
     measured = request.measured
     if measured is not None:
         for i, b in enumerate(ids):
             lead, follow = measured_rates(measured, b, request.max_impact,
-                                          (float(base_inp.leader_base[pos[i]]), float(base_inp.follower_base[pos[i]])))
+                                          (float(leader_base[i]), float(follower_base[i])))
             if lead is not None:
-                leader_rates[i] = min(lead, cap_out[i] - client_out[i] + base_inp.leader_base[pos[i]])
+                leader_rates[i] = min(lead, cap_out[i] - client_out[i] + leader_base[i])
             if follow is not None:
-                follower_rates[i] = min(follow, cap_in[i] - client_in[i] + base_inp.follower_base[pos[i]])
+                follower_rates[i] = min(follow, cap_in[i] - client_in[i] + follower_base[i])
     unknown = [b for i, b in enumerate(ids) if (sends[i] > 0 and math.isinf(leader_rates[i]))
                or (receives[i] > 0 and math.isinf(follower_rates[i]))]
     if unknown:
@@ -271,16 +270,13 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     involved = [i for i in range(len(ids)) if sends[i] > 0 or receives[i] > 0]
     brokers = tuple(BrokerSuggestion(
         ids[i], float(cap_in[i]), float(cap_out[i]), float(client_in[i]), float(client_out[i]),
-        float(sends[i]), float(receives[i]), int(leader_rates[i]), int(follower_rates[i]),
-        float(base_inp.leader_base[pos[i]]),
+        float(sends[i]), float(receives[i]), int(leader_rates[i]), int(follower_rates[i]), float(leader_base[i]),
         None if measured is None else measured.impacts.get(ids[i])) for i in involved)
     senders = [b.leader_rate for b in brokers if b.sends > 0]
     receivers = [b.follower_rate for b in brokers if b.receives > 0]
     uniform_l = min(senders, default=0)
     uniform_f = min(receivers, default=0)
-    order = np.empty(len(ids), np.int64)
-    order[pos] = np.arange(len(ids))  # model (sorted id) order from state order
-    per_broker = base_inp.with_rates(leader_rate=leader_rates[order], follower_rate=follower_rates[order])
+    per_broker = base_inp.with_rates(leader_rate=leader_rates, follower_rate=follower_rates)
     admission = _admission(base_inp, request.max_moves_per_broker)
     result = simulate(per_broker, admission=admission, tolerance=request.tolerance)
     uniform = simulate(base_inp.with_rates(leader_rate=float(uniform_l), follower_rate=float(uniform_f)),
@@ -297,8 +293,9 @@ def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str
     out = []
     for b in brokers:
         if b.impact is not None and b.impact.over_everything:
-            out.append(f"broker {b.broker}'s clients were throttled or timed out during the measurement: its "
-                       "throttles are held where they are; lower them")
+            out.append(f"broker {b.broker}'s clients were throttled or timed out during the measurement, which "
+                       "no rate can be scaled from: its rates stay at the throttles in force; lower them by hand "
+                       "if the move caused it")
         if b.sends > 0 and b.leader_rate <= b.in_sync_base:
             out.append(f"broker {b.broker} has no send capacity left for moves: its client traffic already "
                        f"uses {format_rate(b.client_out)} of {format_rate(b.capacity_out)}")
@@ -360,7 +357,8 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
         rate = rate_for_deadline(inp, deadline, admission=admission, tolerance=request.tolerance)
         if rate is not None and request.measured is not None:
             out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
-                                      f"finish in time, above what the measured impact allows", float(math.ceil(rate))))
+                                      f"finish in time, above what the bound allows (the measured impact, or the capacity "
+                                      f"share where nothing was measured)", float(math.ceil(rate))))
         elif rate is not None:
             cap = np.minimum(inp.network_in, inp.network_out)
             worst = float(np.max(np.where(cap > 0, rate / cap, 0.0), initial=0.0))

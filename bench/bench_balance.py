@@ -1,6 +1,7 @@
 """The balanced planner on seeded synthetic clusters, against Kafka-compatible `generate`.
 
-Clusters: RF 3, three racks of unequal size, log-normal partition sizes (sigma 1.2), Zipf-sized
+Clusters: RF 3, three racks of unequal size, log-normal partition sizes (sigma 1.2; 2.0 in the
+`-sigma2` decommission cases), Zipf-sized
 topics. Scenarios (the issue's budgets): 150,000 partitions rebalanced from a skewed start
 (< 5 s); 1,000 brokers / 300,000 partitions after adding 10% empty brokers (< 10 s, < 2 GiB);
 with BENCH_BALANCE_LARGE=1 also 3,000,000 replicas (< 60 s). Each scenario runs in its own
@@ -43,6 +44,12 @@ DECOMMISSION: dict[str, dict[str, Any]] = {
                                    budget_s=5.0),
     "decommission-1000b-300k": dict(brokers=1000, partitions=300_000, rack_sizes=[300, 330, 370], remove=20,
                                     budget_s=5.0),
+    # Heavier tails (sigma 2.0: the largest partition is 0.16x a broker's share at 60 brokers,
+    # 1.56x at 1,000, where no plan gets its three brokers within 1.05 of their share).
+    "decommission-60b-30k-sigma2": dict(brokers=60, partitions=30_000, rack_sizes=[18, 20, 22], remove=2,
+                                        size_sigma=2.0, budget_s=1.0),
+    "decommission-1000b-300k-sigma2": dict(brokers=1000, partitions=300_000, rack_sizes=[300, 330, 370],
+                                           remove=20, size_sigma=2.0, budget_s=5.0),
 }
 LARGE = {
     "rebalance-3m-replicas": dict(brokers=300, partitions=1_000_000, rack_sizes=[90, 100, 110],
@@ -128,13 +135,14 @@ def run_decommission(name: str, spec: dict[str, Any], queue: Any) -> None:
     from kreassign.planner.balance import decommission, rebalance
     from kreassign.simulate.synthetic_state import synthetic_cluster
 
+    sigma = spec.get("size_sigma", 1.2)
     skewed = synthetic_cluster(brokers=spec["brokers"], partitions=spec["partitions"], rf=3,
-                               rack_sizes=spec["rack_sizes"], seed=11)
+                               rack_sizes=spec["rack_sizes"], seed=11, size_sigma=sigma)
     balanced_plan = rebalance(skewed)
     starts = {"skewed": skewed, "balanced": skewed.with_assignment(
         {TopicPartition(t.topic, t.partition): t.replicas for t in balanced_plan.targets}),
         "random": synthetic_cluster(brokers=spec["brokers"], partitions=spec["partitions"], rf=3,
-                                    rack_sizes=spec["rack_sizes"], seed=11, skew_sigma=0.0)}
+                                    rack_sizes=spec["rack_sizes"], seed=11, skew_sigma=0.0, size_sigma=sigma)}
     ids = np.array(skewed.broker_ids)
     racks = np.array([b.rack for b in skewed.brokers])
     gone = np.random.default_rng(7).choice(ids, spec["remove"], replace=False)
@@ -175,6 +183,8 @@ def run_decommission(name: str, spec: dict[str, Any], queue: Any) -> None:
             })
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     queue.put({"scenario": name, "brokers": len(ids), "partitions": len(skewed), "rack_sizes": spec["rack_sizes"],
+               "size_sigma": sigma, "largest_partition_over_mean_broker_bytes": round(
+                   float(skewed.size_bytes.max() * len(ids) / (3 * skewed.size_bytes.sum())), 3),
                "removed": sorted(gone.tolist()), "budget_s": spec["budget_s"], "peak_rss_mb": round(rss_mb),
                "runs": rows, "wall_s": max(r["wall_s"] for r in rows), "cpu_s": max(r["cpu_s"] for r in rows)})
 

@@ -64,7 +64,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     from pyspark import StorageLevel
 
     from bench.bench_simulate import HUNDRED_K, MILLION, _axes
-    from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
+    from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
@@ -91,7 +91,7 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     with s.stage("aggregates"):
         scenario_df = scenarios_frame(spark, scenarios)
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   move_load(moves), scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+                                   leader_base(moves), scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
         per_broker.count()
     with s.stage("pack_moves_arrow"):
         packed = pack_moves(moves).persist(StorageLevel.MEMORY_AND_DISK)

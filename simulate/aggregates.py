@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kreassign.simulate.schemas import BROKER_TRAFFIC, MODEL_BROKERS, MOVE_LOAD, columns
+from kreassign.simulate.schemas import BROKER_TRAFFIC, LEADER_BASE, MODEL_BROKERS, columns
 
 
 def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
@@ -39,32 +39,22 @@ def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
     )
 
 
-def move_load(moves: DataFrame) -> DataFrame:
-    """What the plan asks of each broker that sends or receives (MOVES -> MOVE_LOAD).
+def leader_base(moves: DataFrame) -> DataFrame:
+    """The in-sync replication of the moving partitions each broker leads, which its leader
+    throttle counts (MOVES -> LEADER_BASE); brokers that lead none have no row.
 
-    Moves whose partition has no leader cannot copy and are left out (the model never
-    finishes them and the lower bound is infinite).
+    Moves whose partition has no leader are left out: no broker sends them.
     """
-    led = moves.where(F.col("source") >= 0)
-    incoming = led.groupBy(F.col("dest").alias("broker")).agg(
-        F.count(F.lit(1)).alias("moves_in"), F.sum("bytes").alias("bytes_in"),
-        F.sum("write_bps").alias("write_in_bps"),
-    )
-    outgoing = led.groupBy(F.col("source").alias("broker")).agg(
-        F.count(F.lit(1)).alias("moves_out"), F.sum("bytes").alias("bytes_out"),
-        F.sum("write_bps").alias("write_out_bps"), F.sum("leader_base_bps").alias("leader_base_bps"),
-    )
     return (
-        incoming.join(outgoing, "broker", "full")
-        .fillna(0, subset=["moves_in", "moves_out", "bytes_in", "bytes_out"])
-        .fillna(0.0, subset=["write_in_bps", "write_out_bps", "leader_base_bps"])
-        .select(*columns(MOVE_LOAD))
+        moves.where(F.col("source") >= 0)
+        .groupBy(F.col("source").alias("broker")).agg(F.sum("leader_base_bps").alias("leader_base_bps"))
+        .select(*columns(LEADER_BASE))
     )
 
 
-def model_brokers(brokers: DataFrame, traffic: DataFrame, load: DataFrame,
+def model_brokers(brokers: DataFrame, traffic: DataFrame, base: DataFrame,
                   scenarios: DataFrame) -> DataFrame:
-    """Each scenario's view of every broker (BROKERS, BROKER_TRAFFIC, MOVE_LOAD, SCENARIOS ->
+    """Each scenario's view of every broker (BROKERS, BROKER_TRAFFIC, LEADER_BASE, SCENARIOS ->
     MODEL_BROKERS).
 
     Consumers read what is written, so the write multiplier scales every client and
@@ -77,7 +67,7 @@ def model_brokers(brokers: DataFrame, traffic: DataFrame, load: DataFrame,
     ]
     rate = F.coalesce(F.col("throttle_bps"), F.lit(float("inf")))
     return (
-        brokers.join(traffic, "broker").join(load.select("broker", "leader_base_bps"), "broker", "left")
+        brokers.join(traffic, "broker").join(base, "broker", "left")
         .crossJoin(F.broadcast(scenarios.select("scenario_id", "write_multiplier", "throttle_bps")))
         .select("scenario_id", "broker", "network_in_bps", "network_out_bps", *scaled,
                 rate.alias("leader_rate_bps"), rate.alias("follower_rate_bps"))

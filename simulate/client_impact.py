@@ -87,8 +87,8 @@ class BrokerTraffic:
     replication_out: np.ndarray
     catchup_in: np.ndarray
     """the catch-up part of replication_in (bytes/s of moves into the broker)"""
-    catchup_out: np.ndarray | None = None
-    """the catch-up part of replication_out (None: not counted)"""
+    catchup_out: np.ndarray
+    """the catch-up part of replication_out (bytes/s of moves out of the broker)"""
 
 
 @dataclass(frozen=True)
@@ -198,9 +198,9 @@ def assess(model: ClientModel, traffic: BrokerTraffic, dt_s: float, *, counted: 
                           sustained_throttle_ms(reached_out / clients, model.fetch_quota_bps))
     delay = queue_delay_ms(np.broadcast_to(traffic.client_in, shape),
                            np.broadcast_to(left_in, shape), dt_s)
-    remote = follower_fetch_ms(model, traffic.capacity_in, used_in, traffic.catchup_in)
-    if traffic.catchup_out is not None:  # the broker's own sends, as the leader of acks=all writes
-        remote = np.maximum(remote, follower_fetch_ms(model, traffic.capacity_out, used_out, traffic.catchup_out))
+    # the broker's fetches as a follower, and its own sends as the leader of acks=all writes
+    remote = np.maximum(follower_fetch_ms(model, traffic.capacity_in, used_in, traffic.catchup_in),
+                        follower_fetch_ms(model, traffic.capacity_out, used_out, traffic.catchup_out))
     remote = np.broadcast_to(remote, shape)
     requests_per_s = np.broadcast_to(traffic.client_in, shape) / model.request_bytes
     k = shape[1] if counted is None else max(0, min(counted, shape[1]))

@@ -65,7 +65,7 @@ def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
 def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
-    from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
+    from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
     from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
@@ -81,7 +81,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         scenario_df = scenarios_frame(spark, scenarios)
         moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   move_load(moves), scenario_df)
+                                   leader_base(moves), scenario_df)
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
             pack_moves(moves), pack_brokers(per_broker), scenarios, request.clients, request.timeline_points,

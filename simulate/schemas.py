@@ -100,20 +100,13 @@ BROKER_TRAFFIC = _fields(
 """Steady traffic before any move: produce into leaders, consume from leaders, and the
 replication that keeps in-sync followers up to date (in on followers, out on leaders)."""
 
-MOVE_LOAD = _fields(
+LEADER_BASE = _fields(
     ("broker", _INT, False),
-    ("moves_in", _LONG, False),
-    ("moves_out", _LONG, False),
-    ("bytes_in", _LONG, False),
-    ("bytes_out", _LONG, False),
-    ("write_in_bps", _DOUBLE, False),
-    ("write_out_bps", _DOUBLE, False),
     ("leader_base_bps", _DOUBLE, False),
 )
-"""What the plan asks of each broker: replicas and bytes it receives and sends (moves whose
-partition has a leader: the others cannot copy), the write rate those replicas must keep up
-with, and the in-sync replication of the moving partitions it leads, which the leader throttle
-counts (`leader.replication.throttled.replicas` lists every current replica)."""
+"""Per broker that leads a moving partition: the in-sync replication of those partitions, which
+its leader throttle counts (`leader.replication.throttled.replicas` lists every current
+replica)."""
 
 MODEL_BROKERS = _fields(
     ("scenario_id", _INT, False),

@@ -339,3 +339,77 @@ def test_decommission_with_rebalance_rest_stays_at_the_count_floor(rf: int, rack
     assert plan.after.rack_violations == 0
     assert plan.bytes_moved <= 1.1 * plan.lower_bounds.bytes_moved
     assert plan.after.bytes_over_target <= 1.0151
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(1, 100), st.integers(1_000, 5_000)), min_size=2, max_size=6),
+       st.lists(st.integers(0, 3), min_size=6, max_size=6), st.booleans())
+def test_the_byte_lower_bound_holds_against_every_assignment(sizes: list[int], start: list[int],
+                                                             remove: bool) -> None:
+    """Brute force over every RF 1 layout on the brokers left: none reaching the balance the
+    plan reaches moves fewer bytes than the bound. That balance is the plan's count band, its
+    min and max bytes ratio to the even share, and, where the plan's worst brokers are forced
+    there by one replica larger than the next broker's ratio allows, that next ratio r' for
+    every broker not holding a replica larger than r' times the share. Sizes mix small and
+    huge replicas, so a replica of a removed broker can be larger than any other broker's room
+    (the bound's overflow term) and a broker can be forced above the others."""
+    from itertools import product
+
+    brokers = [Broker(i) for i in range(4)]
+    parts = [PartitionInfo("t", p, (start[p],), size_bytes=z) for p, z in enumerate(sizes)]
+    state = ClusterState.from_partitions(brokers, parts)
+    gone = {0} if remove else set()
+    plan = decommission(state, sorted(gone), rebalance_rest=True) if remove else rebalance(state)
+    left = [b for b in range(4) if b not in gone]
+    final = final_assignment(state, plan)
+    share = sum(sizes) / len(left)
+
+    def loads(layout: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+        return ([sum(1 for b in layout if b == x) for x in left],
+                [sum(z for z, b in zip(sizes, layout) if b == x) for x in left],
+                [max([z for z, b in zip(sizes, layout) if b == x], default=0) for x in left])
+
+    counts, nbytes, largest = loads(tuple(final[("t", p)][0] for p in range(len(sizes))))
+    lo_c, hi_c = min(counts), max(counts)
+    lo_r, hi_r = min(nbytes) / share, max(nbytes) / share
+    ranked = sorted(range(len(left)), key=lambda i: -nbytes[i])
+    k = 0
+    while k + 1 < len(ranked) and largest[ranked[k]] > nbytes[ranked[k + 1]]:
+        k += 1
+    top = nbytes[ranked[k]] / share
+
+    def same_balance(c: list[int], y: list[int], big: list[int]) -> bool:
+        return (min(c) >= lo_c and max(c) <= hi_c and min(y) >= lo_r * share - 1e-6
+                and max(y) <= hi_r * share + 1e-6
+                and all(v <= top * share + 1e-6 or g > top * share for v, g in zip(y, big)))
+
+    best = min((sum(z for z, a, b in zip(sizes, start, layout) if a != b)
+                for layout in product(left, repeat=len(sizes)) if same_balance(*loads(layout))), default=None)
+    assert best is not None  # the plan's own layout qualifies
+    assert plan.lower_bounds.bytes_moved <= best
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_heavy_tailed_sizes_move_at_most_a_tenth_above_the_byte_lower_bound(seed: int) -> None:
+    # Log-normal sizes with sigma 2.0 (the largest partition is ~0.16x a broker's share). Seed 7
+    # from a balanced start moved 1.14x the bound and seed 3 from the skewed one 1.09x: replicas
+    # of the removed brokers larger than any broker's room below the band push as many bytes
+    # back out, which the bound did not count, and the count phase moved replicas that lifted
+    # their sink above the band. (Seed 6 has a partition of 1.08x a broker's mean bytes, 1.19x
+    # the share of a broker in the 22-broker rack, which holds one of its replicas: no plan
+    # reaches 1.05 there and the bound is loose, see docs/architecture.md.)
+    import numpy as np
+
+    skewed = synthetic_cluster(brokers=60, partitions=30_000, rf=3, rack_sizes=[18, 20, 22], seed=seed,
+                               size_sigma=2.0)
+    random = synthetic_cluster(brokers=60, partitions=30_000, rf=3, rack_sizes=[18, 20, 22], seed=seed,
+                               size_sigma=2.0, skew_sigma=0.0)
+    gone = sorted(np.random.default_rng(7).choice(np.array(skewed.broker_ids), 2, replace=False).tolist())
+    tol = BalanceOptions().disk_tolerance
+    for state in (skewed, rebalance_applied(skewed), random):
+        for plan in (decommission(state, gone, rebalance_rest=True), rebalance(state)):
+            assert plan.bytes_moved <= 1.1 * plan.lower_bounds.bytes_moved
+            assert plan.after.bytes_over_target <= 1 + tol / 2 + 1e-9
+            assert plan.after.replicas.spread == plan.after.replica_spread_allowed
+            assert plan.after.leaders.spread <= 1
+            assert plan.after.rack_violations == 0

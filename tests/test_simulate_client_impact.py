@@ -81,6 +81,7 @@ def _traffic(**overrides: np.ndarray) -> BrokerTraffic:
         replication_in=np.array([[10 * MB, 50 * MB, 10 * MB], [0.0, 0.0, 0.0]]),
         replication_out=np.zeros((2, 3)),
         catchup_in=np.array([[0.0, 40 * MB, 0.0], [0.0, 0.0, 0.0]]),
+        catchup_out=np.zeros((2, 3)),
     )
     base.update(overrides)
     return BrokerTraffic(**base)
@@ -103,6 +104,16 @@ def test_assess_quota_throttle_follows_the_rate_clients_can_reach() -> None:
     # broker 0: 40 MB/s over 10 clients = 4 MB/s against 2 MB/s, except while catch-up leaves 20
     assert impact.throttle_ms[0].tolist() == [10_500.0, 0.0, 10_500.0]
     assert impact.throttle_ms[1].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_assess_produce_remote_time_takes_the_slower_of_both_links() -> None:
+    model = ClientModel(fetch_rtt_ms=1.0, fetch_response_max_bytes=10_000_000)
+    sending = np.array([[0.0, 0.0, 50 * MB], [0.0, 0.0, 0.0]])
+    impact = assess(model, _traffic(replication_out=sending, catchup_out=sending), dt_s=1.0)
+    # broker 0 receives 40 MB/s of catch-up in the second sample (other traffic half its link:
+    # (1 + 40 ms) / 0.5) and sends 50 MB/s of it in the third ((1 + 50 ms) / 0.9, its consumers
+    # using a tenth of the link); idle links take one round trip stretched by their client traffic
+    assert impact.produce_remote_ms.ravel().tolist() == pytest.approx([2.0, 82.0, 51 / 0.9] + [1 / 0.9] * 3, rel=1e-12)
 
 
 def test_assess_counts_requests_that_wait_past_the_timeout() -> None:

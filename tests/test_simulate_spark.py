@@ -19,7 +19,7 @@ from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.planner.diff import diff_plan
-from kreassign.simulate.aggregates import broker_traffic, model_brokers, move_load
+from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
 from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
 from kreassign.simulate.model_task import MOVE_COLUMNS, pack_brokers, pack_moves, unpack_moves
 from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
@@ -30,7 +30,7 @@ from kreassign.simulate.schemas import (
     BROKER_TRAFFIC,
     BROKERS,
     CLUSTER_TIMELINE,
-    MOVE_LOAD,
+    LEADER_BASE,
     MOVES,
     PACKED_BROKERS,
     PACKED_MOVES,
@@ -110,25 +110,22 @@ def test_decommission_moves_every_replica_off_the_removed_brokers(spark: SparkSe
     assert checked["leader_base"] == pytest.approx(moving[0], rel=1e-12)
 
 
-def test_broker_traffic_and_move_load(spark: SparkSession) -> None:
+def test_broker_traffic_and_leader_base(spark: SparkSession) -> None:
     brokers = spark.createDataFrame([(1, "a", 1e9, 1e9), (2, "b", 1e9, 1e9), (3, "a", 1e9, 1e9)], BROKERS)
     partitions = spark.createDataFrame([
         (0, "t", 0, 1, [1, 2], 2, 1000, 10.0, 30.0),
         (1, "t", 1, 2, [2, 1], 1, 500, 20.0, 0.0),
     ], PARTITIONS)
-    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0, 0, 1), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0, 0, 1)],
-                                  MOVES)
+    moves = spark.createDataFrame([(0, 0, 1, 3, 1000, 10.0, 10.0, 2, 10.0, 0, 1), (1, 1, 2, 3, 500, 20.0, 0.0, 1, 0.0, 0, 1),
+                                   (2, 2, -1, 3, 700, 5.0, 5.0, -1, 0.0, 0, 0)], MOVES)
     assertDataFrameEqual(broker_traffic(partitions, brokers), spark.createDataFrame([
         (1, 1, 2, 10.0, 30.0, 20.0, 10.0),
         (2, 1, 2, 20.0, 0.0, 10.0, 20.0),
         (3, 0, 0, 0.0, 0.0, 0.0, 0.0),
     ], BROKER_TRAFFIC))
     # broker 1 leads partition 0, whose ISR has one follower: 10 B/s count against its quota
-    assertDataFrameEqual(move_load(moves), spark.createDataFrame([
-        (1, 0, 1, 0, 1000, 0.0, 10.0, 10.0),
-        (2, 0, 1, 0, 500, 0.0, 20.0, 0.0),
-        (3, 2, 0, 1500, 0, 30.0, 0.0, 0.0),
-    ], MOVE_LOAD))
+    # broker 3 only receives and the leaderless partition (source -1) has no sender: no rows
+    assertDataFrameEqual(leader_base(moves), spark.createDataFrame([(1, 10.0), (2, 0.0)], LEADER_BASE))
 
 
 def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: ClusterState,
@@ -237,7 +234,7 @@ def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state
     inputs = snapshot_inputs(spark, state, diff_plan(state, _targets(state)).moves)
     scenarios = scenarios_frame(spark, scenario_grid(ScenarioAxes(throttles=(1e6, None))))
     per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                               move_load(inputs.moves), scenarios).repartition(4)
+                               leader_base(inputs.moves), scenarios).repartition(4)
     packed = pack_brokers(per_broker)
     assertSchemaEqual(packed.schema, PACKED_BROKERS)
     rows = {r["scenario_id"]: r for r in packed.collect()}

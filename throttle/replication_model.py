@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from enum import IntEnum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -408,11 +408,16 @@ class ModelInput:
         leaves empty parks until an append re-checks it (one fetch cycle where a partition of the
         session, moving or in sync, takes writes) or `replica.fetch.wait.max.ms` runs out, and
         each fetch below the bound takes a whole chunk (LEADER_GRANULARITY). Where the follower
-        throttle binds first, its own share (`follower_quota`) is the smaller one and decides."""
+        throttle binds first, its own share (`follower_quota`) is the smaller one and decides.
+
+        Computed once per input (every array it reads is frozen): the model asks for it at every
+        step, and which brokers send written partitions is a pass over all the moves."""
         led = self.source >= 0
         woken = (self.write_bps[led] > 0) | (self.session[led] == Session.WRITTEN_ISR)
         written = np.bincount(self.source[led], weights=woken, minlength=self.n_brokers) > 0
-        return self.leader_rate * self.fetch.leader_share(self.leader_rate, written)
+        quota = self.leader_rate * self.fetch.leader_share(self.leader_rate, written)
+        quota.setflags(write=False)
+        return quota
 
     @cached_property
     def follower_quota(self) -> np.ndarray:
@@ -480,14 +485,12 @@ class ModelInput:
 class LowerBound:
     """No schedule of these moves (all started as early as allowed) can finish sooner.
 
-    `out_s`/`in_s`: per broker, bytes to send/receive over the capacity left once the write
-    rates of its moves are served; `move_s`: each move alone at its best rate.
+    `out_s`: per broker, bytes to send over the capacity left once the write rates of its moves
+    are served.
     """
 
     seconds: float
     out_s: np.ndarray
-    in_s: np.ndarray
-    move_s: np.ndarray
     limit: Limit
     broker: int | None
 
@@ -562,7 +565,7 @@ def lower_bound(inp: ModelInput) -> LowerBound:
         limit, broker = _alone_limit(inp, i, out_cap, out_leader, in_cap, in_follower)
     else:
         limit, broker = Limit.UNLIMITED, None
-    return LowerBound(seconds=seconds, out_s=out_s, in_s=in_s, move_s=move_s, limit=limit, broker=broker)
+    return LowerBound(seconds=seconds, out_s=out_s, limit=limit, broker=broker)
 
 
 def _alone_limit(inp: ModelInput, i: int, out_cap: np.ndarray, out_leader: np.ndarray,

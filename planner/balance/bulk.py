@@ -60,6 +60,7 @@ class _BulkCounts:
         self.nb = nb
         self.tc = np.asarray(t.count, dtype=np.int64)
         self.tbytes = np.asarray(t.bytes, dtype=np.float64)
+        self.band_hi = np.asarray(t.bytes_hi, dtype=np.float64)
         self.count = np.asarray(layout.count, dtype=np.int64)
         self.bytes = np.asarray(layout.bytes, dtype=np.float64)
         self.rack = np.asarray(layout.rack, dtype=np.int64)
@@ -167,7 +168,13 @@ class _BulkCounts:
         if self.topic_on:
             keep = keep[self._topic_room(p[keep], d[keep])]
         if self.disk_on:
-            keep = keep[self._disk_room(p[keep], d[keep])]
+            keep = keep[self._room(p[keep], d[keep], self.disk_cap)]
+        if self.aim is not None:
+            # A replica that would lift its sink above the byte band only moves the hotspot
+            # there (the byte phase then swaps it back out, replica by replica); only a source
+            # that must give every replica (a removed broker) may still send it.
+            must = ((self.count - self.tc) >= np.diff(self.start))[s[keep]]
+            keep = keep[must | self._room(p[keep], d[keep], self.band_hi)]
         self._apply(p[keep], s[keep], d[keep], pos[keep])
         tried = k > 0
         won = np.bincount(s[keep], minlength=self.nb) > 0
@@ -305,14 +312,15 @@ class _BulkCounts:
         out: np.ndarray = seq < room
         return out
 
-    def _disk_room(self, p: np.ndarray, d: np.ndarray) -> np.ndarray:
+    def _room(self, p: np.ndarray, d: np.ndarray, ceiling: np.ndarray) -> np.ndarray:
+        """Moves that keep their sink at or below `ceiling`, taken in order within the round."""
         z = self.size_of_rank[self.lay.rank_np[p]]
         order = np.argsort(d, kind="stable")
         ds, zs = d[order], z[order]
         run = np.cumsum(zs)
         run -= np.concatenate([[0.0], run])[np.searchsorted(ds, ds)]
         fits = np.empty(len(d), dtype=bool)
-        fits[order] = self.bytes[ds] + run <= self.disk_cap[ds]
+        fits[order] = self.bytes[ds] + run <= ceiling[ds]
         return fits
 
     def _apply(self, p: np.ndarray, s: np.ndarray, d: np.ndarray, pos: np.ndarray) -> None:

@@ -657,7 +657,10 @@ class Layout:
         """One round of `balance_disk` against the current targets' band; `half` sets how far
         inside the band a move aims. When levelling, over-loaded brokers come worst first and
         the pass stops at the first that cannot be brought down: moving bytes off the ones
-        below it would not lower the plan's worst broker."""
+        below it would not lower the plan's worst broker. A broker whose largest replica alone
+        is above the level is passed over instead: it is the worst broker of any plan that puts
+        that replica there, and the others are still levelled (the lower bound leaves such
+        brokers out of the band's top, `metrics._beside_forced`)."""
         t = self.targets
         assert t is not None
         stamps = [0] * self.nb
@@ -698,12 +701,19 @@ class Layout:
                 if acted >= 0:
                     break
             if acted < 0:
-                if level and over:
+                if level and over and not self._forced(b):
                     return
                 continue
             for x in (b, acted):
                 stamps[x] += 1
                 self._push_disk(x, drivers, low, high, active)
+
+    def _forced(self, b: int) -> bool:
+        """Is one movable replica of b alone above b's byte band?"""
+        t = self.targets
+        assert t is not None
+        lst = self.lists[b]
+        return bool(lst) and self.size_by_rank[lst[-1]] > t.bytes_hi[b]
 
     def _push_disk(self, b: int, drivers: _Heap, low: list[_Heap], high: list[_Heap], active: list[bool]) -> None:
         if not active[b]:

@@ -120,7 +120,10 @@ def lower_bounds(
     leaves in the broker's rack, and bytes between the min and max after/target ratio the plan
     reaches. Every moved replica leaves one broker and enters another, so both the total that
     must leave over-loaded brokers and the total that must enter under-loaded ones bound the
-    movement; a broker that must shed k replicas sheds at least its k smallest movable ones.
+    movement; a broker that must shed k replicas sheds at least its k smallest movable ones;
+    brokers that take the replicas of emptied brokers shed what exceeds their room
+    (`_overflow`); brokers forced above the others by one large replica do not set the band
+    top for the rest (`_forced_top`).
     """
     nb = len(ctx.broker_ids)
     c0, _, b0, _ = per_broker(before, ctx)
@@ -162,7 +165,101 @@ def lower_bounds(
         by_bytes = np.maximum(b0 - cap_bytes, 0.0)
         by_count = _smallest_k(before, movable, ctx.size, shed, nb)
         out_bytes = float(np.maximum(by_bytes, by_count).sum())
+        room = np.maximum(cap_bytes - b0, 0.0)
+        emptied = (b1 == 0) & (b0 > 0)
+        out_bytes = max(out_bytes, float(by_bytes.sum()) + _overflow(before, movable, ctx.size, emptied, room))
+        top, exempt, big = _forced_top(after, ctx.size, b1, target, pos)
+        if exempt:
+            # The same two terms with the band top at r' (see `_forced_top`), where up to
+            # `exempt` brokers keep the plan's max ratio as theirs: they shed only their count
+            # term, or only the bytes above the max. Their rooms reach up to the max, less the
+            # large replica that makes them exempt unless they hold one already (or it is one
+            # of the replicas leaving emptied brokers, which the rooms are for).
+            cap_top = np.where(pos, top * target, b1)
+            by_top = np.maximum(b0 - cap_top, 0.0)
+            need = np.maximum(by_top, by_count)
+            room_top = np.maximum(cap_top - b0, 0.0)
+            holds = np.zeros(nb, dtype=bool)
+            holds[before[big][before[big] >= 0]] = True
+            least = top * float(target[pos].min())  # a large replica is bigger than this
+            # An exempt broker that held no large replica received one: it sheds what that
+            # takes it above the max.
+            keeps = np.maximum(by_count, np.where(holds, by_bytes, np.maximum(b0 + least - cap_bytes, 0.0)))
+            if (emptied[before[big][before[big] >= 0]]).any():
+                holds[:] = True
+            lift = np.where(holds, room, np.maximum(cap_bytes - b0 - least, 0.0)) - room_top
+            out_bytes = max(
+                out_bytes, float(need.sum() - _largest(need - np.minimum(keeps, need), exempt)),
+                float(by_top.sum() - _largest(by_top - by_bytes, exempt))
+                + _overflow(before, movable, ctx.size, emptied, room_top, lift=_largest_each(lift, exempt)))
     return LowerBounds(replica_moves=moves, bytes_moved=int(max(out_bytes, in_bytes, add_bytes)))
+
+
+def _forced_top(after: np.ndarray, size: np.ndarray, b1: np.ndarray, target: np.ndarray,
+                pos: np.ndarray) -> tuple[float, int, np.ndarray]:
+    """A band top r' below the plan's max ratio, and how many brokers any layout may have above it.
+
+    With heavy-tailed sizes one replica can be larger than a broker's share; the plan's max
+    ratio is then that replica's broker while the others end far lower, and a band top at
+    that max would let them all stay that high. Walking down the after-plan ratios, a broker is
+    forced while its largest replica alone is above the next broker's ratio times its own
+    share; the first broker that is not sets r'. "The same balance" then also asks every
+    broker to be within r' of its share unless it holds a replica larger than that, which at
+    most as many brokers can as there are replicas larger than r' times the smallest share.
+    Returns (r', that many, which partitions are that large); no broker forced: (max ratio, 0, none).
+    """
+    ratio = np.where(pos, b1 / np.maximum(target, 1.0), -np.inf)
+    order = np.argsort(-ratio, kind="stable")[:int(pos.sum())]
+    if len(order) < 2:
+        return 0.0, 0, np.zeros(len(size), dtype=bool)
+    valid = after >= 0
+    largest = np.zeros(len(b1))
+    np.maximum.at(largest, after[valid], np.broadcast_to(size[:, None], after.shape)[valid].astype(np.float64))
+    k = 0
+    while k + 1 < len(order) and largest[order[k]] > ratio[order[k + 1]] * target[order[k]]:
+        k += 1
+    top = float(ratio[order[k]])
+    big = size > top * float(target[pos].min())
+    if k == 0:
+        return top, 0, np.zeros(len(size), dtype=bool)
+    return top, int(valid[big].sum()), big
+
+
+def _largest_each(values: np.ndarray, k: int) -> np.ndarray:
+    """The k largest values, largest first."""
+    out: np.ndarray = np.sort(values)[::-1][:k]
+    return out
+
+
+def _largest(values: np.ndarray, k: int) -> float:
+    """Sum of the k largest values."""
+    return float(_largest_each(values, k).sum())
+
+
+def _overflow(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, emptied: np.ndarray,
+              room: np.ndarray, lift: np.ndarray | None = None) -> float:
+    """Bytes that brokers receiving the replicas of emptied brokers must shed of their own.
+
+    A broker d ends at most `room[d]` above where it started, so whatever lands on it beyond
+    that room pushes out as many bytes of its own replicas: out_d >= (b0_d - cap_d)+ +
+    (in_d - room_d)+. The j largest replicas that must leave land on at most j brokers, which
+    together have at most the j largest rooms, so for every j the brokers they land on shed at
+    least (sum of the j largest replicas - sum of the j largest rooms). A replica bigger than
+    any broker's room (heavy-tailed sizes) is movement no other term of the bound sees.
+    `lift`: extra room some brokers may have (largest first), at most one each.
+    """
+    leaving = (matrix >= 0) & movable & emptied[np.maximum(matrix, 0)]
+    z = np.sort(np.broadcast_to(size[:, None], matrix.shape)[leaving].astype(np.float64))[::-1]
+    if not len(z):
+        return 0.0
+    rooms = np.sort(room)[::-1]
+    j = min(len(z), len(rooms))
+    reach = np.cumsum(rooms[:j])
+    if lift is not None and len(lift):
+        up = np.cumsum(np.maximum(lift, 0.0))
+        reach += up[np.minimum(np.arange(j), len(up) - 1)]
+    excess = np.cumsum(z[:j]) - reach
+    return float(max(excess.max(), 0.0))
 
 
 def _smallest_k(matrix: np.ndarray, movable: np.ndarray, size: np.ndarray, k: np.ndarray, nb: int) -> np.ndarray:

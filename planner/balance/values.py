@@ -152,8 +152,12 @@ LOWER_BOUND_METHOD = (
     "min and max; bytes between the after-plan min and max ratio to each broker's target): "
     "replica moves >= max(sum of replicas above the max, sum below the min, replicas that must "
     "leave removed brokers); bytes >= max(sum over brokers of max(bytes above the max ratio, "
-    "the k smallest movable replicas where k is the count above the max), sum of bytes below "
-    "the min ratio)"
+    "the k smallest movable replicas where k is the count above the max), bytes above the max "
+    "ratio plus what brokers must shed to take the replicas of emptied brokers (the j largest of "
+    "those land on at most j brokers, which have at most the j largest rooms below the max "
+    "ratio), sum of bytes below the min ratio); where the worst brokers are forced there by one "
+    "replica larger than the next broker's ratio allows, the first two terms again with that next "
+    "ratio as every other broker's max"
 )
 
 

@@ -1116,7 +1116,8 @@ class _Simulation:
             self.rem[act] = np.where(done, 0.0, rem - np.where(np.isfinite(progress), progress, 0.0) * dt)
             finished = act[done]
             self.limit[finished], self.limit_broker[finished] = self.limits(finished, which[done], kinds)
-            self.finish[finished] = np.minimum(t + tau[done], self.early[finished])
+            # never after the step's end, where the next event (and any slot they free) is
+            self.finish[finished] = np.minimum(np.minimum(t + tau[done], t + dt), self.early[finished])
             self._complete(finished)
             prev = self._step_record(t, dt, act, rate, moved, progress, tau, done)
             t += dt

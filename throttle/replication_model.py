@@ -426,20 +426,19 @@ class ModelInput:
         sessions that ask again soonest take what it frees, so the broker's share is the
         byte-weighted harmonic mean of its moves' shares: their bytes take as long in all as at
         each move's own pace one after another."""
-        share = self.fetch.follower_share(self.follower_rate[self.dest], self.session)
+        by_kind = self.fetch.follower_share(self.follower_rate[:, None], np.arange(len(Session))[None, :])
+        share = by_kind[self.dest, self.session]
         weight = self.bytes + 1.0  # moves with nothing left to copy still say how their session asks
         b = self.n_brokers
         bytes_in = np.bincount(self.dest, weights=weight, minlength=b)
         paced = np.bincount(self.dest, weights=weight / share, minlength=b)
-        alone = self.fetch.follower_share(self.follower_rate)
-        low, high = alone.copy(), alone.copy()
-        into = np.bincount(self.dest, minlength=b) > 0
-        low[into], high[into] = np.inf, -np.inf
-        np.minimum.at(low, self.dest, share)
-        np.maximum.at(high, self.dest, share)
+        kinds = np.bincount(self.dest * len(Session) + self.session, minlength=b * len(Session)).reshape(b, -1) > 0
+        one = by_kind[np.arange(b), np.argmax(kinds, axis=1)]  # ALONE where none come in
         with np.errstate(divide="ignore", invalid="ignore"):
-            mixed = np.where(low == high, low, bytes_in / np.where(paced > 0, paced, 1.0))
-        return self.follower_rate * mixed
+            mixed = np.where(kinds.sum(axis=1) <= 1, one, bytes_in / np.where(paced > 0, paced, 1.0))
+        quota = self.follower_rate * mixed
+        quota.setflags(write=False)
+        return quota
 
     @cached_property
     def leader_credit(self) -> np.ndarray:
@@ -455,7 +454,9 @@ class ModelInput:
         led = self.source >= 0
         warm = np.bincount(self.source[led], weights=self.warm[led], minlength=self.n_brokers) > 0
         on = warm & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
-        return np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_CREDIT_S, 0.0)
+        credit = np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_CREDIT_S, 0.0)
+        credit.setflags(write=False)
+        return credit
 
     @property
     def credit_s(self) -> float:

@@ -170,8 +170,19 @@ def test_bad_frames_close_the_connection_and_the_broker_lives_on(quiet: SandboxC
 
 
 # ---- restarts -----------------------------------------------------------------------------------------
+def produce_values(bootstrap: str, topic: str, count: int, partitions: int = 2) -> None:
+    """`v0`, `v1`, ... with kafka-python (acks=all), round robin over the topic's partitions."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(count):
+        producer.send(topic, value=f"v{i}".encode(), partition=i % partitions)
+    producer.flush(10)
+    producer.close()
+
+
 def test_offsets_and_records_survive_a_state_dir_restart(tmp_path: Path) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
     def start() -> SandboxCluster:
@@ -180,11 +191,7 @@ def test_offsets_and_records_survive_a_state_dir_restart(tmp_path: Path) -> None
 
     sb = start()
     try:
-        producer = KafkaProducer(bootstrap_servers=sb.bootstrap, acks="all")
-        for i in range(50):
-            producer.send("t", value=f"v{i}".encode(), partition=i % 2)
-        producer.flush(10)
-        producer.close()
+        produce_values(sb.bootstrap, "t", 50)
     finally:
         sb.stop()
     assert sorted(p.name for p in (tmp_path / "state" / "logs").iterdir()) == ["checkpoint.json", "t-0", "t-1"]

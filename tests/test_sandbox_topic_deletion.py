@@ -13,7 +13,7 @@ import kafka.errors as Errors
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DeleteTopicsRequest
@@ -36,7 +36,7 @@ from kreassign.sandbox.rawclient import roundtrip
 from kreassign.sandbox.topic_deletion import ZERO_UUID, TopicResult, delete_topics, remove_topic
 from kreassign.sandbox.topics import TopicSpec
 from tests.test_sandbox_data import ctx, fetch_req, part_result, produce_req
-from tests.test_sandbox_data_wire import parked, receive, send
+from tests.test_sandbox_data_wire import parked, produce_values, receive, send
 from tests.test_sandbox_log import batch
 
 MB = 1_000_000
@@ -286,11 +286,7 @@ def test_deleted_topic_stays_gone_across_a_restart_and_comes_back_empty(tmp_path
 
     sb = start()
     try:
-        producer = KafkaProducer(bootstrap_servers=sb.bootstrap, acks="all")
-        for i in range(10):
-            producer.send("t", value=f"v{i}".encode(), partition=i % 2)
-        producer.flush(10)
-        producer.close()
+        produce_values(sb.bootstrap, "t", 10)
         consumer = KafkaConsumer(bootstrap_servers=sb.bootstrap, group_id="g", enable_auto_commit=False)
         consumer.commit({KTP("t", 0): _meta(5), KTP("keep", 0): _meta(0)})
         consumer.close()

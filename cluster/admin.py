@@ -20,6 +20,8 @@ What this adapter hides:
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 import random
 import re
@@ -128,6 +130,15 @@ def _int_or_none(value: Any) -> int | None:
     return None if value is None or value < 0 else int(value)
 
 
+def _recorded(make: Callable[..., Any], into: list[Any]) -> Callable[..., Any]:
+    """`make`, keeping every client it returns in `into` (to close them if the connect fails)."""
+    def build(**configs: Any) -> Any:
+        client = make(**configs)
+        into.append(client)
+        return client
+    return build
+
+
 class KafkaAdmin:
     """The cluster port over a `kafka.KafkaAdminClient` (public methods only).
 
@@ -169,10 +180,12 @@ class KafkaAdmin:
             ClusterError: authentication failed.
             InputError: kafka-python rejected a setting.
         """
+        started: list[Any] = []
         if client_factory is None:
             from kafka import KafkaAdminClient
 
-            client_factory = KafkaAdminClient
+            client_factory = functools.partial(KafkaAdminClient, kafka_client=_recorded(
+                KafkaAdminClient.DEFAULT_CONFIG["kafka_client"], started))
         factory = client_factory
         redact_client_logs()
         gate = ThrottleGate(time.monotonic)
@@ -182,7 +195,14 @@ class KafkaAdmin:
         # instead of retrying it until the connect timeout.
         limit = config.timeouts.connect_timeout_s + config.timeouts.request_timeout_s
         try:
-            client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
+            try:
+                client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
+            except BaseException:
+                # KafkaAdminClient starts its I/O thread before it bootstraps and leaves it
+                # running (retrying, forever) when the bootstrap fails: stop it here
+                for network in started:
+                    network.close()
+                raise
         except (Errors.KafkaTimeoutError, NoAnswer):
             raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:

@@ -222,3 +222,25 @@ def test_only_timeouts_say_the_time_ran_out() -> None:
     assert str(failure({}, kept(lost(CUT_SHORT), failed(UNABLE)))) == (
         "Could not reach any broker at h:9093,g:9093 within 10s: h:9093 accepted the connection but did not answer "
         "(the broker is overloaded, or this is not a Kafka port; a slow broker needs a longer --request-timeout).")
+
+
+def test_a_failed_connect_leaves_no_client_thread_behind() -> None:
+    """kafka-python's KafkaAdminClient starts its I/O thread before it bootstraps and keeps it
+    retrying when the bootstrap fails; the connect stops it (a long-lived process, or a test
+    suite, would otherwise gather threads that reconnect forever)."""
+    import dataclasses
+    import socket
+
+    from kreassign.cluster.admin import KafkaAdmin
+    from kreassign.cluster.client_config import AdminTimeouts
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = build_client_config({}, bootstrap_server=f"127.0.0.1:{port}")
+    config = dataclasses.replace(config, timeouts=AdminTimeouts(request_timeout_s=1.0, api_timeout_s=2.0,
+                                                                connect_timeout_s=1.0))
+    before = set(threading.enumerate())
+    with pytest.raises(ClusterUnreachable):
+        KafkaAdmin.connect(config)
+    assert [t.name for t in set(threading.enumerate()) - before if t.is_alive()] == []

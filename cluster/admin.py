@@ -194,15 +194,9 @@ class KafkaAdmin:
         # Like Java's admin client, stop at the first refused login or rejected certificate
         # instead of retrying it until the connect timeout.
         limit = config.timeouts.connect_timeout_s + config.timeouts.request_timeout_s
+        client = None
         try:
-            try:
-                client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
-            except BaseException:
-                # KafkaAdminClient starts its I/O thread before it bootstraps and leaves it
-                # running (retrying, forever) when the bootstrap fails: stop it here
-                for network in started:
-                    network.close()
-                raise
+            client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
         except (Errors.KafkaTimeoutError, NoAnswer):
             raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:
@@ -211,6 +205,12 @@ class KafkaAdmin:
             raise _translate(exc, "connect to the cluster") from None
         finally:
             tap.detach()
+            if client is None:
+                # KafkaAdminClient starts its I/O thread before it bootstraps and leaves it
+                # running (retrying, forever) when the bootstrap fails: stop it, once the tap
+                # that diagnoses the failure no longer listens
+                for network in started:
+                    network.close()
 
         def fallback() -> Any:
             return factory(**config.admin_kwargs(), api_version=_PRE_DESCRIBE_CLUSTER_API)

@@ -30,7 +30,7 @@ from kreassign.throttle.replication_model import (
     Limit,
     ModelInput,
     ModelResult,
-    Session,
+    session_kinds,
     simulate,
 )
 from kreassign.execute.live_throttle import ThrottleView
@@ -200,18 +200,17 @@ def build_live_model(view: ProgressView, partitions: Mapping[TopicPartition, Par
 
 def _sessions(partitions: Mapping[TopicPartition, PartitionInfo], rates: Mapping[TopicPartition, float],
               src: Sequence[int], dst: Sequence[int]) -> list[int]:
-    """Per move, what else its fetcher session carries (`Session`): the in-sync followers on its
-    destination of partitions its leader leads, written or not (one fetcher thread per pair: a
-    live view does not know `num.replica.fetchers`)."""
-    written: set[tuple[int, int]] = set()
-    idle: set[tuple[int, int]] = set()
-    for tp, info in partitions.items():
-        if info.leader is None or info.leader < 0:
-            continue
-        pairs = written if rates.get(tp, info.produce_bps) > 0 else idle
-        pairs.update((info.leader, b) for b in (info.isr or info.replicas) if b != info.leader)
-    return [int(Session.WRITTEN_ISR) if (s, d) in written else int(Session.IDLE_ISR) if (s, d) in idle
-            else int(Session.ALONE) for s, d in zip(src, dst)]
+    """Per move, what else its fetcher session carries (`session_kinds`): the in-sync followers on
+    its destination of partitions its leader leads, written or not (one fetcher thread per pair:
+    a live view does not know `num.replica.fetchers`)."""
+    pairs = [(info.leader, b, rates.get(tp, info.produce_bps) > 0) for tp, info in partitions.items()
+             if info.leader is not None and info.leader >= 0
+             for b in (info.isr or info.replicas) if b != info.leader]
+    key = 1 << 32  # broker ids are int32
+    isr_keys = np.array([lead * key + b for lead, b, _ in pairs], dtype=np.int64)
+    written = np.array([w for _, _, w in pairs], dtype=bool)
+    moves = np.asarray(src, dtype=np.int64) * key + np.asarray(dst, dtype=np.int64)
+    return [int(x) for x in session_kinds(isr_keys, written, moves)]
 
 
 def _in_sync_bases(view: ProgressView, partitions: Mapping[TopicPartition, PartitionInfo], throttles: ThrottleView,

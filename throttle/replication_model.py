@@ -1350,11 +1350,21 @@ def fetcher_ids(state: ClusterState, rows: np.ndarray, num_fetchers: int) -> np.
     return np.where(as_int == -(1 << 31), 0, np.abs(as_int)) % num_fetchers
 
 
+def session_kinds(isr_keys: np.ndarray, isr_written: np.ndarray, move_keys: np.ndarray) -> np.ndarray:
+    """Per move, its `Session` from what the sessions carry: `isr_keys` are the sessions (any
+    integer key for leader, follower, fetcher thread) of in-sync followers, `isr_written` whether
+    their partition takes writes, `move_keys` the moves' sessions."""
+    written = np.asarray(isr_keys)[np.asarray(isr_written, dtype=bool)]
+    session = np.where(np.isin(move_keys, written), int(Session.WRITTEN_ISR),
+                       np.where(np.isin(move_keys, isr_keys), int(Session.IDLE_ISR), int(Session.ALONE)))
+    return session.astype(np.int8)
+
+
 def fetch_sessions(state: ClusterState, rows: np.ndarray, dest: np.ndarray, num_fetchers: int) -> np.ndarray:
     """Per move (partition `rows`, new replica on `dest`): what else its fetcher session (the
     partition's leader, `dest`, the fetcher thread) carries, as a `Session`: in-sync replicas on
     `dest` of other partitions with that leader and thread, and whether one of those takes
-    writes."""
+    writes (`session_kinds`)."""
     lengths = np.diff(state.isr_offsets)
     isr_rows = np.repeat(np.arange(len(state)), lengths)
     lead = state.leader.astype(np.int64)
@@ -1370,10 +1380,7 @@ def fetch_sessions(state: ClusterState, rows: np.ndarray, dest: np.ndarray, num_
 
     isr_keys = key(lead[isr_rows], follower, fetcher_ids(state, isr_rows, num_fetchers))
     move_keys = key(move_lead, dest.astype(np.int64), fetcher_ids(state, rows, num_fetchers))
-    written = isr_keys[state.produce_bps[isr_rows] > 0]
-    session = np.where(np.isin(move_keys, written), int(Session.WRITTEN_ISR),
-                       np.where(np.isin(move_keys, isr_keys), int(Session.IDLE_ISR), int(Session.ALONE)))
-    return session.astype(np.int8)
+    return session_kinds(isr_keys, state.produce_bps[isr_rows] > 0, move_keys)
 
 
 def warm_leaders(state: ClusterState) -> np.ndarray:

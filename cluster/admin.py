@@ -181,10 +181,12 @@ class KafkaAdmin:
             InputError: kafka-python rejected a setting.
         """
         started: list[Any] = []
+        first = client_factory
         if client_factory is None:
             from kafka import KafkaAdminClient
 
-            client_factory = functools.partial(KafkaAdminClient, kafka_client=_recorded(
+            client_factory = KafkaAdminClient
+            first = functools.partial(KafkaAdminClient, kafka_client=_recorded(
                 KafkaAdminClient.DEFAULT_CONFIG["kafka_client"], started))
         factory = client_factory
         redact_client_logs()
@@ -196,7 +198,7 @@ class KafkaAdmin:
         limit = config.timeouts.connect_timeout_s + config.timeouts.request_timeout_s
         client = None
         try:
-            client = within(lambda: factory(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
+            client = within(lambda: first(**config.admin_kwargs()), limit, interrupt=tap.gave_up)
         except (Errors.KafkaTimeoutError, NoAnswer):
             raise connect_failure(config, tap.last_error) from None
         except Errors.KafkaConfigurationError as exc:

@@ -13,12 +13,11 @@ and so are the data and group APIs. Connections that did not authenticate (plain
 """
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from kreassign.sandbox.wire import APIS
+from kreassign.sandbox.wire import APIS, ZERO_UUID
 
 TOPIC_AUTHORIZATION_FAILED = 29
 CLUSTER_AUTHORIZATION_FAILED = 31
@@ -158,7 +157,7 @@ def _create_topics(principal: Principal, v: int, req: Any) -> Any:
     R = _resp(19)
     T = R.CreatableTopicResult
     return R(version=v, throttle_time_ms=0, topics=[
-        T(version=v, name=t.name, topic_id=uuid.UUID(int=0), error_code=TOPIC_AUTHORIZATION_FAILED,
+        T(version=v, name=t.name, topic_id=ZERO_UUID, error_code=TOPIC_AUTHORIZATION_FAILED,
           error_message="Authorization failed.", num_partitions=-1, replication_factor=-1, configs=None)
         for t in req.topics])
 

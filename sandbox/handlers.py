@@ -18,9 +18,8 @@ from kreassign.sandbox.handlers_groups import GROUP_HANDLERS
 from kreassign.sandbox.handlers_quotas import QUOTA_HANDLERS
 from kreassign.sandbox.handlers_telemetry import TELEMETRY_HANDLERS
 from kreassign.sandbox.state import NO_LEADER
-from kreassign.sandbox.wire import APIS
+from kreassign.sandbox.wire import APIS, ZERO_UUID
 
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def dispatch(ctx: Context, api_key: int, version: int, request: Any) -> Any:

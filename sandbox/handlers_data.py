@@ -18,7 +18,7 @@ from kreassign.sandbox.client_quota_hook import ANONYMOUS
 from kreassign.sandbox.log import Appended, SequenceError
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.state import PartitionState
-from kreassign.sandbox.wire import APIS
+from kreassign.sandbox.wire import APIS, ZERO_UUID
 
 if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
@@ -40,7 +40,7 @@ def _resp(key: int) -> Any:
 
 
 def _topic_name(ctx: Context, name: str | None, topic_id: uuid.UUID | None) -> str | None:
-    if topic_id is not None and topic_id != uuid.UUID(int=0):
+    if topic_id is not None and topic_id != ZERO_UUID:
         return next((t.name for t in ctx.engine.topics.values() if t.topic_id == topic_id), None)
     return name
 
@@ -49,7 +49,7 @@ def _fetched_partition(ctx: Context, w: _FetchWant) -> PartitionState | None:
     """The wanted partition now; None once its topic is gone, or was created again under the
     name when the fetch named it by id."""
     topic = ctx.engine.topics.get(w.topic)
-    if topic is None or (w.topic_id not in (None, uuid.UUID(int=0)) and topic.topic_id != w.topic_id):
+    if topic is None or (w.topic_id not in (None, ZERO_UUID) and topic.topic_id != w.topic_id):
         return None
     return ctx.engine.partition(w.topic, w.index)
 
@@ -203,7 +203,7 @@ def _produce_response(v: int, results: list[_Produced], late: set[int], ctx: Con
         by_topic.setdefault((r.topic, r.topic_id), []).append(P(
             version=v, index=r.index, error_code=code, base_offset=r.appended.base_offset if ok and r.appended else -1,
             log_append_time_ms=-1, log_start_offset=log_start, record_errors=[], error_message=msg, **extra))
-    topics = [T(version=v, name=name, topic_id=tid or uuid.UUID(int=0), partition_responses=parts)
+    topics = [T(version=v, name=name, topic_id=tid or ZERO_UUID, partition_responses=parts)
               for (name, tid), parts in by_topic.items()]
     return R(version=v, responses=topics, throttle_time_ms=throttle,
              node_endpoints=_endpoints(ctx, R.NodeEndpoint, v, leaders))
@@ -324,7 +324,7 @@ def _fetch_response(ctx: Context, v: int, wants: list[_FetchWant], max_bytes: in
             ctx.engine.traffic.fetched(ctx.broker_id, name, sum(len(x.records or b"") for x in parts))
     if throttle > 0:
         return R(version=v, throttle_time_ms=throttle, error_code=codes.NONE, session_id=0, responses=[])
-    topics = [T(version=v, topic=name, topic_id=tid or uuid.UUID(int=0), partitions=parts)
+    topics = [T(version=v, topic=name, topic_id=tid or ZERO_UUID, partitions=parts)
               for (name, tid), parts in by_topic.items()]
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, session_id=0, responses=topics,
              node_endpoints=_endpoints(ctx, R.NodeEndpoint, v, leaders) if v >= 16 else [])

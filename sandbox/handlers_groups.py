@@ -17,7 +17,7 @@ from kreassign.sandbox.groups import (
     Committed, GroupCoordinator, GroupState, JoinResult, Member, SyncResult, coordinator_for,
 )
 from kreassign.sandbox.purgatory import Delayed
-from kreassign.sandbox.wire import APIS
+from kreassign.sandbox.wire import APIS, ZERO_UUID
 
 if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 GROUP_KEY = 0  # FindCoordinator key type (1, transactions, has no coordinator here)
 CLASSIC = "classic"  # ListGroups v5 group type
 CLIENT_HOST = "/127.0.0.1"  # every client of the sandbox connects over loopback
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def _resp(api_key: int) -> Any:

@@ -29,8 +29,8 @@ from kreassign.sandbox.acl import TOPIC_AUTHORIZATION_FAILED, TOPIC_MESSAGE, Acl
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.groups import GroupCoordinator
+from kreassign.sandbox.wire import ZERO_UUID
 
-ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION
 UNKNOWN_ID_MESSAGE = "This server does not host this topic ID."  # Errors.UNKNOWN_TOPIC_ID
 K = TypeVar("K")

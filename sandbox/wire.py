@@ -3,6 +3,7 @@ version ranges each broker advertises in ApiVersions."""
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,9 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
+
+ZERO_UUID = uuid.UUID(int=0)
+"""the null topic id: a topic named by name, or none (KIP-516)"""
 
 from kreassign.sandbox.telemetry_messages import (
     GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,

@@ -138,13 +138,13 @@ def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
     A leader the cluster does not list cannot serve the copy, so its moves get source -1, as
     in `replication_model.from_moves`; the in-sync replication the leader throttle counts is
     the partition's produce rate times its in-sync followers, on its first move; what else each
-    move's fetcher session carries as `replication_model.fetch_sessions` reads it, and whether
-    its leader is warm (`replication_model.warm_leaders`), as `from_moves` has them.
+    move's fetcher session carries and whether its leader is warm, as `from_moves` has them
+    (`replication_model.move_sessions`).
     """
     import pyarrow as pa
 
     from kreassign.simulate.schemas import MOVES
-    from kreassign.throttle.replication_model import FetchLimits, fetch_sessions, warm_leaders
+    from kreassign.throttle.replication_model import FetchLimits, move_sessions
 
     known = np.asarray(state.broker_ids, dtype=np.int64)
     rows = moves.row.astype(np.int64)
@@ -157,8 +157,7 @@ def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
     leader = state.leader[rows].astype(np.int64)
     other = (replicas >= 0) & (replicas != leader[:, None]) & (replicas != moves.dest[:, None])
     failover = np.where(other.any(axis=1), replicas[np.arange(len(rows)), other.argmax(axis=1)], -1)
-    session = fetch_sessions(state, rows, moves.dest.astype(np.int64), FetchLimits().num_fetchers)
-    warm = np.isin(source, warm_leaders(state)) & (source >= 0) & (not state.reassignments)
+    session, warm = move_sessions(state, rows, moves.dest.astype(np.int64), source, FetchLimits().num_fetchers)
     columns = [
         pa.array(np.arange(len(moves), dtype=np.int64)), pa.array(rows),
         pa.array(source.astype(np.int32)), pa.array(moves.dest.astype(np.int32)),

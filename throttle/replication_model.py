@@ -454,7 +454,7 @@ class ModelInput:
         led = self.source >= 0
         warm = np.bincount(self.source[led], weights=self.warm[led], minlength=self.n_brokers) > 0
         on = warm & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
-        credit = np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_CREDIT_S, 0.0)
+        credit = np.where(on, self.leader_rate * LEADER_CREDIT_S, 0.0)
         credit.setflags(write=False)
         return credit
 
@@ -1383,6 +1383,16 @@ def fetch_sessions(state: ClusterState, rows: np.ndarray, dest: np.ndarray, num_
     return session_kinds(isr_keys, state.produce_bps[isr_rows] > 0, move_keys)
 
 
+def move_sessions(state: ClusterState, rows: np.ndarray, dest: np.ndarray, source: np.ndarray,
+                  num_fetchers: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per move, its `Session` (`fetch_sessions`) and whether its leader `source` is warm
+    (`warm_leaders`): what `ModelInput.session` and `.warm` hold. A reassignment under way has
+    had its throttles running, so their credit is spent."""
+    session = fetch_sessions(state, rows, dest, num_fetchers)
+    warm = np.isin(source, warm_leaders(state)) & (not state.reassignments)
+    return session, warm
+
+
 def warm_leaders(state: ClusterState) -> np.ndarray:
     """Broker ids that lead a partition with an in-sync follower: they answer follower fetches
     all the time, so their leader quota windows are warm (`ModelInput.warm`)."""
@@ -1475,9 +1485,7 @@ def from_moves(
     known = np.isin(lead, ids)
     pos = np.searchsorted(ids, lead[known])
     leader_base = np.bincount(pos, weights=(state.produce_bps[moving] * isr_followers)[known], minlength=len(ids))
-    session = fetch_sessions(state, rows, dst, fetch.num_fetchers)
-    # a reassignment under way has had its throttles running: their credit is spent
-    warm = np.isin(leaders, warm_leaders(state)) & (leaders != NO_LEADER) & (not state.reassignments)
+    session, warm = move_sessions(state, rows, dst, leaders, fetch.num_fetchers)
     return ModelInput.build(
         broker_ids=ids, source=leaders, dest=dst, bytes=size, write_bps=writes, start_s=start_s,
         fetcher=fetcher_ids(state, rows, fetch.num_fetchers), session=session, warm=warm, leader_rate=leader_rate,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kreassign.cluster.java import find_java, java_version, parse_java_version  # noqa: F401 (re-exported)
 from kreassign.cluster.errors import KreassignError
 
 if TYPE_CHECKING:
@@ -53,34 +54,6 @@ class SparkOptions:
         127.0.0.1 too, where that master's executors reach it."""
         host = self.master.removeprefix("spark://").rsplit(":", 1)[0]
         return self.remote is None and self.master.startswith("spark://") and host in ("127.0.0.1", "localhost")
-
-
-def java_version(java: str) -> int | None:
-    """The major version of a `java` executable, or None if it does not run."""
-    try:
-        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return parse_java_version(proc.stderr + proc.stdout)
-
-
-def parse_java_version(text: str) -> int | None:
-    """`openjdk version "17.0.15"` -> 17; `java version "1.8.0_392"` -> 8."""
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major
-
-
-def find_java(env: Mapping[str, str] | None = None) -> str | None:
-    """The java Spark would start: $JAVA_HOME/bin/java, else the first on PATH."""
-    env = os.environ if env is None else env
-    home = env.get("JAVA_HOME")
-    if home:
-        candidate = os.path.join(home, "bin", "java")
-        return candidate if os.access(candidate, os.X_OK) else None
-    return shutil.which("java", path=env.get("PATH"))
 
 
 def check_java(env: Mapping[str, str] | None = None) -> None:

@@ -328,7 +328,7 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)
         cluster_id = port.describe_brokers().cluster_id
-        owner = Owner.from_value(port.describe_cluster_configs([LOCK_KEY]).get(LOCK_KEY))
+        owner = Owner.from_value(port.read_markers([LOCK_KEY]).get(LOCK_KEY))
     journals = journal_store(journal_dir).journals(cluster_id, open_only=True)
     if output == "json":
         _emit({**result.as_dict(), "open_journals": [

@@ -76,6 +76,9 @@ _CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                       Errors.RequestTimedOutError, Errors.KafkaTimeoutError)
 
 
+_MARKER_PARTITION = KafkaTopicPartition("__consumer_offsets", 0)
+
+
 def api_error(error: type[Errors.KafkaError] | Errors.KafkaError, message: str | None = None) -> ApiError:
     """An `ApiError` for a kafka.errors class or instance."""
     cls = error if isinstance(error, type) else type(error)
@@ -620,39 +623,49 @@ class KafkaAdmin:
                       for t in sorted(topic_ops)}
         return AlterConfigsResult(brokers=brokers, topics=topics)
 
-    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
-        """DescribeConfigs of the default BROKER resource "", answered by any broker."""
-        wanted = sorted(set(keys))
-        client = self._client
-        resource = ConfigResource(ConfigResourceType.BROKER, "", wanted)
+    # Markers: a consumer group per marker whose committed offset on partition 0 of
+    # `__consumer_offsets` carries the value in its metadata string. Kafka hides the value of
+    # any config it does not know (DescribeConfigs marks it sensitive), so a custom config cannot
+    # hold them; an offset commit can, is answered by one coordinator that every later OffsetFetch
+    # reads from, and needs no topic of kreassign's own (the offsets topic exists once any
+    # group has asked for its coordinator, which the first commit does).
+    def read_markers(self, names: Iterable[str]) -> dict[str, str]:
+        """The value of each marker among `names` that is set (group offset metadata)."""
+        wanted = sorted(set(names))
+        if not wanted:
+            return {}
+        spot = _MARKER_PARTITION
 
-        # kafka-python's describe_configs insists on integer broker names, so the request is
-        # built and sent with the client's own helpers (kafka-python is pinned to 3.0.12).
-        async def send() -> Any:
-            return await client._manager.send(client._describe_configs_request([resource]))
+        def fetch() -> dict[str, Any]:
+            result: dict[str, Any] = self._client.list_group_offsets({name: [spot] for name in wanted})
+            return result
 
-        response = self._call("describe the cluster-wide configs", lambda: client._manager.run(send))
+        raw = self._call("read the execution lock (consumer group offsets)", fetch)
         out: dict[str, str] = {}
-        for result in response.results:
-            if result.error_code:
-                raise _translate(Errors.for_code(result.error_code)(result.error_message),
-                                 "describe the cluster-wide configs")
-            for entry in result.configs:
-                if entry.name in wanted and entry.value is not None:
-                    out[entry.name] = entry.value
+        for name in wanted:
+            committed = raw.get(name, {}).get(spot)
+            if committed is not None and committed.offset >= 0 and committed.metadata:
+                out[name] = committed.metadata
         return out
 
-    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
-        """IncrementalAlterConfigs of the default BROKER resource "", sent to any broker."""
-        client = self._client
-        resource = ConfigResource(ConfigResourceType.BROKER, "", _alter_ops(ops))
+    def write_markers(self, ops: ConfigOps) -> ApiError | None:
+        """Set or clear (an empty metadata string) each marker; the first refusal is returned."""
+        from kafka.structs import OffsetAndMetadata
 
-        async def send() -> Any:
-            response = await client._manager.send(client._alter_configs_request([resource], False, True))
-            return client._alter_configs_process_responses([response.responses[0]])
+        for name, value in sorted(ops.items()):
+            offset = OffsetAndMetadata(0, value or "", None)
 
-        raw = self._call("alter the cluster-wide configs", lambda: client._manager.run(send))
-        return _alter_result(raw, "broker", "")
+            def commit(group: str = name, committed: Any = offset) -> Any:
+                result = self._client.alter_group_offsets(group, {_MARKER_PARTITION: committed})
+                error = result.get(_MARKER_PARTITION, Errors.NoError)
+                if error is not Errors.NoError and getattr(error, "retriable", False):
+                    raise error(f"group {group}")  # coordinator moving or loading: try again
+                return error
+
+            error = self._call("write the execution lock (consumer group offsets)", commit)
+            if error is not Errors.NoError:
+                return _named_refusal(api_error(error), "READ", f"GROUP {name} and TOPIC __consumer_offsets")
+        return None
 
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
         # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
@@ -740,7 +753,8 @@ def _alter_ops(ops: ConfigOps) -> dict[str, tuple[AlterConfigOp, str | None]]:
 def _named_refusal(error: ApiError | None, operation: str, resource: str) -> ApiError | None:
     """An authorization refusal that says which operation on which resource was refused."""
     if error is None or error.code not in (Errors.TopicAuthorizationFailedError.errno,
-                                           Errors.ClusterAuthorizationFailedError.errno):
+                                           Errors.ClusterAuthorizationFailedError.errno,
+                                           Errors.GroupAuthorizationFailedError.errno):
         return error
     return ApiError(code=error.code, name=error.name, message=f"not authorized to {operation} on {resource}")
 

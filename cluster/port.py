@@ -215,13 +215,13 @@ class ClusterPort(Protocol):
         """Move replicas to another log dir of their broker."""
         ...
 
-    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
-        """The dynamic cluster-wide broker configs (the default BROKER resource "") among `keys`
-        that are set, with their values."""
+    def read_markers(self, names: Iterable[str]) -> dict[str, str]:
+        """The markers among `names` that are set, with their values: small records kreassign
+        keeps on the cluster itself (the execution lock), readable by any kreassign."""
         ...
 
-    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
-        """SET/DELETE keys of the cluster-wide broker configs (the default BROKER resource "")."""
+    def write_markers(self, ops: ConfigOps) -> ApiError | None:
+        """Set (a value) or clear (None) markers; each write is seen by every later read."""
         ...
 
     def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,

@@ -5,20 +5,20 @@ Two layers, because the journal is a local file and kreassign may run on several
 * a local lock file (`<journal dir>/<cluster>/.execution.lock`, `flock`) for processes on this
   host. The kernel drops the lock when its process dies (kill -9 included), so being able to
   take it proves that no process on this host still runs: that is the "pid gone" proof.
-* a marker on the cluster itself: the dynamic cluster-wide broker config
-  `kreassign.execution.lock` (the default BROKER resource "", which Kafka keeps in its metadata
-  log and lets any admin with ALTER_CONFIGS on the cluster read and write, like the throttle
-  rates kreassign already sets). It holds the owner: host, pid, command, journal, start time, a
-  lease end, a random token and the lock format version.
+* a marker on the cluster itself: the metadata of an offset committed by the consumer group
+  `kreassign.execution.lock` on partition 0 of `__consumer_offsets` (`ClusterPort.write_markers`).
+  It holds the owner: host, pid, command, journal, start time, a lease end, a random token and
+  the lock format version. A commit is answered by the group's coordinator, and every later
+  OffsetFetch reads what it stored. (A custom dynamic broker config, the first design, cannot
+  serve: a real broker stores it but reports its value as sensitive, that is, never.)
 
-Kafka has no compare-and-swap for configs, so the marker is taken with Fischer's timed mutual
+Kafka has no compare-and-swap for committed offsets, so the marker is taken with Fischer's timed mutual
 exclusion: read it (free, or its owner proven dead), write our record, wait `settle_s`, read it
 again and own it only if our token is still there. Two contenders that both saw it free both
 write; each waits longer than the other's read-to-write gap before re-reading, so both re-reads
 see the same (last) record and only one proceeds. The protocol is safe as long as a writer's
 read-to-write time stays below `settle_s`, so a contender whose own read-to-write took longer
-gives up instead of trusting its read. The wait also covers the metadata propagation from the
-controller to the broker that answers the re-read.
+gives up instead of trusting its read.
 
 The owner renews the lease at every step (`check`): it re-reads the marker, stops when its token
 is gone (another process took over after the lease expired: the stale writer must not go on)
@@ -159,7 +159,7 @@ class ExecutionLock:
     # ---- reading --------------------------------------------------------------------------------
     def read(self) -> tuple[Owner | None, str | None]:
         """The marker's owner and the stop request (a token), as the cluster has them now."""
-        values = self.port.describe_cluster_configs([LOCK_KEY, STOP_KEY])
+        values = self.port.read_markers([LOCK_KEY, STOP_KEY])
         return Owner.from_value(values.get(LOCK_KEY)), values.get(STOP_KEY)
 
     def dead(self, owner: Owner) -> bool:
@@ -242,7 +242,7 @@ class ExecutionLock:
                 if stop is not None and stop == self.owner.token:
                     ops[STOP_KEY] = None
                 if ops:
-                    self.port.alter_cluster_configs(ops)
+                    self.port.write_markers(ops)
         except ClusterError:
             pass  # the lease expires on its own; same-host runs see the local lock free
         finally:
@@ -257,7 +257,7 @@ class ExecutionLock:
 
     # ---- asking a live owner to stop -------------------------------------------------------------------
     def request_stop(self, owner: Owner) -> None:
-        error = self.port.alter_cluster_configs({STOP_KEY: owner.token})
+        error = self.port.write_markers({STOP_KEY: owner.token})
         if error is not None:
             raise ClusterError(f"could not ask the running kreassign to stop: {error.message}")
 
@@ -288,11 +288,11 @@ class ExecutionLock:
                 "Wait for it, or stop it with `kreassign abort` on its journal")
 
     def _write(self, owner: Owner) -> None:
-        error = self.port.alter_cluster_configs({LOCK_KEY: owner.to_value()})
+        error = self.port.write_markers({LOCK_KEY: owner.to_value()})
         if error is not None:
-            raise ClusterError(f"could not write the execution lock ({LOCK_KEY} on the cluster-wide broker "
-                               f"configs): {error.message}. kreassign needs ALTER_CONFIGS on the cluster for it, as "
-                               "for the throttles; nothing was changed")
+            raise ClusterError(f"could not write the execution lock (an offset of the consumer group {LOCK_KEY}): "
+                               f"{error.message}. kreassign needs READ and DESCRIBE on the groups kreassign.execution.* "
+                               "and on the topic __consumer_offsets for it; nothing was changed")
 
     @property
     def _path(self) -> Path:

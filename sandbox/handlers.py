@@ -18,6 +18,7 @@ from kreassign.sandbox.handlers_groups import GROUP_HANDLERS
 from kreassign.sandbox.handlers_quotas import QUOTA_HANDLERS
 from kreassign.sandbox.handlers_telemetry import TELEMETRY_HANDLERS
 from kreassign.sandbox.state import NO_LEADER
+from kreassign.sandbox.topics import INTERNAL_TOPICS
 from kreassign.sandbox.wire import APIS, ZERO_UUID
 
 
@@ -72,7 +73,7 @@ def metadata(ctx: Context, v: int, req: Any) -> Any:
             continue
         parts = [P(version=v, **_partition_view(ctx, p)) for p in topic.partitions]
         topics.append(T(version=v, error_code=codes.NONE, name=topic.name, topic_id=topic.topic_id,
-                        is_internal=False, partitions=parts))
+                        is_internal=topic.name in INTERNAL_TOPICS, partitions=parts))
     return R(version=v, throttle_time_ms=0, brokers=brokers, cluster_id=eng.cluster_id,
              controller_id=eng.controller_id, topics=topics, error_code=codes.NONE)
 
@@ -113,8 +114,8 @@ def describe_topic_partitions(ctx: Context, v: int, req: Any) -> Any:
                 break
             parts.append(P(version=v, eligible_leader_replicas=None, last_known_elr=None, **_partition_view(ctx, p)))
             budget -= 1
-        topics.append(T(version=v, error_code=codes.NONE, name=name, topic_id=topic.topic_id, is_internal=False,
-                        partitions=parts))
+        topics.append(T(version=v, error_code=codes.NONE, name=name, topic_id=topic.topic_id,
+                        is_internal=name in INTERNAL_TOPICS, partitions=parts))
         if next_cursor is None and budget == 0 and ti + 1 < len(names):
             next_cursor = R.Cursor(version=v, topic_name=names[ti + 1], partition_index=0)
         if next_cursor is not None:

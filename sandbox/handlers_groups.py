@@ -12,10 +12,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kreassign.sandbox import codes
 from kreassign.sandbox.groups import (
-    Committed, GroupCoordinator, GroupState, JoinResult, Member, SyncResult, coordinator_for,
+    OFFSETS_TOPIC_PARTITIONS, Committed, GroupCoordinator, GroupState, JoinResult, Member, SyncResult,
+    coordinator_for,
 )
+from kreassign.sandbox.topics import OFFSETS_TOPIC, assign_replicas
 from kreassign.sandbox.purgatory import Delayed
 from kreassign.sandbox.wire import APIS, ZERO_UUID
 
@@ -63,10 +67,29 @@ def _wait(ctx: Context, group_id: str, poll: Callable[[float], Any], fallback: A
 
 
 # ---- FindCoordinator ------------------------------------------------------------------------------
+def ensure_offsets_topic(ctx: Context) -> None:
+    """Create `__consumer_offsets` as Kafka does when a group first asks for its coordinator:
+    offsets.topic.num.partitions partitions at min(3, live brokers) replicas, compacted. Its
+    assignment comes from a generator of its own, so the seeded layout of later topics is the
+    same whether a group asked first or not."""
+    engine = ctx.engine
+    if OFFSETS_TOPIC in engine.topics:
+        return
+    live = {b.id: b.rack for b in engine.alive_brokers()}
+    if not live:
+        return
+    plan = assign_replicas(live, OFFSETS_TOPIC_PARTITIONS, min(3, len(live)), np.random.default_rng(0))
+    engine.create_topic(OFFSETS_TOPIC, assignments=dict(enumerate(plan)),
+                        configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                 "segment.bytes": "104857600"})
+
+
 def find_coordinator(ctx: Context, v: int, req: Any) -> Any:
     R = _resp(10)
     key_type = int(getattr(req, "key_type", GROUP_KEY)) if v >= 1 else GROUP_KEY
     keys = list(req.coordinator_keys) if v >= 4 else [req.key]
+    if key_type == GROUP_KEY:
+        ensure_offsets_topic(ctx)
     alive = [b.id for b in ctx.engine.alive_brokers()]
     found = []
     for key in keys:

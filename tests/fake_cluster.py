@@ -88,7 +88,7 @@ class FakeCluster:
         self.partitions: dict[TopicPartition, _Partition] = {}
         self.broker_configs: dict[int, dict[str, str]] = {b: {} for b in self.brokers}
         self.topic_configs: dict[str, dict[str, str]] = {}
-        self.cluster_configs: dict[str, str] = {}
+        self.markers: dict[str, str] = {}
         """the cluster-wide broker configs (the default BROKER resource "")"""
         self.log_dirs = tuple(log_dirs)
         self.replica_dirs: dict[TopicPartitionReplica, str] = {}
@@ -351,13 +351,13 @@ class FakeCluster:
                 _apply(self.topic_configs[t], ops)
         return AlterConfigsResult(brokers=brokers, topics=topics)
 
-    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
-        self._enter("describe_cluster_configs")
-        return {k: self.cluster_configs[k] for k in sorted(set(keys)) if k in self.cluster_configs}
+    def read_markers(self, names: Iterable[str]) -> dict[str, str]:
+        self._enter("read_markers")
+        return {k: self.markers[k] for k in sorted(set(names)) if k in self.markers}
 
-    def alter_cluster_configs(self, ops: ConfigOps) -> ApiError | None:
-        self._enter("alter_cluster_configs")
-        _apply(self.cluster_configs, ops)
+    def write_markers(self, ops: ConfigOps) -> ApiError | None:
+        self._enter("write_markers")
+        _apply(self.markers, ops)
         return None
 
     def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],

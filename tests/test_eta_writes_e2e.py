@@ -81,6 +81,10 @@ def test_estimate_with_sampled_writes_is_within_5_percent_of_the_measured_comple
                          topics=[TopicSpec("w", 8, 2, 1200 * MB, 2_000_000.0, 0.5)])
     plan = write_plan(tmp_path, shape(sb))
     throttle = 20 * MB
+    # a cluster that has served any consumer group (execute's lock is one) holds __consumer_offsets,
+    # whose idle in-sync partitions share the followers' fetch sessions: make it before the estimate
+    with KafkaAdmin.connect(build_client_config({}, bootstrap_server=sb.bootstrap)) as admin:
+        admin.read_markers(["kreassign.tests.probe"])
     ran = cli(sb, tmp_path, "estimate", "--reassignment-json-file", plan, "--throttle", str(throttle),
               "--sample", "60s", "--output", "json")
     assert ran.exit_code == 0, ran.output

@@ -109,7 +109,7 @@ class World:
             if seen[0] == race_at and race is not None:
                 race()
             if seen[0] == at:
-                marker.update(self.fake.cluster_configs)
+                marker.update(self.fake.markers)
                 self.alive.discard(pid)
                 raise Killed(step)
         crash.marker = marker  # type: ignore[attr-defined]
@@ -117,8 +117,8 @@ class World:
 
     def killed(self, crash: Callable[[str], None]) -> None:
         """What kill -9 leaves: the lock marker as the dead process last wrote it."""
-        self.fake.cluster_configs.clear()
-        self.fake.cluster_configs.update(crash.marker)  # type: ignore[attr-defined]
+        self.fake.markers.clear()
+        self.fake.markers.update(crash.marker)  # type: ignore[attr-defined]
 
 
 def build(seed: int, tmp_path: Path) -> tuple[World, list[PartitionTarget], dict[TopicPartition, tuple[int, ...]]]:
@@ -149,7 +149,7 @@ def assert_clean(world: World, operator_rate: str = OPERATOR_RATE) -> None:
     assert leftovers == {}
     assert fake.broker_configs[2] == {LEADER_RATE: operator_rate}
     assert {t: c for t, c in fake.topic_configs.items() if c} == {}
-    assert LOCK_KEY not in fake.cluster_configs
+    assert LOCK_KEY not in fake.markers
 
 
 def finish_moves_and_verify(world: World, targets: list[PartitionTarget]) -> None:
@@ -290,7 +290,7 @@ def test_second_execute_is_refused_while_the_first_lives(tmp_path: Path) -> None
     assert world.fake.list_reassignments() == {}
     world.alive.discard(100)
     first.release()  # the local lock file is free again, as when the process died
-    world.fake.cluster_configs[LOCK_KEY] = first_marker = world.fake.cluster_configs.get(LOCK_KEY, "")
+    world.fake.markers[LOCK_KEY] = first_marker = world.fake.markers.get(LOCK_KEY, "")
     assert first_marker == ""  # released: nothing left
     run_execute(world.fake, request, store=world.store, control=world.control(101))
 
@@ -299,10 +299,10 @@ def test_dead_owner_of_another_plan_needs_force(tmp_path: Path) -> None:
     world, targets, _ = build(2, tmp_path)
     dead = world.control(100).lock.lock(world.fake, world.store.root / "fake-cluster", command="execute",
                                         journal_id="fake-cluster/other").acquire()
-    marker = dict(world.fake.cluster_configs)
+    marker = dict(world.fake.markers)
     dead._unlock_local()
     world.alive.discard(100)
-    assert world.fake.cluster_configs == marker
+    assert world.fake.markers == marker
     request = ExecuteRequest(targets=tuple(targets), leader_rate=1000, follower_rate=1000)
     with pytest.raises(ExecutionLocked, match="no longer running .*its process is gone.*--force"):
         run_execute(world.fake, request, store=world.store, control=world.control(101))
@@ -439,7 +439,7 @@ def test_verify_keeps_and_cancel_refuses_while_a_run_holds_the_lock(tmp_path: Pa
                                control=world.control(201))
     assert owner is None and result.clear is not None
     held._unlock_local()
-    world.fake.cluster_configs.clear()
+    world.fake.markers.clear()
     assert_clean(world)
 
 

@@ -99,7 +99,7 @@ def test_kill_9_of_a_paced_execute_then_resume(seed: int, sandbox_factory: Calla
         execute.send_signal(signal.SIGKILL)
         execute.wait(timeout=30)
         assert execute.returncode == -signal.SIGKILL
-        assert LOCK_KEY in admin.describe_cluster_configs([LOCK_KEY])  # the dead run's marker is still there
+        assert LOCK_KEY in admin.read_markers([LOCK_KEY])  # the dead run's marker is still there
 
         resume = cli(sandbox, tmp_path, "resume", "-f", str(plan), "-o", "json")
 
@@ -120,5 +120,5 @@ def test_kill_9_of_a_paced_execute_then_resume(seed: int, sandbox_factory: Calla
                 for b, c in rates.items()} == {1: {}, 2: {LEADER_RATE: OPERATOR_RATE}, 3: {}, 4: {}}
         lists = admin.describe_topic_configs(["t"], [LEADER_REPLICAS, FOLLOWER_REPLICAS]).configs["t"]
         assert all(not e.value for e in lists.values())
-        assert admin.describe_cluster_configs([LOCK_KEY]) == {}
+        assert admin.read_markers([LOCK_KEY]) == {}
         assert TopicPartition("t", 0) in final

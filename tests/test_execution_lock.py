@@ -17,11 +17,11 @@ class StaleFirstRead(FakeCluster):
         super().__init__([1, 2])
         self.fresh_reads = 0
 
-    def describe_cluster_configs(self, keys: Iterable[str]) -> dict[str, str]:
+    def read_markers(self, keys: Iterable[str]) -> dict[str, str]:
         if self.fresh_reads < 2:
             self.fresh_reads += 1
             return {}
-        return super().describe_cluster_configs(keys)
+        return super().read_markers(keys)
 
 
 def lock(port: FakeCluster, tmp_path: Path, pid: int, host: str, **kw: object) -> ExecutionLock:
@@ -40,7 +40,7 @@ def test_two_contenders_that_both_read_free_end_with_one_owner(tmp_path: Path) -
     with pytest.raises(ExecutionLocked, match="host host-b, pid 2"):
         first.acquire()
     assert won == [second] and second.owner is not None and first.owner is None
-    assert Owner.from_value(port.cluster_configs[LOCK_KEY]) == second.owner
+    assert Owner.from_value(port.markers[LOCK_KEY]) == second.owner
 
 
 def test_a_writer_slower_than_half_the_settle_time_does_not_trust_its_read(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_a_writer_slower_than_half_the_settle_time_does_not_trust_its_read(tmp_p
 
 def test_a_marker_kreassign_cannot_read_is_never_taken_over(tmp_path: Path) -> None:
     port = FakeCluster([1])
-    port.cluster_configs[LOCK_KEY] = "garbage written by hand"
+    port.markers[LOCK_KEY] = "garbage written by hand"
     with pytest.raises(ExecutionLocked, match="host unknown"):
         lock(port, tmp_path, 1, "host-a").acquire(force=True)
 
@@ -71,18 +71,18 @@ def test_the_owner_stops_when_asked_and_renews_its_lease(tmp_path: Path) -> None
     now[0] += 70  # more than half the lease used: the next check writes a new lease end
     owner.check()
     assert owner.owner is not None and owner.owner.lease_until == now[0] + 120
-    port.cluster_configs[STOP_KEY] = owner.owner.token
+    port.markers[STOP_KEY] = owner.owner.token
     with pytest.raises(StopRequested):
         owner.check()
     owner.release()
-    assert port.cluster_configs == {}
+    assert port.markers == {}
 
 
 def test_a_stale_owner_stops_once_another_run_took_the_lock(tmp_path: Path) -> None:
     port = FakeCluster([1])
     owner = lock(port, tmp_path, 1, "host-a").acquire()
-    port.cluster_configs[LOCK_KEY] = Owner("host-b", 9, "resume", "c/p", 0.0, 9e9, "other").to_value()
+    port.markers[LOCK_KEY] = Owner("host-b", 9, "resume", "c/p", 0.0, 9e9, "other").to_value()
     with pytest.raises(LockLost, match="host host-b, pid 9"):
         owner.check()
     owner.release()
-    assert LOCK_KEY in port.cluster_configs  # not ours to delete
+    assert LOCK_KEY in port.markers  # not ours to delete

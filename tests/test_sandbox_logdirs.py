@@ -137,7 +137,8 @@ def cli(bootstrap: str, tmp_path: Path, *argv: str) -> subprocess.CompletedProce
 def replica_dirs(admin: Any, broker: int) -> dict[tuple[str, int, bool], str]:
     (entry,) = admin.describe_log_dirs(brokers=[broker])
     return {(t["name"], p["partition_index"], p["is_future_key"]): d["log_dir"]
-            for d in entry["log_dirs"] for t in d["topics"] for p in t["partitions"]}
+            for d in entry["log_dirs"] for t in d["topics"] for p in t["partitions"]
+            if not t["name"].startswith("__")}  # the execution lock's group made __consumer_offsets
 
 
 def broker_value(admin: Any, broker: int, key: str) -> str | None:

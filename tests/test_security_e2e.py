@@ -32,6 +32,7 @@ from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, load_client_config
 from kreassign.cluster.model import TopicPartition
+from kreassign.sandbox.topics import INTERNAL_TOPICS
 from kreassign.sandbox.clock import ManualClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.security import SERVER_KEY_FILE, Security, User, build_security, write_client_properties
@@ -181,7 +182,7 @@ def test_independent_clients_speak_the_same_protocol(secured: Secured) -> None:
         kp.close()
     rd = secured.librdkafka(user)
     assert rd.delete_topics(["doomed"], operation_timeout=5)["doomed"].result(timeout=10) is None
-    assert set(rd.list_topics(timeout=10).topics) == {"t"}
+    assert set(rd.list_topics(timeout=10).topics) - INTERNAL_TOPICS == {"t"}
     (future,) = rd.describe_configs([confluent_admin.ConfigResource("broker", "2")]).values()
     assert future.result(timeout=10)[LEADER_RATE].value == "4000000"
     (future,) = rd.incremental_alter_configs([confluent_admin.ConfigResource("broker", "2", incremental_configs=[
@@ -257,7 +258,7 @@ def test_kafka_error_codes_on_the_wire(secured: Secured) -> None:
     with pytest.raises(Exception) as refused:
         future.result(timeout=10)
     assert refused.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
-    assert set(rd.list_topics(timeout=10).topics) == {"t"}
+    assert set(rd.list_topics(timeout=10).topics) - INTERNAL_TOPICS == {"t"}
     (future,) = rd.incremental_alter_configs([confluent_admin.ConfigResource("broker", "1", incremental_configs=[
         confluent_admin.ConfigEntry(LEADER_RATE, "1", incremental_operation=confluent_admin.AlterConfigOpType.SET)])
     ]).values()

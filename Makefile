@@ -1,10 +1,16 @@
 # kreassign: `make demo` and `make test` set everything up in .venv on first use.
 PYTHON ?= python3
+# The Apache Kafka releases the live tests run on (the first: every live test; the others: the
+# compatibility tests), fetched from Maven Central by `make kafka`. Empty: the tested matrix
+# (`MATRIX` in sandbox/kafka_engine/dist.py), e.g. KAFKA_VERSIONS="3.9.2" to run on 3.9 alone.
+# ENGINE=kafka runs the demo on real Kafka brokers instead of the emulator.
+KAFKA_VERSIONS ?=
+ENGINE ?= emulator
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench man lint clean
+.PHONY: demo test test-fast kafka bench man lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,14 +18,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,plots,connect]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" bash demo/run.sh
+demo: $(STAMP) $(if $(filter kafka,$(ENGINE)),kafka)
+	PATH="$(CURDIR)/$(BIN):$$PATH" ENGINE=$(ENGINE) bash demo/run.sh
 
-test: $(STAMP)
-	PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python $(BIN)/python -m pytest -q -p no:cacheprovider
+# Kafka's runtime jars (broker, tools, logging binding) by the pom in sandbox/kafka_engine, into
+# ~/.cache/kreassign/kafka (outside git); needs Java and Maven, and says so when they are missing.
+kafka: $(STAMP)
+	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 
+test: $(STAMP) kafka
+	$(if $(KAFKA_VERSIONS),KREASSIGN_KAFKA_VERSIONS="$(KAFKA_VERSIONS)") PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python \
+	    $(BIN)/python -m pytest -q -p no:cacheprovider
+
+# No Spark, no slow tests, and the live tests on the emulator only (no JVM at all).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not slow"
+	KREASSIGN_LIVE_ENGINES=emulator $(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark and not slow and not kafka"
 
 bench: $(STAMP)
 	PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python $(BIN)/python -m bench.run_all

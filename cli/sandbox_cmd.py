@@ -16,16 +16,37 @@ def _state_dir_option(f: Any) -> Any:
 
 @click.group()
 def sandbox() -> None:
-    """Run a local multi-broker cluster that speaks the Kafka protocol, with throttled replication
-    in accelerated time (--speed sandbox seconds per wall second)."""
+    """Run a local multi-broker cluster on 127.0.0.1: the emulator (kreassign's own Kafka-protocol
+    cluster, with throttled replication in accelerated time: --speed sandbox seconds per wall
+    second) or, with --engine kafka, real Apache Kafka brokers (KRaft, one controller) from the
+    jars `kreassign sandbox fetch-kafka` fetched from Maven Central or from --kafka-home."""
+
+
+EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port", "security",
+                 "sasl_mechanism", "users")
+"""start options that only the emulator has (real Kafka runs in real time, on its own network)"""
 
 
 @sandbox.command()
-@click.option("--brokers", default=6, show_default=True, type=click.IntRange(1, 1000), help="Number of brokers (ids 1..N).")
-@click.option("--racks", default=3, show_default=True, type=click.IntRange(0, 1000), help="Racks to spread brokers over (0: none).")
+@click.option("--engine", type=click.Choice(["emulator", "kafka"]), default="emulator", show_default=True,
+              help="emulator: kreassign's own Kafka-protocol cluster in accelerated time; kafka: real Apache Kafka "
+                   "brokers (one KRaft controller, node 0), in real time.")
+@click.option("--kafka-home", type=click.Path(file_okay=False), default=None,
+              help="With --engine kafka: an unpacked Kafka distribution to run (the folder holding libs/); default: "
+                   "the jars `kreassign sandbox fetch-kafka` (or `make kafka`) fetched.")
+@click.option("--kafka-version", default=None, metavar="X.Y.Z",
+              help="With --engine kafka: which fetched release to run (default: the newest tested, see fetch-kafka).")
+@click.option("--heap", default="512m", show_default=True, metavar="SIZE",
+              help="With --engine kafka: each broker's JVM heap (java -Xmx syntax, e.g. 512m or 1g).")
+@click.option("--brokers", default=None, type=click.IntRange(1, 1000),
+              help="Number of brokers (ids 1..N; default 6, 5 with --engine kafka).")
+@click.option("--racks", default=None, type=click.IntRange(0, 1000),
+              help="Racks to spread brokers over in turn, rack-1..rack-R (0: none; default 3, 2 with --engine kafka).")
 @click.option("--topics", "topics", multiple=True, metavar="SPEC",
-              help="name:partitions:rf[:size[:rate]], e.g. orders:12:3:200MB:1MB/s (repeatable, or comma-separated). "
-                   "Default: five demo topics, 50 partitions.")
+              help="name:partitions:rf[:size[:rate]], e.g. orders:12:3:200MB:1MB/s (repeatable, or comma-separated); "
+                   "size and rate are PER PARTITION (the median: partitions vary around it, heavy-tailed), so "
+                   "orders:12:3:200MB:1MB/s holds about 2.4 GB and takes about 12 MB/s of writes. `none` for no "
+                   "topics. Default: five demo topics, 50 partitions.")
 @click.option("--speed", default=60.0, show_default=True, type=click.FloatRange(min=0.001),
               help="Sandbox seconds per wall second.")
 @_state_dir_option
@@ -45,8 +66,9 @@ def sandbox() -> None:
               help="Kafka's replica.fetch.response.max.bytes: what one follower fetch takes in all.")
 @click.option("--num-replica-fetchers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Kafka's num.replica.fetchers: fetcher threads per follower and leader.")
-@click.option("--log-dirs", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Log dirs per broker (JBOD), for AlterReplicaLogDirs moves between them.")
+@click.option("--log-dirs", default=None, type=click.IntRange(1, 64),
+              help="Log dirs per broker (JBOD), for AlterReplicaLogDirs moves between them (default 1, 3 with "
+                   "--engine kafka).")
 @click.option("--client-quota", "client_quotas", multiple=True, metavar="KEY=RATE",
               help="A KIP-13 default client quota (the <default> client-id entity), e.g. producer_byte_rate=1MB/s "
                    "or consumer_byte_rate=5MB/s, per broker in sandbox time (repeatable). Admin clients change "
@@ -64,12 +86,22 @@ def sandbox() -> None:
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
                    "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
-def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
+def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, brokers: int | None,
+          racks: int | None, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
-          log_dirs: int, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
+          log_dirs: int | None, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
           users: tuple[str, ...], metrics_port: int | None) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
+
+    \b
+    With --engine kafka the brokers are real Apache Kafka (default 5 brokers in 2 racks, 3 log
+    dirs each, 512 MB heaps, one KRaft controller as node 0), each a JVM that ends with this
+    process (or with the --daemon process), kill -9 included. --topics sizes are written as real
+    records and rates kept by a background producer (default: the demo topics at a hundredth of
+    the emulator's sizes and rates). The fetch options set Kafka's replica.fetch.max.bytes,
+    replica.fetch.response.max.bytes and num.replica.fetchers; the emulator's time, network,
+    quota, metrics and security options do not apply.
 
     With --security, a ready --command-config file per user is written to the state dir
     (0600) and shown with the password masked.
@@ -101,14 +133,37 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
     from kreassign.sandbox.security import User, build_security
     from kreassign.sandbox.topics import parse_topic_spec
 
-    specs = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
+    from kreassign.cluster.errors import InputError
+
+    real = engine == "kafka"
+    if real:
+        context = click.get_current_context()
+        given = [name for name in EMULATOR_ONLY
+                 if context.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)]
+        if given:
+            flags = ", ".join("--" + {"network_bps": "network", "client_quotas": "client-quota",
+                                      "users": "user"}.get(g, g).replace("_", "-") for g in given)
+            raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
+                             "real Kafka brokers run in real time on this machine's network, without the emulator's "
+                             "quotas, metrics endpoints or security settings")
+    elif kafka_home or kafka_version:
+        raise InputError("--kafka-home and --kafka-version need --engine kafka")
+    specs: tuple[str, ...] | None = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
+    if specs == ("none",):
+        specs = ()
     for spec in specs or ():
         parse_topic_spec(spec)
-    options = SandboxOptions(brokers, racks, specs, speed, seed, port_base, float(network_bps),
+    options = SandboxOptions(brokers or (5 if real else 6), racks if racks is not None else (2 if real else 3), specs,
+                             speed, seed, port_base, float(network_bps),
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
-                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs,
-                             client_quotas=client_quotas, metrics_port=metrics_port)
+                             num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs or (3 if real else 1),
+                             client_quotas=client_quotas, metrics_port=metrics_port, engine=engine,
+                             kafka_home=kafka_home, kafka_version=kafka_version, heap=heap)
+    if real:  # one line now for a missing Java, jar or version, not after a daemon's start-up
+        from kreassign.sandbox.kafka_engine.dist import find_java_for, locate
+
+        find_java_for(locate(kafka_home, kafka_version).min_java)
     options.fetch  # refuse bad limits and quotas before anything starts
     options.default_client_quotas
     logins = tuple(User.parse(u) for u in users)
@@ -123,6 +178,9 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
         for broker, url in info.extra.get("metrics", {}).items():
             click.echo(f"Broker {broker} metrics: {url}", err=True)
         _show_client_settings(secured, logins, info.bootstrap, directory)
+        if real:
+            click.echo(f"Kafka {info.extra.get('kafka_version')}: {len(info.ports)} brokers, controller "
+                       f"{info.extra.get('controller')}; logs in {directory / 'logs'}", err=True)
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
         return
@@ -139,8 +197,13 @@ def start(brokers: int, racks: int, topics: tuple[str, ...], speed: float, state
             click.echo(f"Broker {broker} metrics: http://127.0.0.1:{port}/metrics", err=True)
         _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
-        click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
-                   f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
+        if real:
+            click.echo(f"Kafka {summary['version']} running: {summary['brokers']} brokers, controller "
+                       f"{summary['controller']}, {summary['topics']} topics, {summary['partitions']} partitions; "
+                       f"state in {sb.state_dir}. Press Ctrl-C to stop.", err=True)
+        else:
+            click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
+                       f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
@@ -200,7 +263,16 @@ def status(state_dir: str | None, output: str) -> None:
     else:
         click.echo(f"bootstrap: {info.bootstrap}")
         click.echo(f"pid:       {info.pid}")
-        click.echo(f"speed:     {info.speed:g}x")
+        if info.engine == "kafka":
+            click.echo(f"engine:    kafka {info.extra.get('kafka_version', '?')} (real brokers, real time)")
+            click.echo(f"controller: node 0 at {info.extra.get('controller', '?')}")
+            pids = info.extra.get("pids", {})
+            if pids:
+                click.echo("jvms:      " + ", ".join(f"{'controller' if k == '0' else 'broker ' + k} pid {v}"
+                                                      for k, v in sorted(pids.items(), key=lambda kv: int(kv[0]))))
+        else:
+            click.echo("engine:    emulator")
+            click.echo(f"speed:     {info.speed:g}x")
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
@@ -211,6 +283,29 @@ def status(state_dir: str | None, output: str) -> None:
             click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
     if info is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))
+
+
+@sandbox.command("fetch-kafka")
+@click.option("--kafka-version", "versions", multiple=True, metavar="X.Y.Z",
+              help="A Kafka release to fetch (repeatable; default: every release kreassign is tested with).")
+@click.option("--force", is_flag=True, help="Fetch again even if the jars are cached.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Human-readable text, or JSON with a stable schema.")
+def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
+    """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
+    binding) from Maven Central with Maven, into a cache outside any repository
+    ($KREASSIGN_KAFKA_CACHE, else ~/.cache/kreassign/kafka): what `sandbox start --engine kafka`
+    runs when no --kafka-home is given. Needs Java and Maven (mvn) on PATH; no tarball is
+    downloaded."""
+    from kreassign.cli.console import emit_json
+    from kreassign.sandbox.kafka_engine.dist import MATRIX, fetch
+
+    fetched = [fetch(v, force=force) for v in (versions or MATRIX)]
+    if output == "json":
+        emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched]})
+        return
+    for dist in fetched:
+        click.echo(f"Kafka {dist.version}: {dist.libs}")
 
 
 @sandbox.command()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# `make demo`: a real job on the embedded sandbox cluster. Broker 8 is decommissioned:
+# `make demo`: a real job on the embedded sandbox cluster. The last broker is decommissioned:
 # snapshot -> plan -> estimate -> execute under a throttle -> watch to completion -> throttles gone,
 # while real clients (`kreassign sandbox load`) produce and consume, so their latency shows
 # before, during and after the move; the brokers' Prometheus metrics are scraped mid-move.
+# `make demo ENGINE=kafka` runs the same job on real Apache Kafka brokers (fewer, with smaller
+# topics: real bytes take real time), without the emulator's metrics endpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +20,20 @@ cleanup() {
 kreassign sandbox stop --state-dir "$STATE/sandbox" >/dev/null 2>&1 || true
 trap cleanup EXIT
 
-# Real time (--speed 1), so the rates watch measures are the rates the throttle allows.
-TOPICS=orders:12:3:40MB:200kB/s,payments:8:3:30MB:100kB/s,clickstream:16:3:40MB:400kB/s,inventory:6:2:20MB:50kB/s
-printf '\033[1m$ kreassign sandbox start --daemon --brokers 8 --racks 4 --speed 1 --metrics-port 0 --topics %s\033[0m\n' "$TOPICS"
-BOOTSTRAP=$(kreassign sandbox start --daemon --fresh --brokers 8 --racks 4 --speed 1 --seed 42 --metrics-port 0 \
-            --topics "$TOPICS" --state-dir "$STATE/sandbox")
+ENGINE=${ENGINE:-emulator}
+if [ "$ENGINE" = kafka ]; then
+  TOPICS=orders:12:3:4MB:20kB/s,payments:8:3:3MB:10kB/s,clickstream:16:3:4MB:40kB/s,inventory:6:2:2MB:5kB/s
+  BROKERS=6; THROTTLE=4MB/s
+  START=(--engine kafka --brokers 6 --racks 3)
+else
+  # Real time (--speed 1), so the rates watch measures are the rates the throttle allows.
+  TOPICS=orders:12:3:40MB:200kB/s,payments:8:3:30MB:100kB/s,clickstream:16:3:40MB:400kB/s,inventory:6:2:20MB:50kB/s
+  BROKERS=8; THROTTLE=20MB/s
+  START=(--brokers 8 --racks 4 --speed 1 --metrics-port 0)
+fi
+printf '\033[1m$ kreassign sandbox start --daemon %s --topics %s\033[0m\n' "${START[*]}" "$TOPICS"
+BOOTSTRAP=$(kreassign sandbox start --daemon --fresh "${START[@]}" --seed 42 --topics "$TOPICS" \
+            --state-dir "$STATE/sandbox")
 echo "$BOOTSTRAP"
 export KREASSIGN_BOOTSTRAP_SERVER=$BOOTSTRAP
 
@@ -34,17 +45,20 @@ kreassign sandbox load --bootstrap-server "$BOOTSTRAP" --topic orders:100kB/s --
     --interval 2s --duration 3600s >> "$LOAD_LOG" 2>&1 &
 LOAD_PID=$!
 
+# let the consumer group form (its offsets topic, __consumer_offsets, is then part of the
+# snapshot and of the plan) and a few "before" intervals pass
+sleep 8
 step kreassign snapshot --bootstrap-server "$BOOTSTRAP" --output-file "$WORK/before.json"
-step kreassign decommission --snapshot "$WORK/before.json" --brokers 8 \
+step kreassign decommission --snapshot "$WORK/before.json" --brokers "$BROKERS" \
      --write-plan "$WORK/plan.json"
 step kreassign plan --snapshot "$WORK/before.json" --reassignment-json-file "$WORK/plan.json" \
-     --throttle 20MB/s
+     --throttle "$THROTTLE"
 step kreassign estimate --snapshot "$WORK/before.json" --reassignment-json-file "$WORK/plan.json" \
-     --throttle 20MB/s
-sleep 8  # let the consumer group form and a few "before" intervals pass
+     --throttle "$THROTTLE"
 echo "--- the move starts ---" >> "$LOAD_LOG"
 step kreassign execute --bootstrap-server "$BOOTSTRAP" --reassignment-json-file "$WORK/plan.json" \
-     --throttle 20MB/s --journal-dir "$STATE/journal"
+     --throttle "$THROTTLE" --journal-dir "$STATE/journal"
+if [ "$ENGINE" != kafka ]; then
 printf '\n\033[1mBroker 1 /metrics mid-move (under-replicated partitions, replication bytes, Produce latency):\033[0m\n'
 python - "$STATE/sandbox/sandbox.json" <<'PY'
 import json, sys, urllib.request
@@ -58,6 +72,7 @@ for line in urllib.request.urlopen(url, timeout=5).read().decode().splitlines():
     if line.startswith(wanted):
         print(line)
 PY
+fi
 step kreassign watch --bootstrap-server "$BOOTSTRAP" --reassignment-json-file "$WORK/plan.json" \
      --interval 2 --journal-dir "$STATE/journal"
 echo "--- the move is done ---" >> "$LOAD_LOG"

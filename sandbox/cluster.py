@@ -32,16 +32,11 @@ from kreassign.sandbox.security import Security
 from kreassign.sandbox.server import SandboxServer
 from kreassign.sandbox.telemetry import TelemetryReceiver
 from kreassign.sandbox.timings import RequestTimings
-from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, spec_names_unique
+from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, check_shape, rack_names, spec_names_unique
 from kreassign.sandbox.wire import advertised_versions
 
 STATE_FILE = "state.json"
 LOGS_DIR = "logs"
-
-
-def rack_names(brokers: int, racks: int) -> dict[int, str | None]:
-    """Broker ids 1..N spread over racks rack-1..rack-R in turn (no racks when R is 0)."""
-    return {b: (f"rack-{(b - 1) % racks + 1}" if racks > 0 else None) for b in range(1, brokers + 1)}
 
 
 class SandboxCluster:
@@ -88,12 +83,7 @@ class SandboxCluster:
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
                  default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False,
                  metrics_port: int | None = None, security: Security | None = None) -> None:
-        if brokers < 1:
-            raise InputError("a sandbox needs at least one broker")
-        if log_dirs < 1:
-            raise InputError("each broker needs at least one log dir")
-        if racks < 0:
-            raise InputError("the number of racks must not be negative")
+        check_shape(brokers, racks, log_dirs)
         if port_base and not 1024 <= port_base <= 65535 - brokers:
             raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
         self.state_dir = Path(state_dir) if state_dir is not None else None

@@ -3,6 +3,10 @@
 `start_daemon` writes `options.json` into the state dir and launches
 `python -m kreassign.sandbox.daemon STATE_DIR`, which starts the cluster, writes `sandbox.json`
 (pid, ports, bootstrap) once every listener is up, and removes it again on a clean stop.
+
+Two engines: the `emulator` (this package's own Kafka-protocol cluster, in accelerated time) and
+`kafka` (real Apache Kafka brokers, `kafka_engine`), whose JVMs are the daemon's children and end
+with it, even when the daemon is killed.
 """
 from __future__ import annotations
 
@@ -19,9 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, KreassignError
 from kreassign.sandbox.client_quotas import parse_default_quota
-from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS
 from kreassign.sandbox.fetch import FetchConfig
 from kreassign.sandbox.private_files import PRIVATE, write_private
@@ -30,6 +33,7 @@ from kreassign.sandbox.topics import parse_topic_spec
 from kreassign.cluster.processes import default_state_dir as shared_state_dir
 from kreassign.cluster.processes import pid_alive
 
+ENGINES = ("emulator", "kafka")
 PID_FILE = "sandbox.json"
 LOG_FILE = "sandbox.log"
 OPTIONS_FILE = "options.json"
@@ -61,6 +65,11 @@ class SandboxOptions:
     metrics_port: int | None = None  # Prometheus endpoints and the KIP-714 receiver when set
     security: dict[str, Any] | None = None
     """`Security.to_json()`: protocol, mechanism, stored credentials (no passwords), TLS dir."""
+    engine: str = "emulator"
+    kafka_home: str | None = None
+    kafka_version: str | None = None
+    heap: str = "512m"
+    """each real broker's heap (engine kafka)"""
 
     @property
     def fetch(self) -> FetchConfig:
@@ -75,8 +84,20 @@ class SandboxOptions:
         except ValueError as exc:
             raise InputError(f"{exc}: check the fetch options of the sandbox") from exc
 
-    def build(self, state_dir: Path | None) -> SandboxCluster:
+    def build(self, state_dir: Path | None) -> Any:
+        """The cluster this options file describes (not started): a `SandboxCluster`, or a
+        `KafkaCluster` for the kafka engine."""
         specs = None if self.topics is None else [parse_topic_spec(t) for t in self.topics]
+        if self.engine == "kafka":
+            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+            from kreassign.sandbox.kafka_engine.dist import locate
+
+            return KafkaCluster(locate(self.kafka_home, self.kafka_version), brokers=self.brokers, racks=self.racks,
+                                log_dirs=self.log_dirs, topics=specs, state_dir=state_dir, fresh=self.fresh,
+                                port_base=self.port_base, heap=self.heap, seed=self.seed,
+                                overrides=self.kafka_overrides)
+        from kreassign.sandbox.cluster import SandboxCluster
+
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
                               port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
@@ -84,6 +105,14 @@ class SandboxOptions:
                               default_client_quotas=self.default_client_quotas,
                               telemetry=self.metrics_port is not None, metrics_port=self.metrics_port,
                               security=Security.from_json(self.security))
+
+    @property
+    def kafka_overrides(self) -> dict[str, str]:
+        """The emulator's fetch options as the real broker configs they stand for."""
+        fetch = self.fetch
+        return {"replica.fetch.max.bytes": str(fetch.partition_max_bytes),
+                "replica.fetch.response.max.bytes": str(fetch.response_max_bytes),
+                "num.replica.fetchers": str(fetch.num_fetchers)}
 
     @property
     def default_client_quotas(self) -> dict[str, float]:
@@ -107,12 +136,14 @@ class DaemonInfo:
     started_at: str
     log: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    engine: str = "emulator"
 
     @classmethod
     def read(cls, path: Path) -> DaemonInfo:
         d = json.loads(path.read_text())
         return cls(int(d["pid"]), d["bootstrap"], {int(k): int(v) for k, v in d["ports"].items()}, d["state_dir"],
-                   float(d["speed"]), d["started_at"], d.get("log", ""), d.get("extra", {}))
+                   float(d["speed"]), d["started_at"], d.get("log", ""), d.get("extra", {}),
+                   d.get("engine", "emulator"))
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -120,13 +151,22 @@ class DaemonInfo:
         os.replace(tmp, path)
 
 
-def metrics_extra(cluster: SandboxCluster) -> dict[str, Any]:
+def metrics_extra(cluster: Any) -> dict[str, Any]:
     """What `sandbox.json` and `status` show about the Prometheus endpoints."""
     ports = cluster.metrics_ports
     return {"metrics": {str(b): f"http://127.0.0.1:{p}/metrics" for b, p in sorted(ports.items())}} if ports else {}
 
 
-def serve(cluster: SandboxCluster, stop: threading.Event, on_ready: Callable[[SandboxCluster], None]) -> None:
+def kafka_extra(cluster: Any) -> dict[str, Any]:
+    """What `sandbox.json` and `status` show about a real Kafka cluster."""
+    summary = cluster.summary()
+    if summary.get("engine") != "kafka":
+        return {}
+    return {"kafka_version": summary["version"], "controller": summary["controller"],
+            "kafka_jars": str(cluster.dist.libs), "pids": {str(k): v for k, v in cluster.pids().items()}}
+
+
+def serve(cluster: Any, stop: threading.Event, on_ready: Callable[[Any], None]) -> None:
     """Start the cluster, call `on_ready`, block until `stop` is set (or Ctrl-C), then stop cleanly."""
     cluster.start()
     try:
@@ -160,13 +200,15 @@ def refuse_if_running(state_dir: Path) -> None:
                          f"{running.bootstrap}); stop it with: kreassign sandbox stop --state-dir {state_dir}")
 
 
-def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float = 30.0) -> DaemonInfo:
+def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float | None = None) -> DaemonInfo:
     """Launch the sandbox in the background and wait until it listens.
 
     Raises:
         InputError: a sandbox already runs from this state dir, or the child failed to start.
     """
     refuse_if_running(state_dir)
+    if timeout is None:  # real brokers format, start and fill their topics: a minute on 2 cores
+        timeout = 180.0 if options.engine == "kafka" else 30.0
     state_dir.mkdir(parents=True, exist_ok=True)
     write_private(state_dir / OPTIONS_FILE, json.dumps(asdict(options)))
     log_path = state_dir / LOG_FILE
@@ -190,11 +232,15 @@ def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float = 3
     raise InputError(f"the sandbox did not start within {timeout:.0f}s; see {log_path}")
 
 
-def stop_daemon(state_dir: Path, *, timeout: float = 15.0) -> DaemonInfo | None:
-    """Stop the sandbox running from this state dir (SIGTERM, then SIGKILL); None if none runs."""
+def stop_daemon(state_dir: Path, *, timeout: float | None = None) -> DaemonInfo | None:
+    """Stop the sandbox running from this state dir (SIGTERM, then SIGKILL); None if none runs.
+    Real brokers get a minute for their controlled shutdown (a killed daemon takes its JVMs
+    with it, but without one)."""
     info = read_status(state_dir)
     if info is None:
         return None
+    if timeout is None:
+        timeout = 60.0 if info.engine == "kafka" else 15.0
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while pid_alive(info.pid):
@@ -224,18 +270,20 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
 
-    def ready(cluster: SandboxCluster) -> None:
+    def ready(cluster: Any) -> None:
         security = cluster.security
         extra = {} if security.protocol == "PLAINTEXT" else {"security_protocol": security.protocol,
                                                              "sasl_mechanism": security.mechanism}
-        DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), options.speed,
+        speed = 1.0 if options.engine == "kafka" else options.speed
+        DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), speed,
                    dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   str(state_dir / LOG_FILE), {**extra, **metrics_extra(cluster)}).write(state_dir / PID_FILE)
+                   str(state_dir / LOG_FILE), {**extra, **metrics_extra(cluster), **kafka_extra(cluster)},
+                   options.engine).write(state_dir / PID_FILE)
         print(f"sandbox ready: {cluster.bootstrap}", flush=True)
 
     try:
         serve(options.build(state_dir), stop, ready)
-    except InputError as exc:
+    except KreassignError as exc:
         print(f"Error: {exc}", file=sys.stderr, flush=True)
         return 1
     finally:

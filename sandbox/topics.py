@@ -11,6 +11,9 @@ from kreassign.cluster.errors import InputError, clip
 from kreassign.cluster.units import parse_bytes, parse_rate
 
 MB = 1_000_000
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+"""Kafka's internal topics (Metadata marks them is_internal)"""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,21 @@ def partition_loads(spec: TopicSpec, rng: np.random.Generator) -> tuple[np.ndarr
     sizes = np.round(spec.median_size_bytes * np.exp(z)).astype(np.int64)
     rates = spec.median_produce_bps * np.exp(0.7 * z + rng.normal(0.0, 0.3, spec.partitions))
     return sizes, np.round(rates, 1)
+
+
+def check_shape(brokers: int, racks: int, log_dirs: int) -> None:
+    """Raises InputError for a cluster shape no engine can start."""
+    if brokers < 1:
+        raise InputError("a sandbox needs at least one broker")
+    if log_dirs < 1:
+        raise InputError("each broker needs at least one log dir")
+    if racks < 0:
+        raise InputError("the number of racks must not be negative")
+
+
+def rack_names(brokers: int, racks: int) -> dict[int, str | None]:
+    """Broker ids 1..N spread over racks rack-1..rack-R in turn (no racks when R is 0)."""
+    return {b: (f"rack-{(b - 1) % racks + 1}" if racks > 0 else None) for b in range(1, brokers + 1)}
 
 
 def rack_alternated(brokers: Mapping[int, str | None]) -> list[int]:

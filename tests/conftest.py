@@ -1,6 +1,6 @@
 import os
 
-pytest_plugins = ["conftest_sandbox", "conftest_spark"]
+pytest_plugins = ["conftest_sandbox", "conftest_spark", "conftest_kafka"]
 
 # The execution lock waits `settle_s` after writing its marker (execute/lock.py) to let a racing
 # writer show up; the suite's clusters answer in microseconds and the tests of the lock set their

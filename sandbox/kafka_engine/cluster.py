@@ -1,0 +1,455 @@
+"""`KafkaCluster`: a real Apache Kafka KRaft cluster on 127.0.0.1, one controller and N brokers,
+each a JVM of its own, for `kreassign sandbox start --engine kafka` and the live tests.
+
+    with KafkaCluster(locate(None, "4.4.0"), brokers=5, racks=2) as kafka:
+        admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+        kafka.stop_broker(3)     # controlled shutdown, as an operator's restart does
+        kafka.start_broker(3)    # same ports, same data
+
+With a state dir the cluster keeps its data, cluster id and ports there and starts again from
+them; without one it lives in a temporary folder removed on stop. Brokers stop before the
+controller (a broker whose controller is gone waits minutes for its controlled shutdown).
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError
+from kreassign.cluster.model import TopicPartition
+from kreassign.sandbox.kafka_engine import jvm
+from kreassign.sandbox.kafka_engine.data import PartitionLoad, Writer, create_topics, fill, plan_topics, scaled_defaults
+from kreassign.sandbox.kafka_engine.dist import KafkaDist, find_java_for
+from kreassign.sandbox.kafka_engine.node_config import (
+    CONTROLLER_ID,
+    LOOPBACK,
+    Layout,
+    Listener,
+    format_command,
+    jvm_flags,
+    log4j1_properties,
+    log4j2_properties,
+    properties,
+)
+from kreassign.sandbox.private_files import write_private
+from kreassign.sandbox.security import Security
+from kreassign.sandbox.topics import TopicSpec, check_shape, rack_names
+
+STATE_FILE = "kafka.json"
+DEFAULT_BROKERS = 5
+DEFAULT_LOG_DIRS = 3
+DEFAULT_HEAP = "512m"
+CONTROLLER_HEAP = "256m"
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports the OS has free on 127.0.0.1 right now."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((LOOPBACK, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return True
+    return False
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64 (Kafka's Uuid.toString), never
+    starting with '-' (Kafka's randomUuid avoids those: they read as command-line flags)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+@dataclass
+class _Node:
+    node_id: int
+    argv: list[str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+
+@dataclass(frozen=True)
+class ScramUser:
+    mechanism: str
+    name: str
+    password: str = field(repr=False)
+
+
+class KafkaCluster:
+    """A local KRaft cluster of real Kafka brokers.
+
+    Args:
+        dist: the Kafka jars (`dist.locate`).
+        brokers: number of brokers (ids 1..N); the controller is node 0.
+        racks: racks rack-1..rack-R assigned in turn (0: none), as the emulator does.
+        log_dirs: log dirs per broker (JBOD), for AlterReplicaLogDirs moves.
+        topics: topic specs to create (None: the emulator's demo set at a hundredth of its sizes
+            and rates; () none). Sizes are filled with real records; rates are kept by a
+            background producer while the cluster runs.
+        state_dir: where data, ports and the cluster id are kept (None: a temporary folder).
+        fresh: start over even if the state dir holds a cluster.
+        port_base: broker i listens on port_base+i-1, the controller on port_base+N (0: free ports).
+        heap: each broker's heap; the controller gets CONTROLLER_HEAP.
+        client: the client listener's security (default PLAINTEXT).
+        scram_users: SCRAM credentials written into the metadata log at format time.
+        overrides: broker settings that replace the defaults (node_config).
+        start_timeout_s: how long start() waits for every broker to register.
+    """
+
+    def __init__(self, dist: KafkaDist, *, brokers: int = DEFAULT_BROKERS, racks: int = 2,
+                 log_dirs: int = DEFAULT_LOG_DIRS, topics: Sequence[TopicSpec] | None = (),
+                 state_dir: str | os.PathLike[str] | None = None, fresh: bool = False, port_base: int = 0,
+                 heap: str = DEFAULT_HEAP, client: Listener | None = None, scram_users: Sequence[ScramUser] = (),
+                 overrides: Mapping[str, str] | None = None, seed: int = 0, start_timeout_s: float = 120.0) -> None:
+        check_shape(brokers, racks, log_dirs)
+        if port_base and not 1024 <= port_base <= 65535 - 2 * brokers - 1:
+            raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
+        self.dist = dist
+        self.java = find_java_for(dist.min_java)
+        self.heap = heap
+        self.seed = seed
+        self.start_timeout_s = start_timeout_s
+        self.scram_users = tuple(scram_users)
+        self.topic_specs = scaled_defaults() if topics is None else tuple(topics)
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if state_dir is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="kreassign-kafka-")
+            self.state_dir = Path(self._scratch.name)
+        else:
+            self.state_dir = Path(state_dir).resolve()  # the JVMs run in it and read their files by path
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        saved = self._saved() if not fresh else None
+        if saved is not None and saved.get("version") != dist.version:
+            raise InputError(f"{self.state_dir} holds a Kafka {saved.get('version')} cluster, not {dist.version}: "
+                             "start it with that version, or with --fresh to start over")
+        self.fresh = saved is None
+        client = client or Listener()
+        if saved is not None:
+            self.cluster_id = str(saved["cluster_id"])
+            self.layout = Layout(racks={int(b): r for b, r in saved["racks"].items()},
+                                 ports={int(b): int(p) for b, p in saved["ports"].items()},
+                                 controller_port=int(saved["controller_port"]),
+                                 data_dir=self.state_dir / "data", log_dirs=int(saved["log_dirs"]),
+                                 internal_ports={int(b): int(p) for b, p in saved.get("internal_ports", {}).items()},
+                                 client=client, overrides=dict(overrides or {}))
+        else:
+            self.cluster_id = new_cluster_id()
+            self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {})
+        self.topics: dict[str, dict[int, PartitionLoad]] = {}
+        self._nodes: dict[int, _Node] = {}
+        self._writer: Writer | None = None
+        self._started = False
+
+    # ---- layout and files ----------------------------------------------------------------------
+    def _saved(self) -> dict[str, Any] | None:
+        path = self.state_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        try:
+            saved: dict[str, Any] = json.loads(path.read_text())
+            return saved
+        except ValueError as exc:
+            raise InputError(f"{path} is damaged ({exc}); start with --fresh to start over") from None
+
+    @staticmethod
+    def _new_layout(racks: dict[int, str | None], log_dirs: int, port_base: int, client: Listener,
+                    overrides: Mapping[str, str]) -> Layout:
+        n = len(racks)
+        wanted = 2 * n + 1 if client.secured else n + 1
+        ports = [port_base + i for i in range(wanted)] if port_base else free_ports(wanted)
+        brokers = sorted(racks)
+        return Layout(racks=racks, ports=dict(zip(brokers, ports[:n])), controller_port=ports[n],
+                      data_dir=Path(), log_dirs=log_dirs,
+                      internal_ports=dict(zip(brokers, ports[n + 1:])) if client.secured else {},
+                      client=client, overrides=dict(overrides))
+
+    def _write_files(self) -> None:
+        self.layout = replace(self.layout, data_dir=self.state_dir / "data")
+        config = self.state_dir / "config"
+        config.mkdir(parents=True, exist_ok=True)
+        for node in [CONTROLLER_ID, *self.layout.brokers]:
+            name = "controller" if node == CONTROLLER_ID else f"broker-{node}"
+            props = config / f"{name}.properties"
+            write_private(props, properties(self.layout, node))  # may hold SASL passwords
+            logs = self.state_dir / "logs" / name
+            logs.mkdir(parents=True, exist_ok=True)
+            log_config = config / (f"{name}.log4j2.properties" if self.dist.log4j2 else f"{name}.log4j.properties")
+            render = log4j2_properties if self.dist.log4j2 else log4j1_properties
+            log_config.write_text(render(logs / "server.log"))
+            heap = CONTROLLER_HEAP if node == CONTROLLER_ID else self.heap
+            argv = [self.java, *jvm_flags(heap=heap, log_config=log_config, log4j2=self.dist.log4j2, logs_dir=logs),
+                    "-cp", self.dist.classpath, "kafka.Kafka", str(props)]
+            self._nodes[node] = _Node(node, argv, logs / "stdout.log")
+
+    def _record(self) -> None:
+        state = {"version": self.dist.version, "cluster_id": self.cluster_id,
+                 "racks": {str(b): r for b, r in self.layout.racks.items()},
+                 "ports": {str(b): p for b, p in self.layout.ports.items()},
+                 "internal_ports": {str(b): p for b, p in self.layout.internal_ports.items()},
+                 "controller_port": self.layout.controller_port, "log_dirs": self.layout.log_dirs,
+                 "topics": sorted(self.topics)}
+        write_private(self.state_dir / STATE_FILE, json.dumps(state, indent=1))
+
+    def _format(self) -> None:
+        """StorageTool format of every node, in parallel (each is a JVM start)."""
+        for node in self._nodes.values():
+            for d in self.layout.log_dir_paths(node.node_id):
+                if d.exists():
+                    shutil.rmtree(d)
+        scram = [f"{u.mechanism}=[name={u.name},password={u.password}]" for u in self.scram_users]
+        config = self.state_dir / "config"
+        running = []
+        for node in self._nodes.values():
+            name = "controller" if node.node_id == CONTROLLER_ID else f"broker-{node.node_id}"
+            argv = format_command(self.dist.classpath, self.java, self.cluster_id, config / f"{name}.properties",
+                                  scram=scram if node.node_id == CONTROLLER_ID else ())
+            running.append((node, subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                   stderr=subprocess.STDOUT, text=True)))
+        for node, proc in running:
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                lines = [l for l in out.splitlines() if l.strip()]
+                raise InputError(f"Kafka's StorageTool could not format node {node.node_id}: "
+                                 f"{lines[-1] if lines else 'no output'}")
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    def start(self) -> KafkaCluster:
+        """Format (a new cluster), start the controller then the brokers, wait until every broker
+        has registered, create and fill the topics (a new cluster) and start their writer.
+
+        Raises:
+            InputError: a port is taken, or a node failed to start (with its log's last lines).
+            ClusterUnreachable: the brokers did not all register within start_timeout_s.
+        """
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        self._check_ports()
+        self._write_files()
+        if self.fresh:
+            self._format()
+        self._started = True
+        self._spawn(CONTROLLER_ID)
+        for b in self.layout.brokers:
+            self._spawn(b)
+        self.wait_ready(self.layout.brokers)
+        if self.fresh:
+            self.topics = plan_topics(self.topic_specs, self.layout.racks, self.seed)
+            with self.admin() as port:
+                create_topics(port, self.topics)
+            fill(self.internal_bootstrap, self.sizes())
+        else:
+            self.topics = {}
+        self._record()
+        rates = {TopicPartition(t, p): load.produce_bps for t, parts in self.topics.items() for p, load in parts.items()}
+        self._writer = Writer(self.internal_bootstrap, rates).start()
+
+    def _check_ports(self) -> None:
+        taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(),
+                             self.layout.controller_port] if port_in_use(p)]
+        if taken:
+            raise InputError(f"port{'s' if len(taken) > 1 else ''} {', '.join(map(str, taken))} on 127.0.0.1 "
+                             f"{'are' if len(taken) > 1 else 'is'} in use: stop what listens there, or start with "
+                             "--fresh (new free ports) or another --port-base")
+
+    def _spawn(self, node_id: int) -> None:
+        node = self._nodes[node_id]
+        node.proc = jvm.spawn(node.argv, log=node.log, cwd=self.state_dir)
+
+    def wait_ready(self, brokers: Iterable[int], *, timeout_s: float | None = None) -> None:
+        """Wait until `brokers` are registered and unfenced (in the metadata a client sees).
+
+        Raises:
+            InputError: a node exited (its log's last lines say why).
+            ClusterUnreachable: not all registered in time.
+        """
+        wanted = set(brokers)
+        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            self._check_alive()
+            seen = self._registered()
+            if wanted <= seen:
+                return
+            time.sleep(0.25)
+        raise ClusterUnreachable(f"Kafka brokers {sorted(wanted - seen)} did not register within "
+                                 f"{timeout_s or self.start_timeout_s:.0f}s; see the logs under {self.state_dir / 'logs'}")
+
+    def _registered(self) -> set[int]:
+        """Broker ids in the metadata of the first broker that answers (empty if none does)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        from kreassign.sandbox.rawclient import roundtrip
+
+        for b in self.layout.brokers:
+            node = self._nodes[b]
+            if node.proc is None or node.proc.poll() is not None:
+                continue
+            try:
+                response = roundtrip(self.internal_port(b), MetadataRequest(topics=[], allow_auto_topic_creation=False), 4)
+            except (OSError, ValueError, EOFError):
+                continue
+            return {int(broker.node_id) for broker in response.brokers}
+        return set()
+
+    def _check_alive(self) -> None:
+        for node in self._nodes.values():
+            if node.proc is not None and node.proc.poll() is not None:
+                who = "the controller" if node.node_id == CONTROLLER_ID else f"broker {node.node_id}"
+                raise InputError(f"{who} exited during start-up (code {node.proc.returncode}): {self._why(node)}")
+
+    def _why(self, node: _Node) -> str:
+        """The most telling line of a node's logs."""
+        lines: list[str] = []
+        for path in (node.log, node.log.with_name("server.log")):
+            with contextlib.suppress(OSError):
+                lines += path.read_text(errors="replace").splitlines()[-200:]
+        for line in lines:
+            if "Address already in use" in line:
+                return f"a port is in use ({line.strip()[-160:]}); see {node.log.parent}"
+        errors = [l for l in lines if not l.lstrip().startswith("at ") and (
+            " ERROR " in l or "Exception" in l or "Error:" in l)]
+        fatal = [l for l in errors if "Exception" in l and ":" in l]
+        last = (fatal or errors or lines or ["no output"])[-1].strip()
+        return f"{last[:300]}; see {node.log.parent}"
+
+    def stop(self) -> None:
+        """Stop the writer, then the brokers (controlled shutdown), then the controller."""
+        if self._writer is not None:
+            self._writer.stop()
+            self._writer = None
+        brokers = [n.proc for i, n in self._nodes.items() if i != CONTROLLER_ID and n.proc is not None]
+        jvm.end(brokers, grace_s=30.0)
+        controller = self._nodes.get(CONTROLLER_ID)
+        if controller is not None and controller.proc is not None:
+            jvm.end([controller.proc], grace_s=15.0)
+        self._started = False
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start() if not self._started else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- steering ------------------------------------------------------------------------------
+    def stop_broker(self, broker: int, *, kill: bool = False) -> None:
+        """Stop one broker: a controlled shutdown (SIGTERM), or kill -9 with `kill`."""
+        node = self._broker(broker)
+        if node.proc is None or node.proc.poll() is not None:
+            return
+        if kill:
+            jvm.signal_process(node.proc, signal.SIGKILL)
+            node.proc.wait()
+        else:
+            jvm.end([node.proc], grace_s=60.0)
+
+    def start_broker(self, broker: int, *, wait: bool = True) -> None:
+        """Start a stopped broker again, on its ports and data."""
+        node = self._broker(broker)
+        if node.proc is not None and node.proc.poll() is None:
+            return
+        self._spawn(broker)
+        if wait:
+            self.wait_ready([broker])
+
+    def pause_broker(self, broker: int) -> None:
+        """SIGSTOP: the broker holds its connections but answers nothing (a hung JVM)."""
+        node = self._broker(broker)
+        if node.proc is not None:
+            jvm.signal_process(node.proc, signal.SIGSTOP)
+
+    def resume_broker(self, broker: int) -> None:
+        node = self._broker(broker)
+        if node.proc is not None:
+            jvm.signal_process(node.proc, signal.SIGCONT)
+
+    def _broker(self, broker: int) -> _Node:
+        if broker not in self.layout.racks:
+            raise InputError(f"broker {broker} is not in this cluster (brokers {self.layout.brokers})")
+        return self._nodes[broker]
+
+    # ---- what clients need ---------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return self.layout.bootstrap
+
+    @property
+    def brokers(self) -> list[int]:
+        return self.layout.brokers
+
+    @property
+    def ports(self) -> dict[int, int]:
+        return dict(self.layout.ports)
+
+    @property
+    def metrics_ports(self) -> dict[int, int]:
+        return {}
+
+    @property
+    def security(self) -> Security:
+        """The client listener's protocol and mechanism, as the emulator reports its own."""
+        return Security(self.layout.client.protocol, self.layout.client.mechanism)  # type: ignore[arg-type]
+
+    def internal_port(self, broker: int) -> int:
+        """The PLAINTEXT port of a broker (its client port unless the client listener is secured)."""
+        return self.layout.internal_ports.get(broker, self.layout.ports[broker])
+
+    @property
+    def internal_bootstrap(self) -> str:
+        return ",".join(f"{LOOPBACK}:{self.internal_port(b)}" for b in self.brokers)
+
+    def sizes(self) -> dict[TopicPartition, int]:
+        return {TopicPartition(t, p): load.size_bytes for t, parts in self.topics.items() for p, load in parts.items()}
+
+    def pids(self) -> dict[int, int]:
+        """node id -> pid of its JVM, for the nodes that run."""
+        return {i: n.proc.pid for i, n in self._nodes.items() if n.proc is not None and n.proc.poll() is None}
+
+    @contextlib.contextmanager
+    def admin(self) -> Iterator[Any]:
+        """The cluster port over the brokers' PLAINTEXT listener."""
+        from kreassign.cluster.admin import open_admin
+
+        with open_admin(self.internal_bootstrap, timeout_s=30.0) as port:
+            yield port
+
+    def summary(self) -> dict[str, Any]:
+        return {"engine": "kafka", "version": self.dist.version, "brokers": len(self.brokers),
+                "topics": len(self.topics), "partitions": sum(len(p) for p in self.topics.values()),
+                "controller": f"{LOOPBACK}:{self.layout.controller_port}"}

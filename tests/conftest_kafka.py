@@ -1,0 +1,103 @@
+"""Pytest fixtures for real Apache Kafka (loaded from tests/conftest.py via `pytest_plugins`).
+
+* `kafka_cluster`: a real KRaft cluster (1 controller, 5 brokers in 2 racks, 3 log dirs each) of
+  the first release of $KREASSIGN_KAFKA_VERSIONS (default: the tested matrix), started once per
+  session from the jars `make kafka` fetched.
+* `kafka_matrix`: one such cluster per release of the matrix, for the compatibility tests.
+* `live`: the backend of the live tests, parametrized over the emulator and real Kafka
+  (`tests/live.py`). $KREASSIGN_LIVE_ENGINES=emulator limits it to the emulator (a quick run on a
+  machine without Java); `make test` runs both.
+
+The jars must be there: a missing Java, Maven or jar fails these tests with the reason, it does
+not skip them. At the end of the session the count of live tests per engine is printed.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kreassign.sandbox.kafka_engine.dist import MATRIX
+
+from live import BROKERS, LOG_DIRS, RACKS, EmulatorLive, KafkaLive
+
+VERSIONS: tuple[str, ...] = tuple(os.environ.get("KREASSIGN_KAFKA_VERSIONS", " ".join(MATRIX)).split())
+ENGINES: tuple[str, ...] = tuple(os.environ.get("KREASSIGN_LIVE_ENGINES", "emulator kafka").split())
+_RAN: Counter[str] = Counter()
+
+
+class KafkaPool:
+    """Real clusters by release, started on first use, stopped at the end of the session."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, Any] = {}
+        self.failures: dict[str, BaseException] = {}
+
+    def get(self, version: str) -> Any:
+        if version in self.failures:
+            raise self.failures[version]
+        if version not in self.clusters:
+            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+            from kreassign.sandbox.kafka_engine.dist import locate
+
+            try:
+                cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
+                                       topics=())
+                cluster.start()
+            except BaseException as exc:
+                self.failures[version] = exc
+                raise
+            self.clusters[version] = cluster
+        return self.clusters[version]
+
+    def stop(self) -> None:
+        for cluster in self.clusters.values():
+            cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_pool() -> Iterator[KafkaPool]:
+    pool = KafkaPool()
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_pool: KafkaPool) -> Any:
+    return kafka_pool.get(VERSIONS[0])
+
+
+@pytest.fixture(params=VERSIONS)
+def kafka_matrix(request: pytest.FixtureRequest, kafka_pool: KafkaPool) -> Any:
+    return kafka_pool.get(request.param)
+
+
+@pytest.fixture(params=ENGINES)
+def live(request: pytest.FixtureRequest, sandbox_factory: Callable[..., Any]) -> Iterator[Any]:
+    _RAN[request.param] += 1
+    if request.param == "emulator":
+        yield EmulatorLive(sandbox_factory(brokers=BROKERS, racks=RACKS, topics=(), log_dirs=LOG_DIRS))
+        return
+    backend = KafkaLive(request.getfixturevalue("kafka_cluster"))
+    try:
+        yield backend
+    finally:
+        backend.reset()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("live") == "kafka" or "kafka_cluster" in getattr(
+                item, "fixturenames", ()) or "kafka_matrix" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _RAN:
+        counts = ", ".join(f"{engine} {_RAN[engine]}" for engine in ENGINES)
+        terminalreporter.write_line(f"live tests per engine: {counts} (real Kafka {VERSIONS[0]}; matrix "
+                                    f"{' '.join(VERSIONS)})")

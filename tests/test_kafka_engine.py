@@ -1,0 +1,185 @@
+"""The kafka engine of the sandbox: its configuration files and jar lookup (pure, no JVM), and a
+real cluster started the way users start it (`sandbox start --engine kafka --daemon`), which must
+not outlive its parent."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreassign.cluster.errors import InputError
+from kreassign.cluster.processes import pid_alive
+from kreassign.sandbox.kafka_engine import dist
+from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, new_cluster_id
+from kreassign.sandbox.kafka_engine.node_config import CONTROLLER_ID, Layout, Listener, properties
+
+from cli_helpers import run_cli
+
+LAYOUT = Layout(racks={1: "rack-1", 2: "rack-2", 3: None}, ports={1: 9001, 2: 9002, 3: 9003},
+                controller_port=9100, data_dir=Path("/data"), log_dirs=2)
+
+
+def parse(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_broker_properties_keep_kafkas_replication_defaults_and_name_the_controller() -> None:
+    props = parse(properties(LAYOUT, 2))
+    assert props["node.id"] == "2" and props["process.roles"] == "broker"
+    assert props["controller.quorum.voters"] == "0@127.0.0.1:9100"
+    assert props["listeners"] == props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9002"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+    assert props["broker.rack"] == "rack-2"
+    assert props["log.dirs"] == "/data/broker-2/data-0,/data/broker-2/data-1"
+    assert props["offsets.topic.replication.factor"] == "3"
+    assert props["log.cleaner.dedupe.buffer.size"] == "2097152"
+    # the throttles under test behave as on an operator's cluster: no replication setting is changed
+    assert not [k for k in props if k.startswith(("replica.", "replication.quota", "num.replica"))]
+    assert "broker.rack" not in parse(properties(LAYOUT, 3))
+
+
+def test_controller_properties_and_overrides_that_are_not_the_controllers() -> None:
+    layout = Layout(**{**LAYOUT.__dict__, "overrides": {"replica.fetch.max.bytes": "65536",
+                                                        "listeners": "PLAINTEXT://127.0.0.1:1"}})
+    props = parse(properties(layout, CONTROLLER_ID))
+    assert props["process.roles"] == "controller" and props["node.id"] == "0"
+    assert props["listeners"] == "CONTROLLER://127.0.0.1:9100"
+    assert props["log.dirs"] == "/data/controller/metadata"
+    assert props["replica.fetch.max.bytes"] == "65536"
+    assert parse(properties(layout, 1))["listeners"] == "PLAINTEXT://127.0.0.1:1"
+
+
+def test_a_secured_client_listener_keeps_brokers_on_an_internal_plaintext_one() -> None:
+    client = Listener("SASL_SSL", "SCRAM-SHA-512", ssl={"ssl.keystore.type": "PEM"}, super_users=("admin",))
+    layout = Layout(**{**LAYOUT.__dict__, "client": client, "internal_ports": {1: 9201, 2: 9202, 3: 9203}})
+    props = parse(properties(layout, 1))
+    assert props["listeners"] == "EXTERNAL://127.0.0.1:9001,INTERNAL://127.0.0.1:9201"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL"
+    assert props["listener.name.external.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.external.sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert props["super.users"] == "User:ANONYMOUS;User:admin"
+    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert parse(properties(layout, CONTROLLER_ID))["authorizer.class.name"] == props["authorizer.class.name"]
+
+
+def test_versions_are_checked() -> None:
+    assert dist.check_version("3.9.2") == "3.9.2"
+    with pytest.raises(InputError, match="not a Kafka release"):
+        dist.check_version("4.1")
+    with pytest.raises(InputError, match="too old"):
+        dist.check_version("3.8.1")
+    assert dist.java_needed("4.0.0") == 17 and dist.java_needed("3.9.2") == 11
+
+
+def test_kafka_home_is_an_unpacked_distribution(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no libs/ folder"):
+        dist.from_kafka_home(tmp_path)
+    (tmp_path / "libs").mkdir()
+    with pytest.raises(InputError, match="found none"):
+        dist.from_kafka_home(tmp_path)
+    for jar in ("kafka_2.13-4.1.2.jar", "kafka-clients-4.1.2.jar", "log4j-slf4j-impl-2.25.3.jar"):
+        (tmp_path / "libs" / jar).touch()
+    found = dist.from_kafka_home(tmp_path)
+    assert (found.version, found.libs, found.log4j2) == ("4.1.2", tmp_path / "libs", True)
+    with pytest.raises(InputError, match="not the --kafka-version 4.0.0"):
+        dist.locate(tmp_path, "4.0.0")
+
+
+def test_unfetched_jars_say_how_to_fetch_them(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"run `make kafka` \(or `kreassign sandbox fetch-kafka --kafka-version 4.0.2`\)"):
+        dist.cached("4.0.2", tmp_path)
+
+
+def test_fetch_without_maven_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(InputError, match=r"Maven \(mvn\) is needed"):
+        dist.fetch("4.0.2", tmp_path)
+
+
+def test_a_missing_java_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    with pytest.raises(InputError, match=r"Java 17\+ is needed to run Kafka and JAVA_HOME=.* has no bin/java"):
+        dist.find_java_for(17)
+
+
+def test_cluster_ids_are_kafkas_shape() -> None:
+    ids = {new_cluster_id() for _ in range(200)}
+    assert len(ids) == 200 and all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+def test_start_refuses_emulator_only_options_and_a_taken_port(tmp_path: Path, kafka_cluster: Any) -> None:
+    refused = run_cli(["sandbox", "start", "--engine", "kafka", "--speed", "2", "--network", "1MB/s"])
+    assert refused.code == 1
+    assert refused.err.startswith("Error: --speed, --network: only the emulator has these options")
+    taken = kafka_cluster.ports[1]
+    busy = run_cli(["sandbox", "start", "--engine", "kafka", "--brokers", "1", "--port-base", str(taken),
+                    "--state-dir", str(tmp_path / "sb")])
+    assert busy.code == 1 and f"port {taken} on 127.0.0.1 is in use" in busy.err, busy.err
+    assert len(busy.err.strip().splitlines()) == 1
+
+
+def jvm_pids(state_dir: Path) -> dict[str, int]:
+    info = json.loads((state_dir / "sandbox.json").read_text())
+    assert info["engine"] == "kafka"
+    return {k: int(v) for k, v in info["extra"]["pids"].items()}
+
+
+def kreassign(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *argv], capture_output=True, text=True,
+                          timeout=240, check=False)
+
+
+def wait_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if pid_alive(p)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if pid_alive(p)]
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) -> None:
+    state = tmp_path / "sandbox"
+    started = kreassign("sandbox", "start", "--engine", "kafka", "--daemon", "--brokers", "2", "--racks", "2",
+                        "--log-dirs", "2", "--topics", "orders:2:2:100kB", "--state-dir", str(state))
+    assert started.returncode == 0, started.stderr
+    bootstrap = started.stdout.strip()
+    status = kreassign("sandbox", "status", "--state-dir", str(state), "-o", "json")
+    info = json.loads(status.stdout)
+    assert info["running"] and info["engine"] == "kafka" and info["bootstrap"] == bootstrap
+    assert info["extra"]["kafka_version"] == dist.MATRIX[0]
+    pids = jvm_pids(state)
+    assert sorted(pids) == ["0", "1", "2"] and all(pid_alive(p) for p in pids.values())
+    listed = kreassign("snapshot", "--bootstrap-server", bootstrap, "-f", str(tmp_path / "s.json"), "--sample", "0")
+    assert listed.returncode == 0, listed.stderr
+    snap = json.loads((tmp_path / "s.json").read_text())
+    assert [b["rack"] for b in snap["brokers"]] == ["rack-1", "rack-2"]
+    assert {p["topic"] for p in snap["partitions"]} == {"orders"}
+    assert all(p["size_bytes"] >= 100_000 for p in snap["partitions"])
+
+    stopped = kreassign("sandbox", "stop", "--state-dir", str(state))
+    assert stopped.returncode == 0 and "Stopped the sandbox" in stopped.stderr
+    assert wait_gone(list(pids.values())) == []
+
+    # started again from its state dir: same ports, same data; then its parent is killed
+    again = kreassign("sandbox", "start", "--engine", "kafka", "--daemon", "--state-dir", str(state))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == bootstrap
+    pids = jvm_pids(state)
+    daemon = json.loads((state / "sandbox.json").read_text())["pid"]
+    os.kill(daemon, signal.SIGKILL)
+    assert wait_gone([daemon, *pids.values()]) == []
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", int(bootstrap.split(",")[0].rsplit(":", 1)[1]))) != 0

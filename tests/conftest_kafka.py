@@ -44,8 +44,9 @@ class KafkaPool:
             from kreassign.sandbox.kafka_engine.dist import locate
 
             try:
+                # 384 MB heaps: the tests move megabytes, and several suites may run on one machine
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=())
+                                       topics=(), heap="384m")
                 cluster.start()
             except BaseException as exc:
                 self.failures[version] = exc

@@ -50,6 +50,29 @@ def _hang(signum: int, frame: Any) -> None:
     raise Hang
 
 
+def _snapshots(root: Path) -> dict[str, bytes]:
+    """Snapshots, good and damaged, in both formats (JSON from the demo's sample; Parquet written
+    by kreassign itself, then cut short, bit-flipped, or with a topic name that is not UTF-8)."""
+    from kreassign.cluster.snapshot import read_snapshot, write_snapshot
+
+    sample = Path(__file__).resolve().parent.parent / "demo" / "sample-snapshot.json"
+    good = sample.read_bytes()
+    at = good.index(b'"topic":"') + len(b'"topic":"')
+    parquet = root / "snapshot.parquet"
+    write_snapshot(read_snapshot(sample), parquet)
+    pq = parquet.read_bytes()
+    name = pq.index(b"orders") if b"orders" in pq else len(pq) // 2
+    return {
+        "snapshot.json": good,
+        "snapshot-bad-utf8.json": good[:at] + b"\xff\xfe" + good[at:],
+        "snapshot-cut.json": good[: len(good) // 2],
+        "snapshot.parquet": pq,
+        "snapshot-cut.parquet": pq[: len(pq) // 2],
+        "snapshot-flipped.parquet": pq[:100] + bytes(b ^ 0x5A for b in pq[100:200]) + pq[200:],
+        "snapshot-bad-utf8.parquet": pq[:name] + b"\xff\xfe" + pq[name + 2:],
+    }
+
+
 def _files(root: Path) -> dict[str, str]:
     """Files an operator might pass: good, broken, and not files at all."""
     plan = ('{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[3,2]},'
@@ -67,6 +90,8 @@ def _files(root: Path) -> dict[str, str]:
                         b'"replicas":[1e400]}]}',
         "props.properties": b"security.protocol=SASL_SSL\nsasl.jaas.config=x y z\n",
         "bad-props.properties": b"\xff\xfe=\n",
+        "bad-port.properties": b"bootstrap.servers=kafka1:90x2\n",
+        **_snapshots(root),
     }
     out = {}
     for name, data in contents.items():
@@ -76,6 +101,8 @@ def _files(root: Path) -> dict[str, str]:
     (root / "a-directory").mkdir(exist_ok=True)
     out["directory"] = str(root / "a-directory")
     out["missing"] = str(root / "missing" / "nothing.json")
+    out["device"] = "/dev/zero"  # never ends: must be refused, not read
+    out["random-device"] = "/dev/urandom"
     return out
 
 
@@ -89,7 +116,8 @@ def value_strategy(files: dict[str, str]) -> st.SearchStrategy[str]:
                       st.sampled_from(["", "MB/s", "Mb", "mb/s", "GiB", "KiB/s", "s", "ms", "m", "h", "1h30m", "x"]))
     return st.one_of(numbers, units, st.sampled_from(sorted(files.values())),
                      st.text(max_size=40), st.sampled_from(["", " ", "1,2,3", "a,b", "-", "--help", "06:00",
-                                                           "2020-01-01T00:00", "foo", "foo-0", "1:2"]))
+                                                           "2020-01-01T00:00", "foo", "foo-0", "1:2", ":", "kafka1:90x2",
+                                                           "kafka1", "[::1]:9092", "a b:9092", "t" * 100_000]))
 
 
 def _params(command: click.Command) -> list[click.Option]:
@@ -129,7 +157,8 @@ def command_lines(draw: st.DrawFn, commands: list[tuple[tuple[str, ...], click.C
         argv = list(draw(st.lists(st.sampled_from(KAFKA_FLAGS), max_size=2)))
         for opt in draw(st.lists(st.sampled_from(KAFKA_OPTIONS), max_size=4)):
             argv += [opt, draw(values)]
-        return ["--bootstrap-server", "127.0.0.1:9092", *argv] if argv else ["--list"]
+        server = draw(st.sampled_from(["127.0.0.1:9092", "127.0.0.1:9092", "kafka1:90x2", ":"]))
+        return ["--bootstrap-server", server, *argv] if argv else ["--list"]
     path, command = draw(st.sampled_from(commands))
     argv = list(path)
     for param in draw(st.lists(st.sampled_from(_params(command)), max_size=5, unique_by=lambda p: p.name)):

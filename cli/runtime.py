@@ -106,22 +106,28 @@ def journal_store(journal_dir: str | None) -> JournalStore:
 
 
 def read_text(path: str) -> str:
-    """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
+    """Read a JSON file given on the command line (bounded, `cluster.files`); Kafka reports I/O
+    errors as `Error: <path> (<reason>)`."""
+    import errno
+
     from kreassign.cluster.errors import AdminCommandFailed, clip
+    from kreassign.cluster.files import PLAN_LIMIT
+    from kreassign.cluster.files import read_text as read_bounded
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        return read_bounded(path, limit=PLAN_LIMIT)
     except FileNotFoundError:
-        raise AdminCommandFailed(f"{path} (No such file or directory)") from None
+        raise AdminCommandFailed(f"{clip(path)} (No such file or directory)") from None
     except IsADirectoryError:
-        raise AdminCommandFailed(f"{path} (Is a directory)") from None
+        raise AdminCommandFailed(f"{clip(path)} (Is a directory)") from None
     except PermissionError:
-        raise AdminCommandFailed(f"{path} (Permission denied)") from None
-    except UnicodeDecodeError:
-        raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file") from None
-    except (OSError, ValueError) as exc:
-        raise AdminCommandFailed(f"{clip(path)} ({getattr(exc, 'strerror', None) or exc})") from None
+        raise AdminCommandFailed(f"{clip(path)} (Permission denied)") from None
+    except OSError as exc:
+        if exc.errno == errno.EILSEQ:
+            raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file ({exc.strerror})") from None
+        raise AdminCommandFailed(f"{clip(path)} ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise AdminCommandFailed(f"{clip(path)} ({exc})") from None
 
 
 def write_text(path: str, text: str) -> None:

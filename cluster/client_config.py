@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.files import SMALL_LIMIT, read_bytes
 
 DEFAULT_CLIENT_ID = "reassign-partitions-tool"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -193,12 +194,11 @@ def read_properties(path: str) -> dict[str, str]:
         InputError: the file is missing or unreadable.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_bytes(path, limit=SMALL_LIMIT)
     except FileNotFoundError:
-        raise InputError(f"--command-config file {path} does not exist") from None
+        raise InputError(f"--command-config file {clip(path)} does not exist") from None
     except IsADirectoryError:
-        raise InputError(f"--command-config {path} is a directory, not a properties file") from None
+        raise InputError(f"--command-config {clip(path)} is a directory, not a properties file") from None
     except PermissionError:
         raise InputError(f"--command-config file {clip(path)} is not readable (permission denied)") from None
     except (OSError, ValueError) as exc:
@@ -487,6 +487,27 @@ _CONSUMED = {
 _HARMLESS_WITH_PEM = {"ssl.truststore.password"}
 
 
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?)$")
+
+
+def check_address(text: str) -> str:
+    """A bootstrap address, HOST:PORT ([IPv6]:PORT), checked before any connection is tried.
+
+    Raises:
+        InputError: no port, a port that is not a number from 1 to 65535, or a malformed host.
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise InputError(f"bootstrap server '{clip(text)}' has no port: give HOST:PORT, e.g. kafka1:9092")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise InputError(f"bootstrap server '{clip(text)}': '{clip(port, 20)}' is not a port (a number from 1 to "
+                         "65535): give HOST:PORT, e.g. kafka1:9092")
+    if not _HOST.match(host):
+        raise InputError(f"bootstrap server '{clip(text)}': '{clip(host, 40)}' is not a host name or address: give "
+                         "HOST:PORT, e.g. kafka1:9092")
+    return text
+
+
 def build_client_config(
     props: Mapping[str, str],
     *,
@@ -511,7 +532,7 @@ def build_client_config(
     """
     warnings: list[str] = []
     servers_text = bootstrap_server if bootstrap_server else props.get("bootstrap.servers", "")
-    servers = tuple(s.strip() for s in servers_text.split(",") if s.strip())
+    servers = tuple(check_address(s.strip()) for s in servers_text.split(",") if s.strip())
     if not servers:
         raise InputError("no bootstrap servers: pass --bootstrap-server HOST:PORT "
                          "(or set bootstrap.servers in the --command-config file)")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
+from kreassign.cluster.files import SNAPSHOT_LIMIT, read_bytes
 from kreassign.cluster.model import NO_LEADER, ClusterState
 from kreassign.cluster.snapshot_checks import first_missing, first_repeat, is_member, row_of
 from kreassign.cluster.snapshot_header import (
@@ -51,9 +52,9 @@ def read_snapshot(path: str | os.PathLike[str]) -> ClusterState:
     """
     source = os.fspath(path)
     try:
-        data = Path(source).read_bytes()
+        data = read_bytes(source, limit=SNAPSHOT_LIMIT)
     except FileNotFoundError:
-        raise InputError(f"snapshot file {source} does not exist") from None
+        raise InputError(f"snapshot file {clip(source)} does not exist") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read snapshot file {clip(source)}: {getattr(exc, 'strerror', None) or exc}") from None
     if data[:4] == b"PAR1":
@@ -265,8 +266,12 @@ def _columns_from_table(table: Any, source: str) -> _Columns:
         if col.null_count:  # a null ISR means "all replicas in sync"
             null = col.is_null().to_numpy(zero_copy_only=False)
             ioff, iids = _merge_ragged(null, (roff, rids), (ioff, iids))
+    try:
+        names = [str(x) for x in topic.dictionary.to_pylist()]
+    except UnicodeDecodeError as exc:
+        fail(source, "partitions.topic", f"holds a topic name that is not UTF-8 text ({exc.reason} at byte {exc.start})")
     return _Columns(
-        names=[str(x) for x in topic.dictionary.to_pylist()],
+        names=names,
         codes=topic.indices.to_numpy().astype(np.int64), partition=ints("partition"),
         replica_offsets=roff, replica_ids=rids, leader=leader, isr_offsets=ioff, isr_ids=iids,
         size_bytes=ints("size_bytes") if "size_bytes" in present else None,

@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 from kreassign.cluster.model import NO_LEADER, ClusterState, PartitionTarget, TopicPartition
 
 _MAX_LISTED = 5
@@ -428,7 +428,7 @@ def _sum_by(ids: np.ndarray, weights: np.ndarray) -> dict[int, int]:
 def _validate(state: ClusterState, rows: np.ndarray, t_off: np.ndarray, t_ids: np.ndarray) -> None:
     """Reject what no reassignment may contain, naming the partitions."""
     def names(idx: np.ndarray) -> str:
-        shown = ", ".join(str(state.tp(int(rows[i]))) for i in idx[:_MAX_LISTED])
+        shown = ", ".join(clip(state.tp(int(rows[i]))) for i in idx[:_MAX_LISTED])
         more = len(idx) - _MAX_LISTED
         return shown + (f" and {more} more" if more > 0 else "")
 
@@ -461,9 +461,9 @@ def _unknown_partitions_message(state: ClusterState, topics: Sequence[str], part
     described = []
     for tp in bad[:_MAX_LISTED]:
         if state.has_topic(tp.topic):
-            described.append(f"{tp} (topic {tp.topic} has {len(state.topic_rows(tp.topic))} partitions)")
+            described.append(f"{clip(tp)} (topic {clip(tp.topic)} has {len(state.topic_rows(tp.topic))} partitions)")
         else:
-            described.append(f"{tp} (no topic {tp.topic})")
+            described.append(f"{clip(tp)} (no topic {clip(tp.topic)})")
     more = len(bad) - _MAX_LISTED
     listed = ", ".join(described) + (f" and {more} more" if more > 0 else "")
     plural = "s" if len(bad) != 1 else ""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import InputError, clip
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -70,10 +70,12 @@ def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
         from kreassign.cluster.errors import KafkaCompatError
         from kreassign.cluster.kafka_json import parse_reassignment
 
+        from kreassign.cluster.files import PLAN_LIMIT, read_text
+
         try:
-            text = Path(plan.path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read the plan {plan.path}: {exc.strerror}") from None
+            text = read_text(plan.path, limit=PLAN_LIMIT)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read the plan {clip(plan.path)}: {getattr(exc, 'strerror', None) or exc}") from None
         try:
             entries = parse_reassignment(text).entries
         except KafkaCompatError as exc:

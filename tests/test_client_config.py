@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import stat
 from pathlib import Path
@@ -452,3 +453,27 @@ def test_every_emitted_setting_is_a_kafka_admin_client_setting(tmp_path: Path) -
     assert set(kwargs) <= set(KafkaAdminClient.DEFAULT_CONFIG)
     assert len(kwargs) == 21
     config.cleanup()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("server", "message"), [
+    ("kafka1:90x2", "bootstrap server 'kafka1:90x2': '90x2' is not a port (a number from 1 to 65535)"),
+    (":", "bootstrap server ':': '' is not a port"),
+    ("kafka1", "bootstrap server 'kafka1' has no port"),
+    ("kafka1:0", "'0' is not a port"),
+    ("kafka1:65536", "'65536' is not a port"),
+    ("a b:9092", "'a b' is not a host name or address"),
+    (":9092", "'' is not a host name or address"),
+])
+def test_bootstrap_addresses_are_checked_before_any_connection(server: str, message: str) -> None:
+    from kreassign.cluster.client_config import build_client_config
+
+    with pytest.raises(InputError, match=re.escape(message)):
+        build_client_config({}, bootstrap_server=server)
+
+
+@pytest.mark.parametrize("server", ["kafka1:9092", "127.0.0.1:1", "[::1]:9092", "b-1.msk.amazonaws.com:9098",
+                                    "host_with_underscore:9092"])
+def test_good_bootstrap_addresses(server: str) -> None:
+    from kreassign.cluster.client_config import build_client_config
+
+    assert build_client_config({}, bootstrap_server=server).bootstrap_servers == (server,)

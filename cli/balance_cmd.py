@@ -173,12 +173,14 @@ def rebalance(**kw: Any) -> None:
 @click.command("add-brokers")
 @click.option("--brokers", "brokers", required=True, type=BROKER_LIST, help="The new brokers, e.g. 7,8,9.")
 @click.option("--only-new", is_flag=True, help="Only the new brokers receive replicas.")
+@click.option("--move-existing", is_flag=True,
+              help="Let the plan move replicas the named brokers already hold (by default they stay put).")
 @plan_options
-def add_brokers(brokers: tuple[int, ...], only_new: bool, **kw: Any) -> None:
+def add_brokers(brokers: tuple[int, ...], only_new: bool, move_existing: bool, **kw: Any) -> None:
     """Move load onto newly added brokers."""
     from kreassign.planner import balance
 
-    run(kw, lambda s, o: balance.add_brokers(s, list(brokers), o, only_new=only_new))
+    run(kw, lambda s, o: balance.add_brokers(s, list(brokers), o, only_new=only_new, move_existing=move_existing))
 
 
 @click.command()

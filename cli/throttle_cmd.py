@@ -151,13 +151,18 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.cli.watch_render import render_suggestion
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.cli.runtime import load_state
-    from kreassign.throttle.suggest import SuggestRequest, suggest_throttle
+    from kreassign.throttle.suggest import SuggestRequest, check_capacities, suggest_throttle
 
     if canary_topic and not canary_baseline:
         raise click.UsageError("--canary-topic names the topic of --canary-baseline; add --canary-baseline")
     if canary_baseline and not bootstrap_server:
         raise click.UsageError("--canary-baseline measures the cluster now: give --bootstrap-server")
     parsed = parse_reassignment(read_text(plan_file))
+    capacity = (float(network_capacity), float(network_capacity)) if network_capacity else None
+    if bootstrap_server and not snapshot and not canary_baseline and sample != 0:
+        # what the answer needs and a moment's read can tell, before the write rates are sampled
+        check_capacities(load_state(bootstrap_server, None, command_config, request_timeout, 0), parsed.entries,
+                         capacity)
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
     measured = None
     if canary_baseline:
@@ -165,8 +170,7 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
         max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,
-        max_moves_per_broker=max_moves_per_broker, measured=measured,
-        network_capacity=(float(network_capacity), float(network_capacity)) if network_capacity else None)
+        max_moves_per_broker=max_moves_per_broker, measured=measured, network_capacity=capacity)
     result = suggest_throttle(state, parsed.entries, request)
     if output == "json":
         emit_json(result.to_dict())

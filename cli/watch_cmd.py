@@ -60,6 +60,8 @@ def rate_options(f: F) -> F:
 @click.option("--interval", type=DURATION, default=10.0, show_default=True, help="Time between polls.")
 @click.option("--stop-after", "stop_after", type=DURATION, default=None,
               help="Stop watching after this long (exit status 3); the moves go on.")
+@click.option("--timeout", "timeout_alias", type=DURATION, default=None,
+              help="Deprecated: the old name of --stop-after (kept for one release).")
 @click.option("--stall-after", type=DURATION, default=None,
               help="A move whose lag has not shrunk for this long is stalled (default: 3 intervals, >= 30s).")
 @click.option("--fail-on-stall", is_flag=True, help="Stop with exit status 4 when a move cannot finish.")
@@ -105,7 +107,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
           journal_dir: str | None, plan_file: str | None, pace_file: str | None, max_moves_per_broker: int | None,
           max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
           follower_rate: int | None, additional: bool, interval: float, stop_after: float | None,
-          stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
+          timeout_alias: float | None, stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, max_impact: float | None, min_rate: int,
           max_rate: int | None,
           change_threshold: float, adjust_every: float, network_capacity: int | None, consumer_fanout: float,
@@ -129,6 +131,12 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.execute.run import watch_run
     from kreassign.cluster.units import parse_deadline
 
+    if timeout_alias is not None:
+        if stop_after is not None:
+            raise click.UsageError("--timeout is the old name of --stop-after: give one of them")
+        click.echo("Note: watch --timeout is deprecated: use --stop-after (same meaning); --timeout will be removed "
+                   "in the next release", err=True)
+        stop_after = timeout_alias
     if plan_file and pace_file:
         raise click.UsageError("give the plan once: --pace FILE both submits and watches it")
     pacing = max_moves_per_broker is not None or max_inflight_bytes is not None or order != "plan"

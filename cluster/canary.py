@@ -19,6 +19,7 @@ from kreassign.cluster.client_latency import CANARY_INTERVAL_S, CANARY_ROUNDS, B
 from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.time_scale import read_time_scale
+from kreassign.cluster.producers import close_producer
 
 CANARY_TOPIC = "__kreassign_canary"
 _CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
@@ -105,7 +106,7 @@ class CanaryProbe:
         return samples
 
     def close(self) -> None:
-        self.producer.close(timeout=self.timeout_s)
+        close_producer(self.producer, self.timeout_s)
         self.consumer.close()
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import ClusterUnreachable, InputError
+from kreassign.cluster.producers import close_producer
 from kreassign.cluster.units import parse_rate
 
 
@@ -83,6 +84,15 @@ class LoadStats:
     consumed: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    outstanding: int = 0
+    """writes sent and neither acknowledged nor failed, over the whole run"""
+    last_answer: float | None = None
+    """when the cluster last acknowledged or refused a write (the generator's clock)"""
+
+    def answered(self, now: float) -> None:
+        with self.lock:
+            self.outstanding -= 1
+            self.last_answer = now
 
     def acked(self, latency_ms: float) -> None:
         with self.lock:
@@ -145,6 +155,7 @@ class LoadGenerator:
             raise InputError(f"cannot connect the load clients to {self.bootstrap}: {exc}") from exc
         payload = b"k" * self.message_bytes
         start = self.clock()
+        self.stats.last_answer = start
         due = dict.fromkeys((load.topic for load in self.loads), 0.0)
         next_sample = start + interval
         try:
@@ -161,19 +172,33 @@ class LoadGenerator:
                 if now >= next_sample:
                     next_sample += interval
                     yield self._sample(now - start, producer, consumer)
-            producer.flush(timeout=10)
+                self._check_answering(now)
+            try:
+                producer.flush(timeout=10)
+            except KafkaError:
+                self._check_answering(float("inf"))
             yield self._sample(self.clock() - start, producer, consumer)
         finally:
-            producer.close(timeout=5)
-            consumer.close()
+            close_producer(producer, 5.0)
+            consumer.close(autocommit=False)
+
+    def _check_answering(self, now: float) -> None:
+        """Raises ClusterUnreachable once writes have waited a request timeout with no answer."""
+        silent = now - (self.stats.last_answer or now)
+        if self.stats.outstanding > 0 and silent > self.request_timeout_ms / 1000:
+            waited = f"{silent:.0f}s" if silent != float("inf") else "to the end of the run"
+            raise ClusterUnreachable(f"the cluster at {self.bootstrap} stopped answering: no write was acknowledged "
+                                     f"for {waited} ({self.stats.outstanding} waiting); the load stopped")
 
     def _send(self, producer: Any, topic: str, payload: bytes) -> None:
         sent_at = self.clock()
-        future = producer.send(topic, payload)
-        future.add_callback(lambda _md: self.stats.acked((self.clock() - sent_at) * 1000.0))
-        future.add_errback(lambda _exc: self.stats.failure())
         with self.stats.lock:
             self.stats.sent += 1
+            self.stats.outstanding += 1
+        future = producer.send(topic, payload)
+        future.add_callback(lambda _md: (self.stats.answered(self.clock()),
+                                         self.stats.acked((self.clock() - sent_at) * 1000.0)))
+        future.add_errback(lambda _exc: (self.stats.answered(self.clock()), self.stats.failure()))
 
     def _sample(self, at: float, producer: Any, consumer: Any) -> LoadSample:
         lag = 0

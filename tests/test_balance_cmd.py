@@ -108,3 +108,23 @@ def test_allow_partial_writes_what_can_be_placed(tmp_path: Path) -> None:
     # only changed its preferred leader (leaders are balanced too).
     moved = {p["partition"]: p["replicas"] for p in json.loads(plan_file.read_text())["partitions"]}
     assert moved == {0: [4, 2, 3], 1: [3, 2, 4], 3: [4, 3, 2]}
+
+
+def test_add_brokers_keeps_what_the_named_brokers_already_hold_unless_asked() -> None:
+    from cli_helpers import SAMPLE
+
+    from kreassign.cluster.snapshot import read_snapshot
+    from kreassign.planner.balance import add_brokers
+
+    state = read_snapshot(SAMPLE)
+    held = {(p.topic, p.partition) for p in state.iter_partitions() if 1 in p.replicas}
+    kept = add_brokers(state, [1, 7])
+    assert kept.warnings[0] == (f"broker(s) 1 already hold {len(held)} replica(s) (94.7 GiB): they stay where they "
+                                "are; give --move-existing to let the plan move them too")
+    for target in kept.targets:
+        if (target.topic, target.partition) in held:
+            assert 1 in target.replicas, f"{target} moved a replica off broker 1"
+    moved = add_brokers(state, [1, 7], move_existing=True)
+    assert moved.warnings[0].endswith("the plan may move them like any other (--move-existing)")
+    assert any((t.topic, t.partition) in held and 1 not in t.replicas for t in moved.targets)
+    assert not any("already hold" in w for w in add_brokers(state, [7, 8, 9]).warnings)  # new brokers hold nothing

@@ -60,3 +60,31 @@ def test_sandbox_load_runs_real_clients_and_prints_latency_and_lag(sandbox_facto
     assert max(p99) > 0
     with sb.locked() as engine:
         assert sum(v for (_, topic), v in engine.traffic.bytes_in.items() if topic == "orders") >= 200 * 500
+
+
+@pytest.mark.e2e
+def test_sandbox_load_ends_with_one_line_when_the_cluster_goes_away(sandbox_factory: Any) -> None:
+    """Its broker stopped mid-run: the load ends with one line naming the cluster, exit status 5,
+    and no traceback (kafka-python's producer raises on close while records wait)."""
+    import subprocess
+    import sys
+    import time
+
+    sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec("orders", 1, 1, 0, 0.0)], clock=ScaledClock(1.0))
+    bootstrap = sb.bootstrap
+    proc = subprocess.Popen([sys.executable, "-m", "kreassign.cli.main", "sandbox", "load", "--bootstrap-server",
+                             bootstrap, "--topic", "orders:20kB/s", "--duration", "120s", "--interval", "1s",
+                             "--request-timeout", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while sb.engine.log_end.sum() == 0:  # the first records have landed
+            assert time.monotonic() < deadline and proc.poll() is None, "no record reached the sandbox"
+            time.sleep(0.1)
+        sb.stop_broker(1)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 5, err
+    assert err.strip().startswith(f"Error: the cluster at {bootstrap} stopped answering: no write was "
+                                  "acknowledged for ")
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in out + err

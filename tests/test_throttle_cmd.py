@@ -175,3 +175,21 @@ def test_cli_show_text(fake: FakeCluster) -> None:
     assert result.exit_code == 0
     assert "Broker throttle rates" in result.output and "999 B/s (999)" in result.output
     assert "1 reassignment(s) in flight." in result.output
+
+
+@pytest.mark.e2e
+def test_suggest_without_capacities_says_so_before_sampling_writes(sandbox: Any, tmp_path: Path) -> None:
+    """Live brokers do not report their network capacity: without --network-capacity or a canary
+    baseline the answer is known before the 10 s write sample, so none is taken."""
+    p = next(row for row in sandbox.engine.rows if row.topic == "orders")
+    spare = next(b for b in sorted(sandbox.engine.brokers) if b not in p.replicas)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": p.index, "replicas": [*p.replicas[:-1], spare]}]}))
+    sleeps: list[float] = []
+    ran = invoke(None, "throttle", "suggest", "-f", str(plan), "--bootstrap-server", sandbox.bootstrap,
+                 "--max-impact", "20%", runtime=Runtime(clock=lambda: sandbox.now, sleep=sleeps.append))
+    assert ran.exit_code == 1 and sleeps == []
+    involved = ",".join(map(str, sorted({p.leader, spare})))
+    assert ran.stderr.strip() == (f"Error: the network capacity of broker(s) {involved} is unknown: "
+                                  "give --network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")

@@ -352,3 +352,13 @@ def test_the_live_model_reads_what_each_fetcher_session_also_carries() -> None:
     # moves into 2, 3 and 4 from leader 1, and into 2 from leader 4 (2 is out of sync there)
     assert _sessions(parts, rates, [1, 1, 1, 4], [2, 3, 4, 2]) == [
         Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE, Session.ALONE]
+
+
+def test_watch_timeout_is_a_deprecated_alias_of_stop_after() -> None:
+    from cli_helpers import run_cli
+
+    both = run_cli(["watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--stop-after", "2s"])
+    assert both.code == 2 and "--timeout is the old name of --stop-after: give one of them" in both.err
+    alone = run_cli(["watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--request-timeout", "1s"])
+    assert alone.err.startswith("Note: watch --timeout is deprecated: use --stop-after (same meaning)")
+    assert alone.code == 5  # and it went on as --stop-after 1s would: to the (unreachable) cluster

@@ -231,6 +231,32 @@ def _admission(inp: ModelInput, max_moves: int | None) -> Admission | None:
     return Admission(np.arange(len(inp)), max_moves_per_broker=max_moves)
 
 
+def _capacity_unknown(brokers: Sequence[int]) -> InputError:
+    return InputError(f"the network capacity of broker(s) {','.join(map(str, brokers))} is unknown: give "
+                      "--network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")
+
+
+def check_capacities(state: ClusterState, targets: Sequence[PartitionTarget],
+                     network_capacity: tuple[float, float] | None) -> None:
+    """Before anything is measured: without a measured impact, the suggestion needs the network
+    capacity of every broker that sends or receives a copy.
+
+    Raises:
+        InputError: the plan does not fit the cluster, or such a capacity is unknown.
+    """
+    moves = diff_plan(state.with_copies_pending(), list(targets)).moves
+    inp = from_moves(state, moves)
+    cap_in, cap_out = _capacities(inp, network_capacity)
+    ids = [b.id for b in state.brokers]
+    known = inp.source >= 0
+    sends = np.bincount(inp.source[known], minlength=len(ids))
+    receives = np.bincount(inp.dest, minlength=len(ids))
+    unknown = [b for i, b in enumerate(ids) if (sends[i] and math.isinf(cap_out[i]))
+               or (receives[i] and math.isinf(cap_in[i]))]
+    if unknown:
+        raise _capacity_unknown(unknown)
+
+
 def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], request: SuggestRequest) -> Suggestion:
     """Suggest leader and follower rates for a plan, and check a deadline with the model.
 
@@ -263,8 +289,7 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     unknown = [b for i, b in enumerate(ids) if (sends[i] > 0 and math.isinf(leader_rates[i]))
                or (receives[i] > 0 and math.isinf(follower_rates[i]))]
     if unknown:
-        raise InputError(f"the network capacity of broker(s) {','.join(map(str, unknown))} is unknown: give "
-                         "--network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")
+        raise _capacity_unknown(unknown)
     leader_rates = np.floor(np.maximum(np.where(np.isfinite(leader_rates), leader_rates, 0.0), 0.0))
     follower_rates = np.floor(np.maximum(np.where(np.isfinite(follower_rates), follower_rates, 0.0), 0.0))
     involved = [i for i in range(len(ids)) if sends[i] > 0 or receives[i] > 0]

@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kreassign.cluster.errors import InfeasiblePlanError, InputError
-from kreassign.cluster.model import Broker, ClusterState, PartitionTarget
+from kreassign.cluster.model import Broker, ClusterState, PartitionTarget, TopicPartitionReplica
+from kreassign.cluster.units import format_bytes
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.engine import Layout, Targets
 from kreassign.planner.balance.hints import over_capacity, rack_hotspots, topic_rack_limits
@@ -50,13 +51,16 @@ def add_brokers(
     options: BalanceOptions | None = None,
     *,
     only_new: bool = False,
+    move_existing: bool = False,
 ) -> BalancePlan:
     """Move load onto new brokers, balancing the whole cluster including them.
 
     In a balanced cluster only the new brokers are below target, so every move lands on them;
     with `only_new` nothing but the new brokers may receive replicas even if others are below
     target (Cruise Control's add_broker semantics). Brokers given as ids must be in the cluster;
-    `Broker` values not in it are added (for what-if planning on a snapshot).
+    `Broker` values not in it are added (for what-if planning on a snapshot). Replicas the named
+    brokers already hold stay on them (the plan says so) unless `move_existing`: an operator adds
+    brokers to take load, not to have what they hold moved around.
 
     Raises:
         InputError: an id that is not in the cluster, or no broker given.
@@ -70,8 +74,25 @@ def add_brokers(
     if missing:
         raise InputError(f"broker(s) {_ids(missing)} are not in the cluster; start them first "
                          "(or add them to the snapshot) and try again")
-    return _plan(state, "add-brokers", options or BalanceOptions(), balance_data=True,
+    options = options or BalanceOptions()
+    rows = np.repeat(np.arange(len(state)), np.diff(state.replica_offsets))
+    on_named = np.isin(state.replica_ids, ids)
+    held = [TopicPartitionReplica(state.topic_of(int(r)), int(state.partition[r]), int(b))
+            for r, b in zip(rows[on_named], state.replica_ids[on_named])]
+    note = None
+    if held:
+        size = int(state.size_bytes[rows[on_named]].sum())
+        holders = _ids(sorted({r.broker for r in held}))
+        if move_existing:
+            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size)}); the plan may "
+                    "move them like any other (--move-existing)")
+        else:
+            options = replace(options, pinned=options.pinned | frozenset(held))
+            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size)}): they stay where "
+                    "they are; give --move-existing to let the plan move them too")
+    plan = _plan(state, "add-brokers", options, balance_data=True,
                  extra_brokers=extra, into_only=frozenset(ids) if only_new else None)
+    return plan if note is None else replace(plan, warnings=(note, *plan.warnings))
 
 
 def decommission(

@@ -18,6 +18,7 @@ import numpy as np
 
 from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.model import TopicPartition
+from kreassign.cluster.producers import close_producer
 from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, assign_replicas, partition_loads, spec_names_unique
 
 DEFAULT_SCALE = 0.01
@@ -96,7 +97,7 @@ def fill(bootstrap: str, sizes: Mapping[TopicPartition, int], *,
                 written += len(chunk)
         producer.flush(timeout=300)
     finally:
-        producer.close(timeout=10)
+        close_producer(producer, 10.0)
     return written
 
 
@@ -146,4 +147,4 @@ class Writer:
                             self.errors += 1
                         owed[tp] -= n
         finally:
-            producer.close(timeout=5)
+            close_producer(producer, 5.0)

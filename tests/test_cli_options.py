@@ -46,9 +46,17 @@ def test_every_command_that_reaches_a_cluster_has_the_same_bootstrap_and_request
     assert len(set(timeouts.values())) == 1, timeouts
 
 
+# Old names kept for one release: they say so in their help and name the new option.
+DEPRECATED_TIMEOUT_ALIASES = {"watch": "--stop-after"}
+
+
 def test_timeout_only_where_kafkas_tool_has_it() -> None:
     with_timeout = {name for name, command in leaf_commands().items() if option(command, "--timeout")}
-    assert with_timeout == KAFKA_TIMEOUT_COMMANDS
+    assert with_timeout == KAFKA_TIMEOUT_COMMANDS | set(DEPRECATED_TIMEOUT_ALIASES)
+    for name, new_name in DEPRECATED_TIMEOUT_ALIASES.items():
+        alias = option(leaf_commands()[name], "--timeout")
+        assert alias is not None and alias.help is not None
+        assert alias.help.startswith("Deprecated") and new_name in alias.help
 
 
 def test_request_timeout_is_only_ever_the_deadline_of_a_cluster_request() -> None:

@@ -6,7 +6,10 @@ wall time and the CPU time of the whole process tree (this driver, the JVM, its 
 workers), read from /proc. On a shared machine the wall times stretch with the load; the CPU
 times, and the model-only CPU time measured in-process, are the figures to compare across runs.
 
-    python -m bench.profile_simulate million|sweep32 [NOTE...]
+    python -m bench.profile_simulate million|sweep32 [--throttle 100MB/s] [--seed 5] [NOTE...]
+
+`--throttle` and `--seed` change the 1M-move case (default 200 MB/s, seed 1): the model has more
+events at lower throttles, and each seed is another cluster and plan.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +64,7 @@ class Stages:
                            "cpu_s": round(tree_cpu_s(os.getpid()) - cpu, 2)}
 
 
-def profile(case: str, note: str = "") -> dict[str, Any]:
+def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int | None = None) -> dict[str, Any]:
     from pyspark import StorageLevel
 
     from bench.bench_simulate import HUNDRED_K, MILLION, _axes
@@ -76,7 +80,9 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
     from kreassign.simulate.synthetic import parse_synthetic
 
     spec = parse_synthetic(MILLION if case == "million" else HUNDRED_K)
-    axes = ScenarioAxes(throttles=(200e6,)) if case == "million" else _axes(32)["axes"]
+    if seed is not None:
+        spec = replace(spec, seed=seed)
+    axes = ScenarioAxes(throttles=(throttle_bps,)) if case == "million" else _axes(32)["axes"]
     scenarios = scenario_grid(axes)
     s = Stages()
     load_before = os.getloadavg()
@@ -109,7 +115,8 @@ def profile(case: str, note: str = "") -> dict[str, Any]:
         render_plots(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
     spark.stop()
     model_cpu = _model_only_cpu(case)
-    return {"case": case, "note": note, "scenarios": len(scenarios), "stages": s.rows,
+    return {"case": case, "note": note, "scenarios": len(scenarios), "seed": spec.seed,
+            "throttle_bps": throttle_bps if case == "million" else None, "stages": s.rows,
             "pipeline_wall_s": round(sum(r["wall_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
             "pipeline_cpu_s": round(sum(r["cpu_s"] for k, r in s.rows.items() if k != "jvm_session_start"), 2),
             "model_only_cpu_s_per_scenario": model_cpu, "makespan_s": [o.makespan_s for o in outcomes][:4],
@@ -145,5 +152,20 @@ def _model_only_cpu(case: str) -> float:
     return round(time.process_time() - started, 2)
 
 
+def main(argv: list[str]) -> None:
+    import argparse
+
+    from kreassign.cluster.units import parse_rate
+
+    parser = argparse.ArgumentParser(prog="python -m bench.profile_simulate")
+    parser.add_argument("case", nargs="?", default="million", choices=("million", "sweep32"))
+    parser.add_argument("--throttle", default="200MB/s", help="the 1M case's throttle")
+    parser.add_argument("--seed", type=int, default=None, help="the 1M case's synthetic seed (default 1)")
+    parser.add_argument("note", nargs="*")
+    args = parser.parse_intermixed_args(argv)
+    record("profile_simulate", **profile(args.case, " ".join(args.note), throttle_bps=float(parse_rate(args.throttle)),
+                                         seed=args.seed))
+
+
 if __name__ == "__main__":
-    record("profile_simulate", **profile(sys.argv[1] if len(sys.argv) > 1 else "million", " ".join(sys.argv[2:])))
+    main(sys.argv[1:])

@@ -1,10 +1,16 @@
 """One model run per scenario on the executors, without shuffling the moves.
 
-The moves are the same in every scenario, so they are packed once into a single row (each Spark
-partition's rows as one Arrow IPC stream) and broadcast; the per-broker side, which a scenario
-changes, is packed as one row per scenario. The scenario rows are spread one per partition and
-joined with the broadcast row, and `mapInArrow` runs the replication model on each (Arrow in,
-Arrow out, no pandas and no per-row Python objects).
+The moves are the same in every scenario, so they are packed once into a single row (one Arrow
+IPC stream) and broadcast; the per-broker side, which a scenario changes, is packed as one row
+per scenario. The scenario rows are spread one per partition and joined with the broadcast row,
+and `mapInArrow` runs the replication model on each (Arrow in, Arrow out, no pandas and no
+per-row Python objects).
+
+The moves reach that row through the driver: `toArrow` (the JVM's Arrow batches, no Python
+worker) and back as a one-row DataFrame. A broadcast collects its rows on the driver anyway, and
+packing in Python workers (a worker per partition, Arrow to Python and back, then one more job
+to gather the chunks) cost 3.5-6 CPU s for 1M moves against 0.9 for this
+(bench/results/profile_simulate.jsonl).
 """
 from __future__ import annotations
 
@@ -25,31 +31,23 @@ if TYPE_CHECKING:
 
 MOVE_COLUMNS = tuple(f.name for f in MODEL_MOVES.fields)
 BROKER_COLUMNS = tuple(f.name for f in MODEL_BROKERS.fields if f.name != "scenario_id")
-_CHUNK = "chunk"
-
-
-def _arrow_chunk(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A partition's rows as one Arrow IPC stream in one binary cell (none if it has no rows)."""
-    sink = pa.BufferOutputStream()
-    writer: pa.ipc.RecordBatchStreamWriter | None = None
-    for batch in batches:
-        if writer is None:
-            writer = pa.ipc.new_stream(sink, batch.schema)
-        writer.write_batch(batch)
-    if writer is None:
-        return
-    writer.close()
-    stream = sink.getvalue()
-    offsets = pa.py_buffer(np.array([0, stream.size], dtype=np.int32).tobytes())
-    cell = pa.BinaryArray.from_buffers(pa.binary(), 1, [None, offsets, stream])  # no copy of the stream
-    yield pa.RecordBatch.from_arrays([cell], names=[_CHUNK])
 
 
 def pack_moves(moves: DataFrame) -> DataFrame:
-    """Every move in one row (MOVES -> PACKED_MOVES). Each partition packs its own rows, so only
-    one cell per partition moves to the single aggregating task."""
-    chunks = moves.select(*columns(MODEL_MOVES)).mapInArrow(_arrow_chunk, schema=f"{_CHUNK} binary")
-    return chunks.agg(F.collect_list(_CHUNK).alias("move_chunks")).select(*columns(PACKED_MOVES))
+    """Every move in one row (MOVES -> PACKED_MOVES): the moves as one Arrow IPC stream, through
+    the driver (see the module's docstring)."""
+    from kreassign.simulate.inputs import arrow_schema
+
+    table = moves.select(*columns(MODEL_MOVES)).toArrow()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    stream = sink.getvalue()
+    offsets = pa.py_buffer(np.array([0, stream.size], dtype=np.int32).tobytes())
+    chunk = pa.BinaryArray.from_buffers(pa.binary(), 1, [None, offsets, stream])  # no copy of the stream
+    cell = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), chunk, type=pa.list_(pa.binary()))
+    packed = pa.Table.from_arrays([cell], schema=arrow_schema(PACKED_MOVES))
+    return moves.sparkSession.createDataFrame(packed, schema=PACKED_MOVES)
 
 
 def pack_brokers(per_broker: DataFrame) -> DataFrame:

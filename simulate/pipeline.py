@@ -79,7 +79,9 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         inputs = load_inputs(spark, request)
         _check_failures(inputs.brokers, scenarios)
         scenario_df = scenarios_frame(spark, scenarios)
-        moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
+        # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s
+        # for 1M moves, caching them 7 (bench/results/profile_simulate.jsonl).
+        moves = inputs.moves
         per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
                                    leader_base(moves), scenario_df)
     with _timed(timings, "model_s"):
@@ -90,7 +92,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
         files = write_results(results, summary, out, target)
-    for frame in (summary, results, moves):
+    for frame in (summary, results):
         frame.unpersist()
     pngs: dict[Path, bytes] = {}
     if request.plots or request.report_path:

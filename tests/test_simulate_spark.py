@@ -202,11 +202,11 @@ def test_scenario_grid_frame_matches_the_grid(spark: SparkSession) -> None:
 
 def test_moves_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -> None:
     spec = SyntheticSpec(brokers=20, racks=4, partitions=3000, add=4, seed=3)
-    moves = synthetic_moves(synthetic_partitions(spark, spec), spec).repartition(3)  # chunks in any order
+    moves = synthetic_moves(synthetic_partitions(spark, spec), spec).repartition(3)  # rows in any order
     packed = pack_moves(moves)
     assertSchemaEqual(packed.schema, PACKED_MOVES)
     rows = packed.collect()
-    assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 3
+    assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 1
     unpacked = unpack_moves(rows[0]["move_chunks"])
     expected = moves.orderBy("move_id").select(*MOVE_COLUMNS).toPandas()
     for name in MOVE_COLUMNS:

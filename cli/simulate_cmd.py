@@ -107,6 +107,12 @@ def _share(text: str) -> float:
               help="Spark master: local[*], local[N], spark://HOST:7077, yarn, k8s://URL "
                    "(executors need kreassign installed).")
 @click.option("--remote", default=None, metavar="sc://HOST:PORT", help="Run on a Spark Connect server.")
+@click.option("--spark-local-cluster", "local_cluster", is_flag=False, flag_value="master", default=None,
+              type=click.Choice(["master", "connect"]),
+              help="Run on the cluster `kreassign spark start` runs (its master; `connect`: its Spark "
+                   "Connect server) without copying its address.")
+@click.option("--spark-state-dir", type=click.Path(file_okay=False),
+              help="The state dir of that cluster, as given to `kreassign spark start --state-dir`.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark settings.")
 @click.option("--shuffle-partitions", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--driver-memory", default="3g", show_default=True)
@@ -117,7 +123,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
              client_quota: int | None, fetch_quota: int | None, clients_per_broker: int,
              client_baseline: str | None, client_request_timeout: float, network_capacity: int | None,
              timeline_points: int, out_dir: str, no_plots: bool, report: str | None, master: str,
-             remote: str | None, confs: tuple[str, ...],
+             remote: str | None, local_cluster: str | None, spark_state_dir: str | None, confs: tuple[str, ...],
              shuffle_partitions: int, driver_memory: str, output: str) -> None:
     """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
 
@@ -141,6 +147,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
         raise click.UsageError("give exactly one of --snapshot FILE or --synthetic SPEC")
     if plan_file and planner:
         raise click.UsageError("give --reassignment-json-file or --planner, not both")
+    master, remote = _where(master, remote, local_cluster, spark_state_dir)
     conf: dict[str, str] = {}
     for item in confs:
         key, sep, value = item.partition("=")
@@ -176,7 +183,8 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                             request_timeout_ms=client_request_timeout * 1000.0,
                             **_baseline(client_baseline)),
         spark=SparkOptions(master=master, remote=remote, shuffle_partitions=shuffle_partitions,
-                           driver_memory=driver_memory, conf=conf),
+                           driver_memory=driver_memory, conf=conf,
+                           debug=bool(click.get_current_context().find_root().params.get("debug"))),
     )
     errors = stderr_console()
     errors.print(f"Simulating {axes.size} scenario{'s' if axes.size != 1 else ''} on "
@@ -187,6 +195,22 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
         return
     stdout_console().print(render_summary(result))
     errors.print(f"Results in {result.output_dir}: " + ", ".join(p.rsplit("/", 1)[-1] for p in result.files))
+
+
+def _where(master: str, remote: str | None, local_cluster: str | None, state_dir: str | None) -> tuple[str, str | None]:
+    """The master and Connect URL to run on: as given, or those of `kreassign spark start`'s cluster."""
+    if local_cluster is None:
+        if state_dir is not None:
+            raise click.UsageError("--spark-state-dir goes with --spark-local-cluster")
+        return master, remote
+    ctx = click.get_current_context()
+    if remote is not None or ctx.get_parameter_source("master") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("give --spark-local-cluster or --master/--remote, not both")
+    from pathlib import Path
+
+    from kreassign.simulate.local_cluster import cluster_address, default_state_dir
+
+    return cluster_address(Path(state_dir) if state_dir else default_state_dir(), local_cluster)
 
 
 def _bad_seed(text: str) -> int:

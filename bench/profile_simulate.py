@@ -68,10 +68,10 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
     from pyspark import StorageLevel
 
     from bench.bench_simulate import HUNDRED_K, MILLION, _axes
-    from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
+    from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
-    from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
+    from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
     from kreassign.simulate.pipeline import render_plots, write_results
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.request import ScenarioOutcome
@@ -93,16 +93,15 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
     with s.stage("first_job"):  # class loading, code generation: what any first Spark job pays
         spark.range(1).count()
     inputs = synthetic_inputs(spark, spec)
-    with s.stage("generate_and_pack_moves"):  # as the pipeline: no cache, through the driver
-        packed = pack_moves(inputs.moves)
-    with s.stage("aggregates"):
+    with s.stage("aggregates"):  # traffic, leader base, per broker: collected when packed
         scenario_df = scenarios_frame(spark, scenarios)
-        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   leader_base(inputs.moves), scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        per_broker.count()
+        brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                              leader_base(inputs.moves)).persist(StorageLevel.MEMORY_AND_DISK)
+        brokers.count()
+    with s.stage("generate_and_pack_inputs"):  # as the pipeline: moves not cached, through the driver
+        packed = pack_inputs(inputs.moves, brokers)
     with s.stage("model_tasks"):
-        results = simulate_scenarios(packed, pack_brokers(per_broker), scenarios, clients, 120
-                                     ).persist(StorageLevel.MEMORY_AND_DISK)
+        results = simulate_scenarios(packed, scenarios, clients, 120).persist(StorageLevel.MEMORY_AND_DISK)
         results.count()
     with s.stage("summary_collect"):
         summary = scenario_summary(results, scenario_df)

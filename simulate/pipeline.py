@@ -34,7 +34,7 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
         SparkUnavailable: Spark cannot start (no Java, bad master, no Connect client).
         InputError: unreadable snapshot or plan, a plan that does not fit the cluster.
     """
-    from kreassign.simulate.session import active_session, start_session
+    from kreassign.simulate.session import active_session, start_session, stop_session
 
     session = spark if spark is not None else active_session()
     own_session = session is None
@@ -44,7 +44,7 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
         return _run(session, request)
     finally:
         if own_session:
-            session.stop()
+            stop_session(session)
 
 
 def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
@@ -65,8 +65,8 @@ def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
 def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
-    from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
-    from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
+    from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
+    from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
@@ -81,12 +81,11 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         scenario_df = scenarios_frame(spark, scenarios)
         # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s
         # for 1M moves, caching them 7 (bench/results/profile_simulate.jsonl).
-        moves = inputs.moves
-        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   leader_base(moves), scenario_df)
+        brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                              leader_base(inputs.moves))
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
-            pack_moves(moves), pack_brokers(per_broker), scenarios, request.clients, request.timeline_points,
+            pack_inputs(inputs.moves, brokers), scenarios, request.clients, request.timeline_points,
         ).persist(StorageLevel.MEMORY_AND_DISK)
         summary = scenario_summary(results, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())

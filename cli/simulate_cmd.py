@@ -184,7 +184,8 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                             **_baseline(client_baseline)),
         spark=SparkOptions(master=master, remote=remote, shuffle_partitions=shuffle_partitions,
                            driver_memory=driver_memory, conf=conf,
-                           debug=bool(click.get_current_context().find_root().params.get("debug"))),
+                           debug=bool(click.get_current_context().find_root().params.get("debug")),
+                           jvm_cache="use"),
     )
     errors = stderr_console()
     errors.print(f"Simulating {axes.size} scenario{'s' if axes.size != 1 else ''} on "

@@ -44,7 +44,7 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
         return _run(session, request)
     finally:
         if own_session:
-            stop_session(session)
+            stop_session(session, request.spark)
 
 
 def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kreassign.simulate.spark_address import (
     EXECUTOR_TIMEOUT_S,
@@ -31,7 +31,9 @@ from kreassign.simulate.spark_address import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SparkOptions", "SparkUnavailable", "start_session"]
+    from kreassign.simulate.jvm_cache import JvmCache
+
+__all__ = ["SparkOptions", "SparkUnavailable", "start_session", "stop_session"]
 
 MIN_JAVA = 17
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
@@ -59,6 +61,9 @@ class SparkOptions:
     """keep Spark's own logging (warnings, Java stack traces) instead of kreassign's one line"""
     registration_timeout_s: float = REGISTRATION_TIMEOUT_S
     executor_timeout_s: float = EXECUTOR_TIMEOUT_S
+    jvm_cache: Literal["off", "use", "record"] = "off"
+    """the driver JVM's class-data archive (`jvm_cache`): `use` it if there is one and have one
+    recorded in the background when the session stops if not (the CLI); `record` it"""
 
     @property
     def address(self) -> str:
@@ -172,6 +177,10 @@ def start_session(options: SparkOptions) -> SparkSession:
     """
     if options.remote is not None:
         return _connect_session(options)
+    from pyspark import SparkContext
+
+    from kreassign.simulate import jvm_cache
+
     check_master(options.master)
     check_java()
     if options.is_standalone:
@@ -180,21 +189,58 @@ def start_session(options: SparkOptions) -> SparkSession:
         # Executors on this machine run this interpreter, where kreassign is installed.
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    settings = _classic_settings(options)
+    java = find_java()
+    cache = None
+    if options.jvm_cache != "off" and java is not None and SparkContext._gateway is None:
+        cache = jvm_cache.plan(java, record=options.jvm_cache == "record")
+    settings = _classic_settings(options, cache)
     try:
         session = _standalone_session(options, settings) if options.is_standalone else _builder(settings).getOrCreate()
     except SparkUnavailable:
         raise
     except Exception as exc:  # py4j and pyspark errors of a driver that did not start
         raise start_failure(options.address, exc) from exc
+    jvm_cache.start_recording(cache, getattr(SparkContext._gateway, "proc", None))
     if not options.debug:
         session.sparkContext.setLogLevel("ERROR")
     return session
 
 
-def _classic_settings(options: SparkOptions) -> dict[str, str]:
+def stop_session(session: SparkSession, options: SparkOptions) -> None:
+    """Stop a session `start_session` started with `options`. A driver JVM that records its
+    class-data archive (`jvm_cache`) is let exit and waited for, so the archive is in place for
+    the next run; one that found none to `use` has one recorded in the background."""
+    from pyspark import SparkContext
+
+    from kreassign.simulate import jvm_cache
+
+    session.stop()
+    jvm_cache.finish_recording(lambda: _close_gateway(SparkContext))
+    java = find_java()
+    if options.jvm_cache == "use" and options.remote is None and java is not None:
+        jvm_cache.record_in_background(java)
+
+
+def _close_gateway(context_class: type) -> None:
+    """End this process's driver JVM the way it ends when Python exits (its stdin closes), and
+    forget it, so a later session starts a new one."""
+    gateway = getattr(context_class, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - the JVM exits below in any case
+        pass
+    if proc is not None and proc.stdin is not None:
+        proc.stdin.close()
+    for name in ("_gateway", "_jvm"):
+        setattr(context_class, name, None)
+
+
+def _classic_settings(options: SparkOptions, cache: JvmCache | None = None) -> dict[str, str]:
     """The session's settings: kreassign's, then `options.conf`, which may override them."""
     java = DRIVER_JAVA_OPTIONS if options.debug else f"{DRIVER_JAVA_OPTIONS} -Dlog4j2.configurationFile={QUIET_LOG_CONFIG}"
+    if cache is not None:
+        java = f"{java} {cache.java_options}"
     settings = {"spark.master": options.master, "spark.ui.enabled": "false"}
     if options.is_local or options.is_loopback:
         settings.update({

@@ -132,6 +132,17 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
     summary, per-broker timelines and cluster timelines as Parquet, and PNG plots, to --out
     (with --report, also one HTML file with everything); prints the summary. Scenarios that
     never finish are marked, and the plots' axes follow the ones that do.
+
+    Spark runs embedded by default (--master local[*]). --master spark://HOST:PORT and --remote
+    sc://HOST:PORT run on a cluster, --spark-local-cluster on the one `kreassign spark start`
+    runs without copying its address. An address with nothing behind it, or with something
+    that is not Spark, fails within seconds in one line (the Java stack trace only with
+    --debug); `kreassign spark status` shows the local cluster's addresses.
+
+    The Spark driver's JVM starts about twice as fast from a class-data archive, which the
+    first simulation on a machine has recorded in the background once it is done, at low
+    priority ($XDG_CACHE_HOME/kreassign/spark-cds, about 200 MB); KREASSIGN_SPARK_CDS=0 turns
+    it off.
     """
     from kreassign.cli.console import emit_json, stderr_console, stdout_console
     from kreassign.cluster.errors import InputError

@@ -16,7 +16,11 @@ def _state_dir_option(f: Any) -> Any:
 @click.group()
 def spark() -> None:
     """Run a Spark standalone master and workers on this machine (127.0.0.1 only), through the
-    installed pyspark's spark-class, optionally with a Spark Connect server."""
+    installed pyspark's spark-class, optionally with a Spark Connect server.
+
+    `spark start` prints the options that run `kreassign simulate` on it (--master URL, and
+    --remote URL with --connect); `kreassign simulate --spark-local-cluster` (or
+    `--spark-local-cluster connect`) reads them from the state dir by itself."""
 
 
 @spark.command()

@@ -12,7 +12,7 @@ that still means something when other work shares the 2 cores.
 
     python -m bench.bench_simulate              # end-to-end cases, library cases, scaling runs
     python -m bench.bench_simulate headline [NOTE...]   # the two library-level headline cases only
-    python -m bench.bench_simulate e2e [--throttles 25MB/s,...] [--seeds 5,1] [--no-sweep] [NOTE...]
+    python -m bench.bench_simulate e2e [--throttles 25MB/s,...] [--seeds 5,1] [--no-sweep] [--no-cds] [NOTE...]
 
 The baseline of a sweep is its model CPU time alone (the same scenarios through `scenario_run`
 in one Python process, without Spark), measured on the 1-scenario case and scaled by the
@@ -23,7 +23,9 @@ from its start to its exit (Python start, JVM start, Spark, model, Parquet, plot
 1M-move case at each throttle and seed and for the 32-scenario sweep, with the stages its JSON
 reports. Its CPU time is that of the whole process tree: this script becomes the subreaper of
 what the command starts, so the JVM and the Python workers, which outlive their parents for a
-moment, are waited for and counted too (`e2e_cpu_s`).
+moment, are waited for and counted too. The runs use the driver's class-data archive
+(`simulate.jvm_cache`, recorded first if missing), as a user's runs do after the first;
+`--no-cds` times runs without it, as a user's first run is (`cds_archive` says which).
 """
 from __future__ import annotations
 
@@ -231,11 +233,28 @@ def run_cli(args: list[str]) -> dict[str, Any]:
     }
 
 
+def _cds_archive(use: bool) -> bool:
+    """Whether the runs have the driver's class-data archive (`simulate.jvm_cache`): with `use`,
+    record it first if missing (a user's later runs have it), else turn it off for the runs (a
+    user's first run: no archive, and none recorded in the background during the timing)."""
+    from kreassign.simulate import jvm_cache
+    from kreassign.simulate.session import find_java
+
+    java = find_java()
+    if not use or java is None or not jvm_cache.enabled():
+        os.environ[jvm_cache.ENV] = "0"
+        return False
+    if not jvm_cache.archive_path(java).is_file():
+        subprocess.run([sys.executable, "-m", "kreassign.simulate.jvm_recorder"], check=True)
+    return jvm_cache.archive_path(java).is_file()
+
+
 def e2e(*, throttles: tuple[str, ...] = E2E_THROTTLES, seeds: tuple[int, ...] = E2E_SEEDS, sweep: bool = True,
-        note: str = "") -> list[dict[str, Any]]:
+        note: str = "", cds: bool = True) -> list[dict[str, Any]]:
     """The 1M-move case at every throttle and seed, then the sweep, each recorded as it ends."""
     subreaper = _become_subreaper()
     commit = _git_commit()
+    cds_archive = _cds_archive(cds)
     rows = []
     for seed in seeds:
         for throttle in throttles:
@@ -243,12 +262,13 @@ def e2e(*, throttles: tuple[str, ...] = E2E_THROTTLES, seeds: tuple[int, ...] = 
             rows.append(record("bench_simulate", case="e2e_million", throttle=throttle, seed=seed,
                                **case, budget_s=BUDGETS_S["million"],
                                within_budget=case["wall_s"] < BUDGETS_S["million"],
-                               git_commit=commit, cpu_counts_orphans=subreaper, note=note))
+                               git_commit=commit, cpu_counts_orphans=subreaper, cds_archive=cds_archive,
+                               note=note))
     if sweep:
         case = run_cli(["--synthetic", HUNDRED_K, *E2E_SWEEP])
         rows.append(record("bench_simulate", case="e2e_sweep32", **case, budget_s=BUDGETS_S["sweep32"],
                            within_budget=case["wall_s"] < BUDGETS_S["sweep32"], git_commit=commit,
-                           cpu_counts_orphans=subreaper, note=note))
+                           cpu_counts_orphans=subreaper, cds_archive=cds_archive, note=note))
     return rows
 
 
@@ -293,9 +313,11 @@ if __name__ == "__main__":
         parser.add_argument("--seeds", default=",".join(str(s) for s in E2E_SEEDS))
         parser.add_argument("--no-sweep", action="store_true")
         parser.add_argument("--sweep-only", action="store_true")
+        parser.add_argument("--no-cds", action="store_true", help="without the driver's class-data archive (a first run)")
         parser.add_argument("note", nargs="*")
         ns = parser.parse_intermixed_args(sys.argv[2:])
         e2e(throttles=() if ns.sweep_only else tuple(t for t in ns.throttles.split(",") if t),
-            seeds=tuple(int(x) for x in ns.seeds.split(",") if x), sweep=not ns.no_sweep, note=" ".join(ns.note))
+            seeds=tuple(int(x) for x in ns.seeds.split(",") if x), sweep=not ns.no_sweep, note=" ".join(ns.note),
+            cds=not ns.no_cds)
     else:
         main()

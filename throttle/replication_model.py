@@ -595,6 +595,7 @@ class _Shared:
     key: np.ndarray  # broker position (or session id) of each segment
     order: np.ndarray | None  # active-move indices in this order; None = the moves' own order
     seg: np.ndarray  # segment of each move, in the moves' own order
+    own: np.ndarray  # segment of each move in this order (`seg` when that is the moves' own)
     cap: np.ndarray  # capacity of each segment left for catch-up
     warm: np.ndarray  # level per key from the previous event, as a starting point
     touched: np.ndarray  # per key: moves came or went, or the capacity changed, since then
@@ -678,7 +679,7 @@ def _max_min_rates(own: float, shared: list[_Shared], n: int, *, max_sweeps: int
     settle, a cold start from unlimited levels converges monotonically.
     Returns the rates and, per move, 0 if its own cap binds or 1 + the index of the binding kind.
     """
-    cross = [[o.seg if s.order is None else o.seg[s.order] for o in shared] for s in shared]
+    cross = [[o.seg if s.order is None else s.own if o is s else o.seg[s.order] for o in shared] for s in shared]
     levels: list[np.ndarray] = []
     for cold in (False, True):
         levels = [np.full(len(s.starts), INF) if cold else s.warm[s.key] for s in shared]
@@ -823,7 +824,9 @@ class Admission:
 
 
 def _rank_within(keys: np.ndarray) -> np.ndarray:
-    """For each element, how many earlier elements have the same key."""
+    """For each element, how many earlier elements have the same key (non-negative)."""
+    if len(keys) and keys.max() < 2**15:
+        keys = keys.astype(np.int16)  # a stable sort of 16-bit keys is a radix sort
     order = np.argsort(keys, kind="stable")
     starts, counts = _segments(keys[order])
     ranks = np.empty(len(keys), np.int64)
@@ -909,8 +912,12 @@ class _Simulation:
         new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if nv else np.zeros(0, bool)
         self.session = np.zeros(m, np.int64)
         self.session[:nv] = np.cumsum(new_session) - 1
-        self.prio = None if admission is None else self.inv[admission.priority]
         self.status = np.where(self.src >= 0, _PENDING, _NEVER).astype(np.int8)
+        # with admission: the moves not started yet in priority order, with their brokers
+        queue = np.zeros(0, np.int64) if admission is None else self.inv[admission.priority]
+        self.queue = queue[self.status[queue] == _PENDING]
+        self.queue_src, self.queue_dst = self.srcp[self.queue], self.dst[self.queue]
+        self.late_starts = bool(np.any(self.start_s > 0))  # some moves may not start at once
         self.pending = nv  # moves not started yet
         self.not_done = np.arange(m)  # a superset of the moves not done (see `_record_remaining`)
         self.boost_end = inp.credit_s
@@ -953,8 +960,10 @@ class _Simulation:
         Returns whether any move started."""
         started = False
         while self.pending:
-            eligible = (self.status == _PENDING) & (self.start_s <= t)
-            starters = np.flatnonzero(eligible) if self.admission is None else self._choose(eligible)
+            if self.admission is None:
+                starters = np.flatnonzero((self.status == _PENDING) & (self.start_s <= t))
+            else:
+                starters = self._choose(t)
             if not len(starters):
                 return started
             started = True
@@ -991,7 +1000,7 @@ class _Simulation:
         self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves] - self.released[moves], minlength=b)
         self.in_sync_in += np.bincount(self.dst[moves], weights=self.w[moves], minlength=b)
 
-    def _choose(self, eligible: np.ndarray) -> np.ndarray:
+    def _choose(self, t: float) -> np.ndarray:
         """Moves to start now, in priority order, within the per-broker and byte limits."""
         adm = self.admission
         assert adm is not None
@@ -1000,16 +1009,18 @@ class _Simulation:
         free_out = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_out
         free_in = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_in
         budget = INF if adm.max_inflight_bytes is None else adm.max_inflight_bytes - self.inflight_bytes
-        prio = self.prio
-        assert prio is not None
-        cand = prio[eligible[prio] & (free_out[self.srcp[prio]] > 0) & (free_in[self.dst[prio]] > 0)]
+        fit = (free_out[self.queue_src] > 0) & (free_in[self.queue_dst] > 0)
+        if self.late_starts:
+            fit &= self.start_s[self.queue] <= t
+        where = np.flatnonzero(fit)  # candidates' places in the queue
+        cand, cand_src, cand_dst = self.queue[where], self.queue_src[where], self.queue_dst[where]
         chosen: list[np.ndarray] = []
+        taken: list[np.ndarray] = []
         nothing_in_flight = not self.inflight_out.any()
         for _ in range(16):
             if not len(cand):
                 break
-            ok = ((_rank_within(self.srcp[cand]) < free_out[self.srcp[cand]])
-                  & (_rank_within(self.dst[cand]) < free_in[self.dst[cand]]))
+            ok = (_rank_within(cand_src) < free_out[cand_src]) & (_rank_within(cand_dst) < free_in[cand_dst])
             if math.isfinite(budget):
                 fits = np.cumsum(np.where(ok, self.bytes[cand], 0.0)) <= budget
                 if nothing_in_flight and not chosen and ok.any() and not fits[np.argmax(ok)]:
@@ -1020,12 +1031,19 @@ class _Simulation:
             if not len(picked):
                 break
             chosen.append(picked)
-            free_out = free_out - np.bincount(self.srcp[picked], minlength=len(free_out))
-            free_in = free_in - np.bincount(self.dst[picked], minlength=len(free_in))
+            taken.append(where[ok])
+            free_out = free_out - np.bincount(cand_src[ok], minlength=len(free_out))
+            free_in = free_in - np.bincount(cand_dst[ok], minlength=len(free_in))
             budget -= float(self.bytes[picked].sum())
-            cand = cand[~ok]
-            cand = cand[(free_out[self.srcp[cand]] > 0) & (free_in[self.dst[cand]] > 0)]
-        return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+            rest = ~ok
+            rest[rest] = (free_out[cand_src[rest]] > 0) & (free_in[cand_dst[rest]] > 0)
+            cand, cand_src, cand_dst, where = cand[rest], cand_src[rest], cand_dst[rest], where[rest]
+        if not chosen:
+            return np.zeros(0, np.int64)
+        waiting = np.ones(len(self.queue), bool)
+        waiting[np.concatenate(taken)] = False
+        self.queue, self.queue_src, self.queue_dst = self.queue[waiting], self.queue_src[waiting], self.queue_dst[waiting]
+        return np.concatenate(chosen)
 
     def next_start(self, t: float) -> float:
         """The next time a move becomes eligible by its start time, or the leaders' start-up
@@ -1061,7 +1079,8 @@ class _Simulation:
         starts, counts = _segments(src)
         if np.isfinite(out_cap[src[starts]]).any():
             seg = np.repeat(np.arange(len(starts)), counts)
-            shared.append(_Shared(starts, counts, src[starts], None, seg, out_cap[src[starts]], self.warm_out, self.touched_out))
+            shared.append(_Shared(starts, counts, src[starts], None, seg, seg, out_cap[src[starts]], self.warm_out,
+                                  self.touched_out))
             kinds.append("out")
         pool = self.dorder if before is None or before.by_dst is None else before.by_dst
         by_dst = active.by_dst = pool[self.status[pool] == _ACTIVE]
@@ -1071,9 +1090,11 @@ class _Simulation:
             local = np.empty(len(self.status), np.int64)
             local[act] = np.arange(n)
             order = local[by_dst]
+            own = np.repeat(np.arange(len(starts)), counts)
             seg = np.empty(n, np.int64)
-            seg[order] = np.repeat(np.arange(len(starts)), counts)
-            shared.append(_Shared(starts, counts, keys[starts], order, seg, in_cap[keys[starts]], self.warm_in, self.touched_in))
+            seg[order] = own
+            shared.append(_Shared(starts, counts, keys[starts], order, seg, own, in_cap[keys[starts]], self.warm_in,
+                                  self.touched_in))
             kinds.append("in")
         own = inp.fetch.partition_bps
         if self.sessions_may_bind and n:
@@ -1082,7 +1103,8 @@ class _Simulation:
             if counts.max() * own > inp.fetch.fetcher_bps:
                 cap = np.full(len(starts), inp.fetch.fetcher_bps)
                 seg = np.repeat(np.arange(len(starts)), counts)
-                shared.append(_Shared(starts, counts, sess[starts], None, seg, cap, self.warm_session, self.touched_session))
+                shared.append(_Shared(starts, counts, sess[starts], None, seg, seg, cap, self.warm_session,
+                                      self.touched_session))
                 kinds.append("session")
         rate, which = _max_min_rates(own, shared, n)
         return rate, which, kinds, shared

@@ -823,11 +823,14 @@ class Admission:
         object.__setattr__(self, "priority", np.asarray(self.priority, dtype=np.int64))
 
 
+def _narrow(keys: np.ndarray) -> np.ndarray:
+    """Non-negative integer keys as 16-bit ones when they fit: numpy sorts those stably by radix."""
+    return keys.astype(np.int16) if len(keys) and keys.max() < 2**15 else keys
+
+
 def _rank_within(keys: np.ndarray) -> np.ndarray:
     """For each element, how many earlier elements have the same key (non-negative)."""
-    if len(keys) and keys.max() < 2**15:
-        keys = keys.astype(np.int16)  # a stable sort of 16-bit keys is a radix sort
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(_narrow(keys), kind="stable")
     starts, counts = _segments(keys[order])
     ranks = np.empty(len(keys), np.int64)
     ranks[order] = np.arange(len(keys)) - np.repeat(starts, counts)
@@ -897,7 +900,10 @@ class _Simulation:
         self.inp, self.admission, self.tol = inp, admission, tolerance
         m, b = len(inp), inp.n_brokers
         valid = np.flatnonzero(inp.source >= 0)
-        gorder = valid[np.lexsort((inp.fetcher[valid], inp.dest[valid], inp.source[valid]))]
+        # by leader, destination and fetcher thread, as one stable sort of one key (what a
+        # lexsort of the three does, in half the time)
+        threads = int(inp.fetcher.max(initial=0)) + 1
+        gorder = valid[np.argsort((inp.source[valid] * b + inp.dest[valid]) * threads + inp.fetcher[valid], kind="stable")]
         self.perm = np.concatenate([gorder, np.flatnonzero(inp.source < 0)])
         self.inv = np.empty(m, np.int64)
         self.inv[self.perm] = np.arange(m)
@@ -907,7 +913,7 @@ class _Simulation:
         assert inp.released_bps is not None
         self.released = inp.released_bps[self.perm]
         self.srcp = np.maximum(self.src, 0)
-        self.dorder = np.argsort(self.dst[:nv], kind="stable")  # by destination, then session order
+        self.dorder = np.argsort(_narrow(self.dst[:nv]), kind="stable")  # by destination, then session order
         key = np.stack([self.src[:nv], self.dst[:nv], inp.fetcher[gorder]])
         new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if nv else np.zeros(0, bool)
         self.session = np.zeros(m, np.int64)

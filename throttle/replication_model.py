@@ -1211,15 +1211,19 @@ class _Simulation:
         """Keep a step until the next allocation, with each broker's capacity left unused in it
         (called after its completions were recorded)."""
         b = self.inp.n_brokers
-        src, dst, w = active.src, active.dst, active.w
-        after = np.where(done, dt - np.where(done, tau, 0.0), 0.0)
-        synced = np.where(done, w, 0.0)
-        sent = np.where(done, w - active.released, 0.0)  # the leader also stops serving removed replicas
+        # What the completed moves (few) add, computed for them alone: every other move adds
+        # nothing to `begin` and exactly its `moved` to `used`, so the sums are the same.
+        ended = np.flatnonzero(done)
+        after = dt - tau[ended]
+        synced = active.w[ended]
+        sent = synced - active.released[ended]  # the leader also stops serving removed replicas
         spare = []
-        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out, self.boosting)[0], src, sent),
-                                  (self.inp.in_capacity(self.in_sync_in)[0], dst, synced)):
-            begin = cap + np.bincount(ends, weights=synced, minlength=b)
-            used = np.bincount(ends, weights=moved + synced * after, minlength=b)
+        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out, self.boosting)[0], active.src, sent),
+                                  (self.inp.in_capacity(self.in_sync_in)[0], active.dst, synced)):
+            begin = cap + np.bincount(ends[ended], weights=synced, minlength=b)
+            weights = moved.copy()
+            weights[ended] += synced * after
+            used = np.bincount(ends, weights=weights, minlength=b)
             with np.errstate(invalid="ignore"):
                 spare.append(np.where(np.isfinite(begin), np.maximum(begin * dt - used, 0.0), INF))
         return _Step(t, dt, active, rate, moved, done, _late_share(progress[done], tau[done], dt), spare[0], spare[1])

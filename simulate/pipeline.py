@@ -3,6 +3,7 @@ Parquet tables and plots. Only the summary and the per-scenario cluster timeline
 samples rows) reach the driver."""
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,12 +40,22 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
     session = spark if spark is not None else active_session()
     own_session = session is None
     if session is None:
+        if request.plots or request.report_path:
+            # matplotlib takes about a CPU second to import: while the JVM starts, not after the
+            # Parquet tables are written
+            threading.Thread(target=_import_plotting, name="import-matplotlib", daemon=True).start()
         session = start_session(request.spark)
     try:
         return _run(session, request)
     finally:
         if own_session:
             stop_session(session, request.spark)
+
+
+def _import_plotting() -> None:
+    from kreassign.simulate.plots import agg_pyplot
+
+    agg_pyplot()
 
 
 def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:

@@ -304,7 +304,10 @@ def _connect_session(options: SparkOptions) -> SparkSession:
 def _standalone_session(options: SparkOptions, settings: Mapping[str, str]) -> SparkSession:
     """A session on a standalone master that takes connections: the driver JVM starts first,
     then its registration with the master runs under a deadline (Spark retries a master that
-    does not answer for 60 s), then the session waits for its first executor."""
+    does not answer for 60 s), then the session waits for its first executor.
+
+    The deadline runs from when the driver's JVM is up and stretches with the machine's load, so
+    a busy machine's slow start is not taken for a master that does not answer."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -321,10 +324,11 @@ def _standalone_session(options: SparkOptions, settings: Mapping[str, str]) -> S
 
     thread = threading.Thread(target=register, name="spark-registration", daemon=True)
     thread.start()
-    thread.join(options.registration_timeout_s)
+    waited = registration_timeout(options.registration_timeout_s)
+    thread.join(waited)
     if "error" not in outcome:
         _abandon(gateway, SparkContext)
-        raise registration_failure(options.master, options.registration_timeout_s)
+        raise registration_failure(options.master, waited)
     error = outcome["error"]
     if error is not None:
         _abandon(gateway, SparkContext)
@@ -332,6 +336,13 @@ def _standalone_session(options: SparkOptions, settings: Mapping[str, str]) -> S
     session = _builder(settings).getOrCreate()
     _wait_for_executor(session, options)
     return session
+
+
+def registration_timeout(base_s: float) -> float:
+    """`base_s`, longer in proportion to the load when more runs than there are cores (at most
+    six times)."""
+    busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return base_s * min(max(busy, 1.0), 6.0)
 
 
 def _wait_for_executor(session: SparkSession, options: SparkOptions) -> None:

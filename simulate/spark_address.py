@@ -124,7 +124,7 @@ def registration_failure(master: str, timeout_s: float) -> SparkUnavailable:
     """The error for a master that takes the connection but does not register the driver."""
     return SparkUnavailable(
         f"the Spark master at {master} took the connection but did not register this application within "
-        f"{timeout_s:g} s: is it a Spark 4 master and not another port? {CHECK}")
+        f"{timeout_s:.0f} s: is it a Spark 4 master and not another port? {CHECK}")
 
 
 def no_executor_failure(master: str, timeout_s: float | None) -> SparkUnavailable:

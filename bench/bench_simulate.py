@@ -187,7 +187,8 @@ def _children(pid: int) -> list[int]:
 def _git_commit() -> str:
     proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
                           cwd=os.path.dirname(os.path.abspath(__file__)))
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
+                           capture_output=True,
                            text=True, check=False, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     return proc.stdout.strip() + ("+dirty" if dirty else "")
 

@@ -135,6 +135,9 @@ def main_page() -> str:
     lines += [".SH ENVIRONMENT", ".TP", "\\fBKREASSIGN_BOOTSTRAP_SERVER\\fR",
               "Default for \\-\\-bootstrap\\-server in subcommands (every option can come from "
               "KREASSIGN_<COMMAND>_<OPTION>).",
+              ".TP", "\\fBKREASSIGN_SPARK_CDS\\fR",
+              "0 turns off the class\\-data archive of the Spark driver's JVM that \\fBkreassign simulate\\fR "
+              "uses, and records in the background when it has none ($XDG_CACHE_HOME/kreassign/spark\\-cds).",
               ".SH SEE ALSO", ", ".join(f"\\fBkreassign\\-{esc(n)}\\fR(1)" for n in cli.list_commands(ctx))]
     return "\n".join(lines) + "\n"
 

@@ -16,7 +16,11 @@ def _state_dir_option(f: Any) -> Any:
 @click.group()
 def spark() -> None:
     """Run a Spark standalone master and workers on this machine (127.0.0.1 only), through the
-    installed pyspark's spark-class, optionally with a Spark Connect server."""
+    installed pyspark's spark-class, optionally with a Spark Connect server.
+
+    `spark start` prints the options that run `kreassign simulate` on it (--master URL, and
+    --remote URL with --connect); `kreassign simulate --spark-local-cluster` (or
+    `--spark-local-cluster connect`) reads them from the state dir by itself."""
 
 
 @spark.command()
@@ -33,7 +37,9 @@ def spark() -> None:
               help="Human-readable text, or JSON with a stable schema.")
 def start(workers: int, cores: int | None, memory: str, connect: bool, timeout: float, state_dir: str | None,
           output: str) -> None:
-    """Start the cluster in the background; print the master URL (and the Connect URL)."""
+    """Start the cluster in the background; print the options that run `simulate` on it
+    (`--master URL`, and with --connect `--remote URL`), which `simulate --spark-local-cluster`
+    reads by itself."""
     from dataclasses import asdict
     from pathlib import Path
 
@@ -47,12 +53,14 @@ def start(workers: int, cores: int | None, memory: str, connect: bool, timeout: 
     if output == "json":
         emit_json({"running": True, **asdict(cluster)})
         return
-    click.echo(cluster.master_url)
+    click.echo(f"--master {cluster.master_url}")
     if cluster.connect_url:
-        click.echo(cluster.connect_url)
+        click.echo(f"--remote {cluster.connect_url}")
+    state = "" if directory == default_state_dir() else f" --spark-state-dir {directory}"
     click.echo(f"Spark running in the background ({workers} worker{'s' if workers != 1 else ''}, state in "
-               f"{directory}). Simulate with --master {cluster.master_url}"
-               + (f" or --remote {cluster.connect_url}" if cluster.connect_url else "")
+               f"{directory}). Simulate on it with `kreassign simulate --spark-local-cluster{state} ...` (its "
+               "master, the address above)"
+               + (f" or `--spark-local-cluster connect{state}` (Spark Connect)" if cluster.connect_url else "")
                + f"; stop it with: kreassign spark stop --state-dir {directory}", err=True)
 
 
@@ -101,5 +109,9 @@ def status(state_dir: str | None, output: str) -> None:
                                              for (role, pid), up in zip(cluster.pids.items(),
                                                                         cluster.alive().values())))
         click.echo(f"state:     {cluster.state_dir}")
+        state = "" if directory == default_state_dir() else f" --spark-state-dir {directory}"
+        click.echo(f"simulate:  kreassign simulate --spark-local-cluster{state} (--master {cluster.master_url})"
+                   + (f", or --spark-local-cluster connect{state} (--remote {cluster.connect_url})"
+                      if cluster.connect_url else ""))
     if cluster is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kreassign.simulate.schemas import BROKER_TRAFFIC, LEADER_BASE, MODEL_BROKERS, columns
+from kreassign.simulate.schemas import BROKER_BASE, BROKER_TRAFFIC, LEADER_BASE, columns
 
 
 def broker_traffic(partitions: DataFrame, brokers: DataFrame) -> DataFrame:
@@ -52,24 +52,14 @@ def leader_base(moves: DataFrame) -> DataFrame:
     )
 
 
-def model_brokers(brokers: DataFrame, traffic: DataFrame, base: DataFrame,
-                  scenarios: DataFrame) -> DataFrame:
-    """Each scenario's view of every broker (BROKERS, BROKER_TRAFFIC, LEADER_BASE, SCENARIOS ->
-    MODEL_BROKERS).
-
-    Consumers read what is written, so the write multiplier scales every client and
-    replication rate. Both throttles take the scenario's rate, as `--throttle` sets them.
-    """
-    scaled = [
-        (F.coalesce(F.col(name), F.lit(0.0)) * F.col("write_multiplier")).alias(name)
-        for name in ("client_in_bps", "client_out_bps", "replication_in_bps",
-                     "replication_out_bps", "leader_base_bps")
-    ]
-    rate = F.coalesce(F.col("throttle_bps"), F.lit(float("inf")))
+def broker_base(brokers: DataFrame, traffic: DataFrame, base: DataFrame) -> DataFrame:
+    """Every broker's side of the model before any scenario (BROKERS, BROKER_TRAFFIC,
+    LEADER_BASE -> BROKER_BASE): one row per broker, which the model tasks scale by each
+    scenario's write load and give its throttle (`model_task.scenario_brokers`)."""
     return (
         brokers.join(traffic, "broker").join(base, "broker", "left")
-        .crossJoin(F.broadcast(scenarios.select("scenario_id", "write_multiplier", "throttle_bps")))
-        .select("scenario_id", "broker", "network_in_bps", "network_out_bps", *scaled,
-                rate.alias("leader_rate_bps"), rate.alias("follower_rate_bps"))
-        .select(*columns(MODEL_BROKERS))
+        .select("broker", "network_in_bps", "network_out_bps", "client_in_bps", "client_out_bps",
+                "replication_in_bps", "replication_out_bps",
+                F.coalesce(F.col("leader_base_bps"), F.lit(0.0)).alias("leader_base_bps"))
+        .select(*columns(BROKER_BASE))
     )

@@ -238,6 +238,26 @@ def read_status(state_dir: Path) -> LocalCluster | None:
     return cluster
 
 
+def cluster_address(state_dir: Path, via: str = "master") -> tuple[str, str | None]:
+    """The (master, remote) a simulation passes to Spark to run on the cluster started from this
+    state dir: its master, or with `via="connect"` its Spark Connect server.
+
+    Raises:
+        InputError: no cluster runs from this state dir, or it has no Connect server.
+    """
+    cluster = read_status(state_dir)
+    if cluster is None:
+        raise InputError(f"no Spark cluster is running from {state_dir}: start one with `kreassign spark start"
+                         f"{' --connect' if via == 'connect' else ''}` (or run embedded without --spark-local-cluster)")
+    if via != "connect":
+        return cluster.master_url, None
+    if cluster.connect_url is None:
+        raise InputError(f"the Spark cluster running from {state_dir} has no Connect server: restart it with "
+                         "`kreassign spark stop` and `kreassign spark start --connect`, or use "
+                         "--spark-local-cluster master")
+    return cluster.master_url, cluster.connect_url
+
+
 def stop_cluster(state_dir: Path, *, timeout_s: float = 30.0) -> LocalCluster | None:
     """Stop the cluster started from this state dir (Connect, workers, then the master); None if
     none runs."""

@@ -3,6 +3,7 @@ Parquet tables and plots. Only the summary and the per-scenario cluster timeline
 samples rows) reach the driver."""
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,17 +35,27 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
         SparkUnavailable: Spark cannot start (no Java, bad master, no Connect client).
         InputError: unreadable snapshot or plan, a plan that does not fit the cluster.
     """
-    from kreassign.simulate.session import active_session, start_session
+    from kreassign.simulate.session import active_session, start_session, stop_session
 
     session = spark if spark is not None else active_session()
     own_session = session is None
     if session is None:
+        if request.plots or request.report_path:
+            # matplotlib takes about a CPU second to import: while the JVM starts, not after the
+            # Parquet tables are written
+            threading.Thread(target=_import_plotting, name="import-matplotlib", daemon=True).start()
         session = start_session(request.spark)
     try:
         return _run(session, request)
     finally:
         if own_session:
-            session.stop()
+            stop_session(session, request.spark)
+
+
+def _import_plotting() -> None:
+    from kreassign.simulate.plots import agg_pyplot
+
+    agg_pyplot()
 
 
 def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
@@ -65,8 +76,8 @@ def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
 def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     from pyspark import StorageLevel
 
-    from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
-    from kreassign.simulate.model_task import pack_brokers, pack_moves, simulate_scenarios
+    from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
+    from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
@@ -79,18 +90,19 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
         inputs = load_inputs(spark, request)
         _check_failures(inputs.brokers, scenarios)
         scenario_df = scenarios_frame(spark, scenarios)
-        moves = inputs.moves.persist(StorageLevel.MEMORY_AND_DISK)
-        per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                                   leader_base(moves), scenario_df)
+        # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s
+        # for 1M moves, caching them 7 (bench/results/profile_simulate.jsonl).
+        brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                              leader_base(inputs.moves))
     with _timed(timings, "model_s"):
         results = simulate_scenarios(
-            pack_moves(moves), pack_brokers(per_broker), scenarios, request.clients, request.timeline_points,
+            pack_inputs(inputs.moves, brokers), scenarios, request.clients, request.timeline_points,
         ).persist(StorageLevel.MEMORY_AND_DISK)
         summary = scenario_summary(results, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
         outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
     with _timed(timings, "write_s"):
         files = write_results(results, summary, out, target)
-    for frame in (summary, results, moves):
+    for frame in (summary, results):
         frame.unpersist()
     pngs: dict[Path, bytes] = {}
     if request.plots or request.report_path:

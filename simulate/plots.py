@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -126,15 +127,21 @@ def _ylim(shown: Sequence[np.ndarray], reference: float | None) -> tuple[float, 
     return low, high + 0.05 * (high - low)
 
 
-def render_png(spec: PlotSpec) -> bytes:
-    """One plot as PNG bytes (matplotlib's Agg backend, no display needed)."""
-    import io
-
+def agg_pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def render_png(spec: PlotSpec) -> bytes:
+    """One plot as PNG bytes."""
+    import io
+
+    plt = agg_pyplot()
     fig, ax = plt.subplots(figsize=(9, 5), dpi=100)
     colours: dict[int, str] = {}
     for line in spec.lines:

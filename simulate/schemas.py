@@ -108,8 +108,7 @@ LEADER_BASE = _fields(
 its leader throttle counts (`leader.replication.throttled.replicas` lists every current
 replica)."""
 
-MODEL_BROKERS = _fields(
-    ("scenario_id", _INT, False),
+BROKER_BASE = _fields(
     ("broker", _INT, False),
     ("network_in_bps", _DOUBLE, False),
     ("network_out_bps", _DOUBLE, False),
@@ -118,12 +117,10 @@ MODEL_BROKERS = _fields(
     ("replication_in_bps", _DOUBLE, False),
     ("replication_out_bps", _DOUBLE, False),
     ("leader_base_bps", _DOUBLE, False),
-    ("leader_rate_bps", _DOUBLE, False),
-    ("follower_rate_bps", _DOUBLE, False),
 )
-"""The per-broker side of one scenario's model run: capacities,
-steady traffic scaled by the scenario's write load, the in-sync replication of moving
-partitions that the leader throttle counts, and the throttles (infinite: none)."""
+"""The per-broker side of every scenario's model run, before the scenario's write load and
+throttle: capacities, steady traffic, and the in-sync replication of moving partitions that the
+leader throttle counts (`model_task.scenario_brokers` scales it per scenario)."""
 
 MODEL_MOVES = _fields(
     ("move_id", _LONG, False),
@@ -138,16 +135,12 @@ MODEL_MOVES = _fields(
 )
 """The moves side of every scenario's model run (the same for all of them)."""
 
-PACKED_MOVES = _fields(("move_chunks", ArrayType(BinaryType(), containsNull=False), False))
-"""All MODEL_MOVES rows as one row: each Spark partition's rows as one Arrow IPC stream. One row
-of a few bytes per move is what every model task receives by broadcast, never shuffled."""
-
-PACKED_BROKERS = _fields(
-    ("scenario_id", _INT, False),
-    *[(f.name, ArrayType(f.dataType, containsNull=False), False)
-      for f in MODEL_BROKERS.fields if f.name != "scenario_id"],
+PACKED_INPUTS = _fields(
+    ("move_chunks", ArrayType(BinaryType(), containsNull=False), False),
+    ("broker_chunk", BinaryType(), False),
 )
-"""MODEL_BROKERS packed as one row per scenario, parallel arrays sorted by broker id."""
+"""All MODEL_MOVES rows and all BROKER_BASE rows as one row, each table as an Arrow IPC stream:
+what every model task receives by broadcast, never shuffled."""
 
 SCENARIO_RESULT = _fields(
     ("scenario_id", _INT, False),

@@ -6,3 +6,8 @@ pytest_plugins = ["conftest_sandbox", "conftest_spark", "conftest_kafka"]
 # writer show up; the suite's clusters answer in microseconds and the tests of the lock set their
 # own wait, so the CLI runs of the suite (in process and in subprocesses) skip it.
 os.environ.setdefault("KREASSIGN_LOCK_SETTLE_S", "0")
+
+# The Spark driver's class-data archive (simulate/jvm_cache.py) lives in the user's cache dir and
+# is recorded by a background process: the suite (and the CLI it runs in subprocesses) neither
+# reads nor records one, except tests/test_jvm_cache.py, which uses a dir of its own.
+os.environ.setdefault("KREASSIGN_SPARK_CDS", "0")

@@ -1,9 +1,12 @@
-"""Pytest plugin: one SparkSession for the whole run, and the `spark` marker on every test using it.
+"""Pytest plugin: one SparkSession for the whole run, the `spark` marker on every test using it,
+and a port that is not Spark.
 
 Starting the JVM is the main cost of the Spark tests, so every test shares this session.
 """
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,29 @@ def spark() -> Iterator[SparkSession]:
     session = start_session(SparkOptions(master="local[2]", shuffle_partitions=2, driver_memory="1g"))
     yield session
     session.stop()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that takes connections and never says anything: not Spark, or a
+    master that ignores the application."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield int(server.getsockname()[1])
+    server.close()
+    for conn in held:
+        conn.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

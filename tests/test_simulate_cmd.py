@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,14 @@ from rich.console import Console
 from kreassign.cli.main import main
 from kreassign.cli.simulate_cmd import render_summary
 from kreassign.simulate.request import SimulationResult
-from kreassign.simulate.session import SparkUnavailable, check_java, check_master, parse_java_version
+from kreassign.simulate.local_cluster import STATE_FILE, LocalCluster, free_port
+from kreassign.simulate.session import (
+    SparkUnavailable,
+    check_java,
+    check_master,
+    missing_connect_modules,
+    parse_java_version,
+)
 
 
 def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
@@ -126,3 +134,92 @@ def test_the_cli_does_not_import_pyspark() -> None:
     code = ("import sys, kreassign.cli.main, kreassign.cli.simulate_cmd, kreassign.simulate.request; "
             "assert 'pyspark' not in sys.modules, 'pyspark imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _simulate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`kreassign simulate` on a tiny synthetic cluster in its own process (a process holds one
+    Spark driver; in this one the tests' session would be joined). The timeout only guards
+    against a hang: the runs below end in seconds."""
+    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "simulate", "--synthetic",
+                           "brokers=6,racks=2,partitions=60,add=2", "--no-plots", "--out", os.devnull, *args],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "\tat " not in stderr and "Exception" not in stderr, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("option", "url", "what"), [
+    ("--master", "spark://127.0.0.1:{port}", "Spark master"),
+    ("--remote", "sc://127.0.0.1:{port}", "Spark Connect server"),
+])
+def test_an_address_with_nothing_behind_it_fails_in_one_line(option: str, url: str, what: str) -> None:
+    address = url.format(port=free_port())
+    run = _simulate(option, address)
+    assert run.returncode == 1
+    line = _one_error_line(run.stderr)
+    assert line.startswith(f"Error: no {what} answers at {address} (connection refused): ")
+    assert "`kreassign spark status`" in line
+
+
+def test_spark_local_cluster_runs_on_the_address_spark_start_recorded(tmp_path: Path) -> None:
+    port = free_port()
+    LocalCluster(f"spark://127.0.0.1:{port}", "http://127.0.0.1:1", None, {"master": os.getpid()}, str(tmp_path),
+                 "2026-01-01T00:00:00+00:00").write(tmp_path / STATE_FILE)
+    run = _simulate("--spark-local-cluster", "--spark-state-dir", str(tmp_path))
+    assert run.returncode == 1
+    assert _one_error_line(run.stderr).startswith(f"Error: no Spark master answers at spark://127.0.0.1:{port} ")
+    run = _simulate("--spark-local-cluster", "connect", "--spark-state-dir", str(tmp_path))
+    assert _one_error_line(run.stderr) == (
+        f"Error: the Spark cluster running from {tmp_path} has no Connect server: restart it with `kreassign spark "
+        "stop` and `kreassign spark start --connect`, or use --spark-local-cluster master")
+    (tmp_path / STATE_FILE).unlink()
+    run = _simulate("--spark-local-cluster", "--spark-state-dir", str(tmp_path))
+    assert _one_error_line(run.stderr) == (
+        f"Error: no Spark cluster is running from {tmp_path}: start one with `kreassign spark start` (or run "
+        "embedded without --spark-local-cluster)")
+
+
+@pytest.mark.parametrize("args", [["--spark-local-cluster", "--master", "local[2]"],
+                                  ["--spark-local-cluster", "--remote", "sc://h:1"],
+                                  ["--spark-state-dir", "/tmp"]])
+def test_spark_local_cluster_is_one_way_of_choosing_where(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "--synthetic", "brokers=3", *args])
+    assert exit_info.value.code == 2
+    assert "--spark-local-cluster" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_master_that_never_registers_the_app_fails_in_one_line(silent_port: int) -> None:
+    """A port that takes the driver's connection and never answers (a master that ignores the
+    application, or another service): the driver JVM starts, then gives up after the
+    registration deadline instead of Spark's 60 s of retries and a py4j stack trace."""
+    try:
+        check_java()
+    except SparkUnavailable as exc:
+        pytest.skip(str(exc))
+    address = f"spark://127.0.0.1:{silent_port}"
+    run = _simulate("--master", address)
+    assert run.returncode == 1
+    line = _one_error_line(run.stderr)  # the wait stretches with the machine's load (from 8 s)
+    assert re.fullmatch(
+        f"Error: the Spark master at {re.escape(address)} took the connection but did not register this application "
+        r"within \d+ s: is it a Spark 4 master and not another port\? check the address with `kreassign spark status`",
+        line), line
+
+
+def test_a_connect_address_that_is_not_spark_fails_in_one_line(silent_port: int) -> None:
+    if missing_connect_modules():
+        pytest.skip("the Spark Connect client is not installed: pip install 'kreassign[connect]'")
+    address = f"sc://127.0.0.1:{silent_port}"
+    run = _simulate("--remote", address)
+    assert run.returncode == 1
+    assert _one_error_line(run.stderr) == (
+        f"Error: {address} takes connections but is not a Spark Connect server (no gRPC handshake within 3 s): "
+        "check the address with `kreassign spark status`")

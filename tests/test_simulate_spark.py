@@ -19,9 +19,15 @@ from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.planner.diff import diff_plan
-from kreassign.simulate.aggregates import broker_traffic, leader_base, model_brokers
-from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs
-from kreassign.simulate.model_task import MOVE_COLUMNS, pack_brokers, pack_moves, unpack_moves
+from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
+from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs, synthetic_inputs
+from kreassign.simulate.model_task import (
+    MOVE_COLUMNS,
+    pack_inputs,
+    scenario_brokers,
+    unpack_brokers,
+    unpack_moves,
+)
 from kreassign.simulate.pipeline import BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR, run_simulation
 from kreassign.simulate.request import SimulationRequest
 from kreassign.simulate.scenarios import Scenario, ScenarioAxes, scenario_grid, scenarios_frame
@@ -32,8 +38,7 @@ from kreassign.simulate.schemas import (
     CLUSTER_TIMELINE,
     LEADER_BASE,
     MOVES,
-    PACKED_BROKERS,
-    PACKED_MOVES,
+    PACKED_INPUTS,
     PARTITIONS,
     SCENARIO_SUMMARY,
 )
@@ -200,18 +205,24 @@ def test_scenario_grid_frame_matches_the_grid(spark: SparkSession) -> None:
         (1e6, None), (1e6, 3), (None, None), (None, 3)]
 
 
-def test_moves_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -> None:
+def test_inputs_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) -> None:
     spec = SyntheticSpec(brokers=20, racks=4, partitions=3000, add=4, seed=3)
-    moves = synthetic_moves(synthetic_partitions(spark, spec), spec).repartition(3)  # chunks in any order
-    packed = pack_moves(moves)
-    assertSchemaEqual(packed.schema, PACKED_MOVES)
+    inputs = synthetic_inputs(spark, spec)
+    moves = inputs.moves.repartition(3)  # rows in any order
+    brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
+                          leader_base(moves)).repartition(3)
+    packed = pack_inputs(moves, brokers)
+    assertSchemaEqual(packed.schema, PACKED_INPUTS)
     rows = packed.collect()
-    assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 3
+    assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 1
     unpacked = unpack_moves(rows[0]["move_chunks"])
     expected = moves.orderBy("move_id").select(*MOVE_COLUMNS).toPandas()
     for name in MOVE_COLUMNS:
         assert unpacked[name].tolist() == expected[name].tolist()
-    empty = unpack_moves(pack_moves(moves.limit(0)).collect()[0]["move_chunks"])
+    base = unpack_brokers(rows[0]["broker_chunk"])
+    assert base["broker"].tolist() == list(range(24))
+    assert base["leader_base_bps"][20:].tolist() == [0.0] * 4  # new brokers lead nothing
+    empty = unpack_moves(pack_inputs(moves.limit(0), brokers).collect()[0]["move_chunks"])
     assert {name: (len(v), v.dtype.kind) for name, v in empty.items()} == {
         "move_id": (0, "i"), "source": (0, "i"), "dest": (0, "i"), "bytes": (0, "i"),
         "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f"), "session": (0, "i"),
@@ -230,20 +241,18 @@ def test_synthetic_moves_know_what_their_fetcher_sessions_carry(spark: SparkSess
     assert set(moves["session"]) == {0}
 
 
-def test_brokers_are_packed_per_scenario_sorted_by_id(spark: SparkSession, state: ClusterState) -> None:
+def test_each_scenario_scales_the_broker_base_and_sets_its_throttle(spark: SparkSession, state: ClusterState) -> None:
     inputs = snapshot_inputs(spark, state, diff_plan(state, _targets(state)).moves)
-    scenarios = scenarios_frame(spark, scenario_grid(ScenarioAxes(throttles=(1e6, None))))
-    per_broker = model_brokers(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                               leader_base(inputs.moves), scenarios).repartition(4)
-    packed = pack_brokers(per_broker)
-    assertSchemaEqual(packed.schema, PACKED_BROKERS)
-    rows = {r["scenario_id"]: r for r in packed.collect()}
-    assert sorted(rows) == [0, 1]
-    for scenario_id, row in rows.items():
-        assert row["broker"] == [1, 2, 3, 4, 5]
-        flat = per_broker.where(F.col("scenario_id") == scenario_id).orderBy("broker").toPandas()
-        assert row["leader_rate_bps"] == flat["leader_rate_bps"].tolist()
-        assert row["client_in_bps"] == flat["client_in_bps"].tolist()
+    base = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), leader_base(inputs.moves))
+    table = unpack_brokers(pack_inputs(inputs.moves, base.repartition(4)).collect()[0]["broker_chunk"])
+    assert table["broker"].tolist() == [1, 2, 3, 4, 5]
+    flat = base.orderBy("broker").toPandas()
+    throttled = scenario_brokers(table, Scenario(0, throttle_bps=1e6, write_multiplier=1.5))
+    assert throttled["client_in_bps"].tolist() == (flat["client_in_bps"] * 1.5).tolist()
+    assert throttled["leader_base_bps"].tolist() == (flat["leader_base_bps"] * 1.5).tolist()
+    assert throttled["network_in_bps"].tolist() == flat["network_in_bps"].tolist()
+    assert throttled["leader_rate_bps"].tolist() == throttled["follower_rate_bps"].tolist() == [1e6] * 5
+    assert scenario_brokers(table, Scenario(1))["leader_rate_bps"].tolist() == [float("inf")] * 5
 
 
 def test_broker_timelines_unpack_each_scenarios_arrays_into_rows(spark: SparkSession) -> None:

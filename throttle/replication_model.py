@@ -595,6 +595,7 @@ class _Shared:
     key: np.ndarray  # broker position (or session id) of each segment
     order: np.ndarray | None  # active-move indices in this order; None = the moves' own order
     seg: np.ndarray  # segment of each move, in the moves' own order
+    own: np.ndarray  # segment of each move in this order (`seg` when that is the moves' own)
     cap: np.ndarray  # capacity of each segment left for catch-up
     warm: np.ndarray  # level per key from the previous event, as a starting point
     touched: np.ndarray  # per key: moves came or went, or the capacity changed, since then
@@ -678,7 +679,7 @@ def _max_min_rates(own: float, shared: list[_Shared], n: int, *, max_sweeps: int
     settle, a cold start from unlimited levels converges monotonically.
     Returns the rates and, per move, 0 if its own cap binds or 1 + the index of the binding kind.
     """
-    cross = [[o.seg if s.order is None else o.seg[s.order] for o in shared] for s in shared]
+    cross = [[o.seg if s.order is None else s.own if o is s else o.seg[s.order] for o in shared] for s in shared]
     levels: list[np.ndarray] = []
     for cold in (False, True):
         levels = [np.full(len(s.starts), INF) if cold else s.warm[s.key] for s in shared]
@@ -822,9 +823,14 @@ class Admission:
         object.__setattr__(self, "priority", np.asarray(self.priority, dtype=np.int64))
 
 
+def _narrow(keys: np.ndarray) -> np.ndarray:
+    """Non-negative integer keys as 16-bit ones when they fit: numpy sorts those stably by radix."""
+    return keys.astype(np.int16) if len(keys) and keys.max() < 2**15 else keys
+
+
 def _rank_within(keys: np.ndarray) -> np.ndarray:
-    """For each element, how many earlier elements have the same key."""
-    order = np.argsort(keys, kind="stable")
+    """For each element, how many earlier elements have the same key (non-negative)."""
+    order = np.argsort(_narrow(keys), kind="stable")
     starts, counts = _segments(keys[order])
     ranks = np.empty(len(keys), np.int64)
     ranks[order] = np.arange(len(keys)) - np.repeat(starts, counts)
@@ -836,17 +842,40 @@ _PENDING, _ACTIVE, _DONE, _NEVER = 0, 1, 2, 3
 
 
 @dataclass
+class _Active:
+    """The active moves of a step (increasing positions) and their columns, read once per step:
+    taken from the step before when no move started since, else gathered afresh."""
+
+    act: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    w: np.ndarray
+    released: np.ndarray
+    keep: np.ndarray | None = None  # which of the step before's active moves these are
+    by_dst: np.ndarray | None = None  # `act` by destination, then session order (set by `rates`)
+
+    def kept(self, keep: np.ndarray) -> _Active:
+        """The moves of this step that are still active in the next one."""
+        return _Active(self.act[keep], self.src[keep], self.dst[keep], self.w[keep], self.released[keep], keep)
+
+
+@dataclass
 class _Step:
     """One advance of the event loop, kept until the next allocation is known."""
 
     t: float
     dt: float
-    act: np.ndarray
+    active: _Active
     rate: np.ndarray
     moved: np.ndarray  # catch-up bytes each active move sent during the step
+    done: np.ndarray  # which active moves completed in it
     late: float  # share of the step that came after the capacity of completed moves was freed
     spare_out: np.ndarray  # per broker, bytes of capacity left unused during the step
     spare_in: np.ndarray
+
+    @property
+    def act(self) -> np.ndarray:
+        return self.active.act
 
 
 def _late_share(progress: np.ndarray, tau: np.ndarray, dt: float) -> float:
@@ -859,30 +888,51 @@ def _late_share(progress: np.ndarray, tau: np.ndarray, dt: float) -> float:
 
 
 class _Simulation:
-    """State of one run of the event loop. Use `simulate`."""
+    """State of one run of the event loop. Use `simulate`.
+
+    Moves are held in session order (by leader, destination, fetcher thread; moves without a
+    leader last): the active moves of a step are then increasing positions and every per-move
+    gather of the step reads memory in order. The order of every sum is the session order, as
+    it always was, so the numbers do not depend on it; `perm` maps back to the input's order
+    for the result."""
 
     def __init__(self, inp: ModelInput, admission: Admission | None, tolerance: float) -> None:
         self.inp, self.admission, self.tol = inp, admission, tolerance
         m, b = len(inp), inp.n_brokers
-        self.src, self.dst, self.w = inp.source, inp.dest, inp.write_bps
-        self.srcp = np.maximum(inp.source, 0)
         valid = np.flatnonzero(inp.source >= 0)
-        self.gorder = valid[np.lexsort((inp.fetcher[valid], inp.dest[valid], inp.source[valid]))]
-        grank = np.full(m, -1, np.int64)
-        grank[self.gorder] = np.arange(len(self.gorder))
-        self.dorder = valid[np.lexsort((grank[valid], inp.dest[valid]))]
-        key = np.stack([inp.source[self.gorder], inp.dest[self.gorder], inp.fetcher[self.gorder]])
-        new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if len(valid) else np.zeros(0, bool)
+        # by leader, destination and fetcher thread, as one stable sort of one key (what a
+        # lexsort of the three does, in half the time)
+        threads = int(inp.fetcher.max(initial=0)) + 1
+        gorder = valid[np.argsort((inp.source[valid] * b + inp.dest[valid]) * threads + inp.fetcher[valid], kind="stable")]
+        self.perm = np.concatenate([gorder, np.flatnonzero(inp.source < 0)])
+        self.inv = np.empty(m, np.int64)
+        self.inv[self.perm] = np.arange(m)
+        self.nv = nv = len(valid)
+        self.src, self.dst, self.w = inp.source[self.perm], inp.dest[self.perm], inp.write_bps[self.perm]
+        self.bytes, self.start_s = inp.bytes[self.perm], inp.start_s[self.perm]
+        assert inp.released_bps is not None
+        self.released = inp.released_bps[self.perm]
+        self.srcp = np.maximum(self.src, 0)
+        self.dorder = np.argsort(_narrow(self.dst[:nv]), kind="stable")  # by destination, then session order
+        key = np.stack([self.src[:nv], self.dst[:nv], inp.fetcher[gorder]])
+        new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if nv else np.zeros(0, bool)
         self.session = np.zeros(m, np.int64)
-        self.session[self.gorder] = np.cumsum(new_session) - 1
-        self.status = np.where(inp.source >= 0, _PENDING, _NEVER).astype(np.int8)
+        self.session[:nv] = np.cumsum(new_session) - 1
+        self.status = np.where(self.src >= 0, _PENDING, _NEVER).astype(np.int8)
+        # with admission: the moves not started yet in priority order, with their brokers
+        queue = np.zeros(0, np.int64) if admission is None else self.inv[admission.priority]
+        self.queue = queue[self.status[queue] == _PENDING]
+        self.queue_src, self.queue_dst = self.srcp[self.queue], self.dst[self.queue]
+        self.late_starts = bool(np.any(self.start_s > 0))  # some moves may not start at once
+        self.pending = nv  # moves not started yet
+        self.not_done = np.arange(m)  # a superset of the moves not done (see `_record_remaining`)
         self.boost_end = inp.credit_s
         self.boosting = self.boost_end > 0
-        self.rem = inp.bytes.astype(np.float64).copy()
+        self.rem = self.bytes.astype(np.float64).copy()
         self.start = np.full(m, INF)
         self.finish = np.full(m, INF)
         self.limit = np.full(m, int(Limit.UNLIMITED), np.int8)
-        self.limit[inp.source < 0] = int(Limit.NO_LEADER)
+        self.limit[self.src < 0] = int(Limit.NO_LEADER)
         self.limit_broker = np.full(m, -1, np.int64)
         self.needed = np.full(m, np.nan)
         self.early = np.full(m, INF)  # finish times found when a step was settled
@@ -900,7 +950,7 @@ class _Simulation:
         self.touched_in = np.ones(b, bool)
         self.touched_session = np.ones(len(self.warm_session), bool)
         fetch = inp.fetch
-        biggest = int(np.bincount(self.session[valid]).max()) if len(valid) else 0
+        biggest = int(np.bincount(self.session[:nv]).max()) if nv else 0
         self.sessions_may_bind = math.isfinite(fetch.fetcher_bps) and biggest * fetch.partition_bps > fetch.fetcher_bps
         self.last_out = np.zeros(b)
         self.last_in = np.zeros(b)
@@ -915,21 +965,27 @@ class _Simulation:
         """Start every eligible move the admission limits allow; zero-byte moves finish at once.
         Returns whether any move started."""
         started = False
-        while True:
-            eligible = (self.status == _PENDING) & (self.inp.start_s <= t)
-            starters = np.flatnonzero(eligible) if self.admission is None else self._choose(eligible)
+        while self.pending:
+            if self.admission is None:
+                starters = np.flatnonzero((self.status == _PENDING) & (self.start_s <= t))
+            else:
+                starters = self._choose(t)
             if not len(starters):
                 return started
             started = True
             self.status[starters] = _ACTIVE
+            self.pending -= len(starters)
             self.start[starters] = t
             self._count(starters, +1)
             empty = starters[self.rem[starters] <= 0]
+            if self.admission is None:  # in the input's order, as their completion sums them
+                empty = empty[np.argsort(self.perm[empty], kind="stable")]
             if len(empty):
                 self.finish[empty] = t
                 self._complete(empty)
             if not len(empty) or self.admission is None:
                 return started
+        return started
 
     def _count(self, moves: np.ndarray, sign: int) -> None:
         b = self.inp.n_brokers
@@ -938,7 +994,7 @@ class _Simulation:
         self.touched_session[self.session[moves]] = True
         self.inflight_out += sign * np.bincount(self.srcp[moves], minlength=b)
         self.inflight_in += sign * np.bincount(self.dst[moves], minlength=b)
-        self.inflight_bytes += sign * float(self.inp.bytes[moves].sum())
+        self.inflight_bytes += sign * float(self.bytes[moves].sum())
 
     def _complete(self, moves: np.ndarray) -> None:
         b = self.inp.n_brokers
@@ -947,12 +1003,10 @@ class _Simulation:
         self._count(moves, -1)
         if self.admission is not None and self.admission.release_finished:
             return
-        released = self.inp.released_bps
-        assert released is not None
-        self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves] - released[moves], minlength=b)
+        self.in_sync_out += np.bincount(self.srcp[moves], weights=self.w[moves] - self.released[moves], minlength=b)
         self.in_sync_in += np.bincount(self.dst[moves], weights=self.w[moves], minlength=b)
 
-    def _choose(self, eligible: np.ndarray) -> np.ndarray:
+    def _choose(self, t: float) -> np.ndarray:
         """Moves to start now, in priority order, within the per-broker and byte limits."""
         adm = self.admission
         assert adm is not None
@@ -961,17 +1015,20 @@ class _Simulation:
         free_out = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_out
         free_in = np.full(self.inp.n_brokers, big) if cap is None else cap - self.inflight_in
         budget = INF if adm.max_inflight_bytes is None else adm.max_inflight_bytes - self.inflight_bytes
-        prio = adm.priority
-        cand = prio[eligible[prio] & (free_out[self.srcp[prio]] > 0) & (free_in[self.dst[prio]] > 0)]
+        fit = (free_out[self.queue_src] > 0) & (free_in[self.queue_dst] > 0)
+        if self.late_starts:
+            fit &= self.start_s[self.queue] <= t
+        where = np.flatnonzero(fit)  # candidates' places in the queue
+        cand, cand_src, cand_dst = self.queue[where], self.queue_src[where], self.queue_dst[where]
         chosen: list[np.ndarray] = []
+        taken: list[np.ndarray] = []
         nothing_in_flight = not self.inflight_out.any()
         for _ in range(16):
             if not len(cand):
                 break
-            ok = ((_rank_within(self.srcp[cand]) < free_out[self.srcp[cand]])
-                  & (_rank_within(self.dst[cand]) < free_in[self.dst[cand]]))
+            ok = (_rank_within(cand_src) < free_out[cand_src]) & (_rank_within(cand_dst) < free_in[cand_dst])
             if math.isfinite(budget):
-                fits = np.cumsum(np.where(ok, self.inp.bytes[cand], 0.0)) <= budget
+                fits = np.cumsum(np.where(ok, self.bytes[cand], 0.0)) <= budget
                 if nothing_in_flight and not chosen and ok.any() and not fits[np.argmax(ok)]:
                     fits[np.argmax(ok)] = True  # a move larger than the budget runs alone
                     fits[np.argmax(ok) + 1:] = False
@@ -980,18 +1037,25 @@ class _Simulation:
             if not len(picked):
                 break
             chosen.append(picked)
-            free_out = free_out - np.bincount(self.srcp[picked], minlength=len(free_out))
-            free_in = free_in - np.bincount(self.dst[picked], minlength=len(free_in))
-            budget -= float(self.inp.bytes[picked].sum())
-            cand = cand[~ok]
-            cand = cand[(free_out[self.srcp[cand]] > 0) & (free_in[self.dst[cand]] > 0)]
-        return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+            taken.append(where[ok])
+            free_out = free_out - np.bincount(cand_src[ok], minlength=len(free_out))
+            free_in = free_in - np.bincount(cand_dst[ok], minlength=len(free_in))
+            budget -= float(self.bytes[picked].sum())
+            rest = ~ok
+            rest[rest] = (free_out[cand_src[rest]] > 0) & (free_in[cand_dst[rest]] > 0)
+            cand, cand_src, cand_dst, where = cand[rest], cand_src[rest], cand_dst[rest], where[rest]
+        if not chosen:
+            return np.zeros(0, np.int64)
+        waiting = np.ones(len(self.queue), bool)
+        waiting[np.concatenate(taken)] = False
+        self.queue, self.queue_src, self.queue_dst = self.queue[waiting], self.queue_src[waiting], self.queue_dst[waiting]
+        return np.concatenate(chosen)
 
     def next_start(self, t: float) -> float:
         """The next time a move becomes eligible by its start time, or the leaders' start-up
         credit runs out (capacity changes then too)."""
-        later = (self.status == _PENDING) & (self.inp.start_s > t)
-        first = float(self.inp.start_s[later].min()) if later.any() else INF
+        later = (self.status == _PENDING) & (self.start_s > t) if self.pending else None
+        first = float(self.start_s[later].min()) if later is not None and later.any() else INF
         return min(first, self.boost_end) if self._boost_on(t) else first
 
     def _boost_on(self, t: float) -> bool:
@@ -1008,30 +1072,35 @@ class _Simulation:
         return changed
 
     # -- sharing ---------------------------------------------------------------------------------
-    def rates(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], list[_Shared]]:
+    def rates(self, active: _Active, before: _Active | None) -> tuple[np.ndarray, np.ndarray, list[str], list[_Shared]]:
         """Max-min fair rates of the active moves and, per move, which kind of capacity binds
-        (0: its own fetch limit, k: the k-th of the returned kinds)."""
-        inp, n = self.inp, len(act)
+        (0: its own fetch limit, k: the k-th of the returned kinds). `before`: the step before's
+        moves, when these are what is left of them."""
+        inp, act, n = self.inp, active.act, len(active.act)
         out_cap = inp.out_capacity(self.in_sync_out, self.boosting)[0]
         in_cap = inp.in_capacity(self.in_sync_in)[0]
         shared: list[_Shared] = []
         kinds: list[str] = []
-        src = self.src[act]
+        src = active.src
         starts, counts = _segments(src)
         if np.isfinite(out_cap[src[starts]]).any():
             seg = np.repeat(np.arange(len(starts)), counts)
-            shared.append(_Shared(starts, counts, src[starts], None, seg, out_cap[src[starts]], self.warm_out, self.touched_out))
+            shared.append(_Shared(starts, counts, src[starts], None, seg, seg, out_cap[src[starts]], self.warm_out,
+                                  self.touched_out))
             kinds.append("out")
-        by_dst = self.dorder[self.status[self.dorder] == _ACTIVE]
+        pool = self.dorder if before is None or before.by_dst is None else before.by_dst
+        by_dst = active.by_dst = pool[self.status[pool] == _ACTIVE]
         keys = self.dst[by_dst]
         starts, counts = _segments(keys)
         if np.isfinite(in_cap[keys[starts]]).any():
             local = np.empty(len(self.status), np.int64)
             local[act] = np.arange(n)
             order = local[by_dst]
+            own = np.repeat(np.arange(len(starts)), counts)
             seg = np.empty(n, np.int64)
-            seg[order] = np.repeat(np.arange(len(starts)), counts)
-            shared.append(_Shared(starts, counts, keys[starts], order, seg, in_cap[keys[starts]], self.warm_in, self.touched_in))
+            seg[order] = own
+            shared.append(_Shared(starts, counts, keys[starts], order, seg, own, in_cap[keys[starts]], self.warm_in,
+                                  self.touched_in))
             kinds.append("in")
         own = inp.fetch.partition_bps
         if self.sessions_may_bind and n:
@@ -1040,7 +1109,8 @@ class _Simulation:
             if counts.max() * own > inp.fetch.fetcher_bps:
                 cap = np.full(len(starts), inp.fetch.fetcher_bps)
                 seg = np.repeat(np.arange(len(starts)), counts)
-                shared.append(_Shared(starts, counts, sess[starts], None, seg, cap, self.warm_session, self.touched_session))
+                shared.append(_Shared(starts, counts, sess[starts], None, seg, seg, cap, self.warm_session,
+                                      self.touched_session))
                 kinds.append("session")
         rate, which = _max_min_rates(own, shared, n)
         return rate, which, kinds, shared
@@ -1088,8 +1158,12 @@ class _Simulation:
         t = 0.0
         prev: _Step | None = None
         for _ in range(4 * len(self.status) + 8):
-            started = self._boost(t) | self.admit(t)  # a capacity change is no lost capacity either
-            act = self.gorder[self.status[self.gorder] == _ACTIVE]
+            boosted = self._boost(t)
+            admitted = self.admit(t)
+            started = boosted or admitted  # a capacity change is no lost capacity either
+            before = None if prev is None or admitted else prev.active
+            active = self._active() if before is None else before.kept(~prev.done)  # type: ignore[union-attr]
+            act = active.act
             until_start = self.next_start(t) - t
             if not len(act):
                 self._settle(prev, None, None, False)
@@ -1099,10 +1173,10 @@ class _Simulation:
                     break
                 t += until_start
                 continue
-            rate, which, kinds, shared = self.rates(act)
-            self._settle(prev, act, rate, started)
+            rate, which, kinds, shared = self.rates(active, before)
+            self._settle(prev, active, rate, started)
             self._record_remaining(t)
-            w, rem = self.w[act], self.rem[act]
+            w, rem = active.w, self.rem[act]
             progress = rate - w
             moving = progress > _PROGRESS_EPS * np.where(np.isfinite(rate), rate, 1.0)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -1120,7 +1194,7 @@ class _Simulation:
             # never after the step's end, where the next event (and any slot they free) is
             self.finish[finished] = np.minimum(np.minimum(t + tau[done], t + dt), self.early[finished])
             self._complete(finished)
-            prev = self._step_record(t, dt, act, rate, moved, progress, tau, done)
+            prev = self._step_record(t, dt, active, rate, moved, progress, tau, done)
             t += dt
             self.steps += 1
         self._settle(prev, None, None, False)
@@ -1128,32 +1202,38 @@ class _Simulation:
         self._close_log(t)
         return self._result()
 
-    def _step_record(self, t: float, dt: float, act: np.ndarray, rate: np.ndarray, moved: np.ndarray,
+    def _active(self) -> _Active:
+        act = np.flatnonzero(self.status[:self.nv] == _ACTIVE)
+        return _Active(act, self.src[act], self.dst[act], self.w[act], self.released[act])
+
+    def _step_record(self, t: float, dt: float, active: _Active, rate: np.ndarray, moved: np.ndarray,
                      progress: np.ndarray, tau: np.ndarray, done: np.ndarray) -> _Step:
         """Keep a step until the next allocation, with each broker's capacity left unused in it
         (called after its completions were recorded)."""
         b = self.inp.n_brokers
-        src, dst, w = self.src[act], self.dst[act], self.w[act]
-        after = np.where(done, dt - np.where(done, tau, 0.0), 0.0)
-        released = self.inp.released_bps
-        assert released is not None
-        synced = np.where(done, w, 0.0)
-        sent = np.where(done, w - released[act], 0.0)  # the leader also stops serving removed replicas
+        # What the completed moves (few) add, computed for them alone: every other move adds
+        # nothing to `begin` and exactly its `moved` to `used`, so the sums are the same.
+        ended = np.flatnonzero(done)
+        after = dt - tau[ended]
+        synced = active.w[ended]
+        sent = synced - active.released[ended]  # the leader also stops serving removed replicas
         spare = []
-        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out, self.boosting)[0], src, sent),
-                                  (self.inp.in_capacity(self.in_sync_in)[0], dst, synced)):
-            begin = cap + np.bincount(ends, weights=synced, minlength=b)
-            used = np.bincount(ends, weights=moved + synced * after, minlength=b)
+        for cap, ends, synced in ((self.inp.out_capacity(self.in_sync_out, self.boosting)[0], active.src, sent),
+                                  (self.inp.in_capacity(self.in_sync_in)[0], active.dst, synced)):
+            begin = cap + np.bincount(ends[ended], weights=synced, minlength=b)
+            weights = moved.copy()
+            weights[ended] += synced * after
+            used = np.bincount(ends, weights=weights, minlength=b)
             with np.errstate(invalid="ignore"):
                 spare.append(np.where(np.isfinite(begin), np.maximum(begin * dt - used, 0.0), INF))
-        return _Step(t, dt, act, rate, moved, _late_share(progress[done], tau[done], dt), spare[0], spare[1])
+        return _Step(t, dt, active, rate, moved, done, _late_share(progress[done], tau[done], dt), spare[0], spare[1])
 
-    def _within_freed(self, prev: _Step, act: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    def _within_freed(self, prev: _Step, active: _Active, extra: np.ndarray) -> np.ndarray:
         """Per move, the factor that keeps each broker's credit within the capacity left unused
         during the step, so the correction never creates bandwidth."""
         b = self.inp.n_brokers
         gain = np.maximum(extra, 0.0)
-        src, dst = self.src[act], self.dst[act]
+        src, dst = active.src, active.dst
         asked_out = np.bincount(src, weights=gain, minlength=b)
         asked_in = np.bincount(dst, weights=gain, minlength=b)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -1161,27 +1241,31 @@ class _Simulation:
             f_in = np.where(asked_in > prev.spare_in, prev.spare_in / asked_in, 1.0)
         return np.where(extra > 0, np.minimum(f_out[src], f_in[dst]), 1.0)
 
-    def _settle(self, prev: _Step | None, act: np.ndarray | None, rate: np.ndarray | None, started: bool) -> None:
+    def _settle(self, prev: _Step | None, active: _Active | None, rate: np.ndarray | None, started: bool) -> None:
         """Close the previous step: credit the moves that stayed active with the capacity freed
         by the moves that completed during it (trapezoid rule between the rates before and
         after), then log its traffic. Not done when moves started in between, whose arrival
         would be mistaken for lost capacity."""
         if prev is None:
             return
-        if act is not None and rate is not None and prev.late > 0 and not started:
-            where = np.empty(len(self.status), np.int64)
-            where[prev.act] = np.arange(len(prev.act))
-            i = where[act]
+        if active is not None and rate is not None and prev.late > 0 and not started:
+            act = active.act
+            if active.keep is not None:
+                i = np.flatnonzero(active.keep)
+            else:
+                where = np.empty(len(self.status), np.int64)
+                where[prev.act] = np.arange(len(prev.act))
+                i = where[act]
             r0 = prev.rate[i]
             both = np.isfinite(rate) & np.isfinite(r0)
             extra = np.where(both, rate - r0, 0.0) * prev.late * prev.dt
-            extra *= self._within_freed(prev, act, extra)
+            extra *= self._within_freed(prev, active, extra)
             rem = self.rem[act]
             through = rem - extra <= 0  # would have completed during the previous step
             if through.any():
                 # progress p0 until the completions (at `freed` into the step), then faster by
                 # exactly the credit given, so the finish time agrees with the bytes credited
-                p0 = r0[through] - self.w[act[through]]
+                p0 = r0[through] - active.w[through]
                 freed = prev.dt * (1 - prev.late)
                 p1 = p0 + extra[through] / (prev.late * prev.dt)
                 begin = rem[through] + p0 * prev.dt
@@ -1192,7 +1276,7 @@ class _Simulation:
                 extra[through] = rem[through] * (1 - 1e-9)
             self.rem[act] = rem - extra
             prev.moved[i] += extra
-        self._record_rates(prev.t, prev.dt, prev.act, prev.moved)
+        self._record_rates(prev.t, prev.dt, prev.active, prev.moved)
 
     def _stall(self, act: np.ndarray, rate: np.ndarray, which: np.ndarray, kinds: list[str],
                shared: list[_Shared], t: float) -> None:
@@ -1232,12 +1316,19 @@ class _Simulation:
     # -- records ---------------------------------------------------------------------------------
     def _record_remaining(self, t: float) -> None:
         self.times.append(t)
-        self.remaining.append(float(self.rem.sum()))
+        # summed in the input's order, over the moves not done (every other one has nothing left)
+        self.not_done = self.not_done[self.status[self.not_done] != _DONE]
+        if 4 * len(self.not_done) > len(self.rem):
+            self.remaining.append(float(self.rem[self.inv].sum()))
+        else:
+            left = np.zeros(len(self.rem))
+            left[self.perm[self.not_done]] = self.rem[self.not_done]
+            self.remaining.append(float(left.sum()))
 
-    def _record_rates(self, t: float, dt: float, act: np.ndarray, moved: np.ndarray) -> None:
+    def _record_rates(self, t: float, dt: float, active: _Active, moved: np.ndarray) -> None:
         b = self.inp.n_brokers
-        out = np.bincount(self.src[act], weights=moved, minlength=b)
-        into = np.bincount(self.dst[act], weights=moved, minlength=b)
+        out = np.bincount(active.src, weights=moved, minlength=b)
+        into = np.bincount(active.dst, weights=moved, minlength=b)
         self.bytes_out += out
         self.bytes_in += into
         if dt > 0:
@@ -1254,9 +1345,8 @@ class _Simulation:
         if not self.stalled:
             self._log(t, np.zeros(self.inp.n_brokers), np.zeros(self.inp.n_brokers))
 
-    def _critical(self) -> tuple[Critical, ...]:
+    def _critical(self, finish: np.ndarray, limit: np.ndarray, limit_broker: np.ndarray) -> tuple[Critical, ...]:
         """The limits binding the moves that finish last (or never)."""
-        finish = self.finish
         if not len(finish):
             return ()
         makespan = float(finish.max())
@@ -1264,7 +1354,7 @@ class _Simulation:
             last = np.isinf(finish)
         else:
             last = finish >= makespan * 0.95
-        limits, brokers = self.limit[last].astype(np.int64), self.limit_broker[last]
+        limits, brokers = limit[last].astype(np.int64), limit_broker[last]
         pairs, counts = np.unique(np.stack([limits, brokers]), axis=1, return_counts=True)
         order = np.lexsort((pairs[1], pairs[0], -counts))
         ids = self.inp.broker_ids
@@ -1275,19 +1365,21 @@ class _Simulation:
 
     def _result(self) -> ModelResult:
         inp, b = self.inp, self.inp.n_brokers
+        start, finish, limit = self.start[self.inv], self.finish[self.inv], self.limit[self.inv]
+        limit_broker, needed = self.limit_broker[self.inv], self.needed[self.inv]
         lower = lower_bound(inp)
-        finite = self.finish[np.isfinite(self.finish)]
+        finite = finish[np.isfinite(finish)]
         if (self.tol > 0 and self.admission is None and len(finite) and math.isfinite(lower.seconds)
                 and finite.max() < lower.seconds):
             # Batched completions can land a hair under the proven bound; no real run can.
-            self.finish = np.where(self.finish == finite.max(), lower.seconds, self.finish)
+            finish = np.where(finish == finite.max(), lower.seconds, finish)
         busy = np.zeros(b)
         led = inp.source >= 0
-        np.maximum.at(busy, inp.source[led], self.finish[led])
-        np.maximum.at(busy, inp.dest, self.finish)
-        done = np.isfinite(self.finish)
-        span = np.where(done, self.finish, 0.0) - np.where(done, self.start, 0.0)
-        copied = np.where(done, inp.bytes + self.w * span, INF)
+        np.maximum.at(busy, inp.source[led], finish[led])
+        np.maximum.at(busy, inp.dest, finish)
+        done = np.isfinite(finish)
+        span = np.where(done, finish, 0.0) - np.where(done, start, 0.0)
+        copied = np.where(done, inp.bytes + inp.write_bps * span, INF)
         if self.log:
             rate_time = np.concatenate([np.full(len(c), t) for t, c, _, _ in self.log])
             rate_broker = np.concatenate([c for _, c, _, _ in self.log])
@@ -1297,12 +1389,12 @@ class _Simulation:
             rate_time, rate_out, rate_in = np.zeros(0), np.zeros(0), np.zeros(0)
             rate_broker = np.zeros(0, np.int64)
         return ModelResult(
-            broker_ids=inp.broker_ids, start_s=self.start, finish_s=self.finish, limit=self.limit,
-            limit_broker=self.limit_broker, needed_bps=self.needed, copied_bytes=copied,
+            broker_ids=inp.broker_ids, start_s=start, finish_s=finish, limit=limit,
+            limit_broker=limit_broker, needed_bps=needed, copied_bytes=copied,
             bytes_out=self.bytes_out, bytes_in=self.bytes_in, busy_until=busy,
             times=np.asarray(self.times), remaining_bytes=np.asarray(self.remaining),
             rate_time=rate_time, rate_broker=rate_broker, rate_out=rate_out, rate_in=rate_in,
-            critical=self._critical(), lower=lower, steps=self.steps,
+            critical=self._critical(finish, limit, limit_broker), lower=lower, steps=self.steps,
         )
 
 

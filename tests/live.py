@@ -93,7 +93,9 @@ class LiveCluster(Protocol):
 
     def admin(self) -> contextlib.AbstractContextManager[Any]: ...
 
-    def runtime(self) -> Any: ...
+    def runtime(self, before_sleep: Callable[[], None] | None = None) -> Any:
+        """The clock and sleeper of an in-process CLI run (`cli.runtime.Runtime`): sandbox time on
+        the emulator, real time on Kafka; `before_sleep` runs before each of the run's sleeps."""
 
 
 def write_records(bootstrap: str, topic: str, partition: int, nbytes: int) -> None:
@@ -270,9 +272,23 @@ class _Base:
     def _pass(self, seconds: float) -> None:
         raise NotImplementedError
 
+    def _clock(self) -> float:
+        raise NotImplementedError
+
+    def runtime(self, before_sleep: Callable[[], None] | None = None) -> Any:
+        from kreassign.cli.runtime import Runtime
+
+        def sleep(seconds: float) -> None:
+            if before_sleep is not None:
+                before_sleep()
+            self._pass(seconds)
+
+        return Runtime(clock=self._clock, sleep=sleep)
+
     def _elapsed(self) -> Callable[[], float]:
         """A stopwatch of cluster time, started now."""
-        raise NotImplementedError
+        start = self._clock()
+        return lambda: self._clock() - start
 
     def wait_until(self, condition: Callable[[], Any], *, what: str, timeout_s: float | None = None,
                    step_s: float | None = None) -> Any:
@@ -316,20 +332,14 @@ class EmulatorLive(_Base):
     def _pass(self, seconds: float) -> None:
         self.sandbox.advance(seconds)
 
-    def _elapsed(self) -> Callable[[], float]:
-        start = self.sandbox.now
-        return lambda: float(self.sandbox.now - start)
-
     def advance(self, seconds: float) -> None:
         self.sandbox.advance(seconds)
 
     def tick(self, seconds: float) -> None:
         self.sandbox.advance(seconds)
 
-    def runtime(self) -> Any:
-        from kreassign.cli.runtime import Runtime
-
-        return Runtime(clock=lambda: self.sandbox.now, sleep=self.sandbox.advance)
+    def _clock(self) -> float:
+        return float(self.sandbox.now)
 
     def stop_broker(self, broker: int, *, kill: bool = False) -> None:
         if kill:
@@ -388,20 +398,14 @@ class KafkaLive(_Base):
     def _pass(self, seconds: float) -> None:
         time.sleep(seconds)
 
-    def _elapsed(self) -> Callable[[], float]:
-        start = time.monotonic()
-        return lambda: time.monotonic() - start
-
     def advance(self, seconds: float) -> None:
         time.sleep(seconds)
 
     def tick(self, seconds: float) -> None:
         """Real Kafka's time moves on its own."""
 
-    def runtime(self) -> Any:
-        from kreassign.cli.runtime import Runtime
-
-        return Runtime()
+    def _clock(self) -> float:
+        return time.monotonic()
 
     def stop_broker(self, broker: int, *, kill: bool = False) -> None:
         self.cluster.stop_broker(broker, kill=kill)

@@ -342,10 +342,7 @@ class EmulatorLive(_Base):
         return float(self.sandbox.now)
 
     def stop_broker(self, broker: int, *, kill: bool = False) -> None:
-        if kill:
-            self.sandbox.stop_broker(broker, kill=True)
-        else:
-            self.sandbox.stop_broker(broker)
+        self.sandbox.stop_broker(broker, kill=kill)
 
     def start_broker(self, broker: int) -> None:
         self.sandbox.start_broker(broker)

@@ -183,12 +183,26 @@ def test_e2e_elect_leaders_and_log_dirs(live: Any, adapter: KafkaAdmin) -> None:
     assert failed is not None and failed.name == "LOG_DIR_NOT_FOUND"
 
 
-def test_e2e_stopped_broker_is_reported_not_hanging(live: Any, adapter: KafkaAdmin) -> None:
+
+
+def test_e2e_killed_broker_is_reported_not_hanging(live: Any, adapter: KafkaAdmin) -> None:
+    """kill -9: the controller keeps the broker registered, a leader and in its ISRs until it has
+    missed heartbeats for broker.session.timeout.ms (9 s), then fences it. Either way the
+    adapter reports it and goes on with the other brokers."""
     topic = live.topic(assignment={0: [3, 1, 2], 1: [1, 2, 4]})
-    adapter.describe_broker_configs([3])  # a connection to broker 3 exists before it stops
-    live.stop_broker(3)
-    info = adapter.describe_brokers()
-    assert [b.id for b in info.brokers] == [1, 2, 4, 5]
+    adapter.describe_broker_configs([3])  # a connection to broker 3 exists before it dies
+    live.stop_broker(3, kill=True)
+    assert [b.id for b in adapter.describe_brokers().brokers] == live.brokers
+    parts = adapter.describe_topics([topic])
+    assert [(p.leader, p.isr) for p in parts] == [(3, (3, 1, 2)), (1, (1, 2, 4))]
+    configs = adapter.describe_broker_configs([1, 3], [LEADER_THROTTLED_RATE])
+    assert list(configs.configs) == [1] and configs.errors[3].unreachable
+
+    info = live.wait_until(lambda: (found := adapter.describe_brokers()).fenced and found,
+                           what="the controller to fence broker 3", timeout_s=60)
+    assert ([b.id for b in info.brokers], info.fenced) == ([1, 2, 4, 5], (3,))
+    parts = adapter.describe_topics([topic])
+    assert [(p.leader, p.isr) for p in parts] == [(1, (1, 2)), (1, (1, 2, 4))]
     configs = adapter.describe_broker_configs([1, 3], [LEADER_THROTTLED_RATE])
     assert list(configs.configs) == [1] and configs.errors[3].unreachable
     assert "broker 3" in configs.errors[3].message
@@ -197,8 +211,6 @@ def test_e2e_stopped_broker_is_reported_not_hanging(live: Any, adapter: KafkaAdm
     assert applied.brokers[2] is None and applied.brokers[3] is not None and applied.brokers[3].unreachable
     moves = adapter.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 3): "/var/lib/kafka/data"})
     assert list(moves.values())[0] is not None and list(moves.values())[0].unreachable  # type: ignore[union-attr]
-    parts = {p.partition: p for p in adapter.describe_topics([topic])}
-    assert (parts[0].leader, parts[0].isr, parts[1].isr) == (1, (1, 2), (1, 2, 4))
     warnings: list[str] = []
     state = snapshot_state(adapter, warn=warnings.append)
     assert state.broker_ids == (1, 2, 4, 5)

@@ -9,8 +9,8 @@ Kafka (each throttled fetch takes at most replica.fetch.max.bytes, 1 MiB, and th
 the 11 one-second quota windows forget it) and forever on the emulator until time advances.
 
 After each test the real cluster is put back: reassignments cancelled, the test's topics
-deleted, every broker's throttle rates removed, the execution lock's markers cleared, stopped
-brokers started (or woken) again.
+deleted, every broker's throttle rates and the cluster-wide ones removed, the execution lock's
+markers cleared, stopped brokers started (or woken) again.
 
 Waiting: `live.wait_until(condition)` polls a condition, moving sandbox time on the emulator and
 sleeping on real Kafka (the only sleeps the suite allows: waiting for a condition on real
@@ -138,6 +138,20 @@ def rates(live: LiveCluster) -> dict[int, dict[str, str]]:
 def replicas(live: LiveCluster, topic: str, partition: int = 0) -> tuple[int, ...]:
     with live.admin() as admin:
         return tuple(admin.describe_topics([topic])[partition].replicas)
+
+
+def set_cluster_defaults(live: LiveCluster, ops: Mapping[str, str | None]) -> None:
+    """SET (or DELETE, for None) cluster-wide broker defaults (the BROKER resource ""), which the
+    admin adapter does not write: an operator's `kafka-configs --entity-default`."""
+    from kafka.protocol.admin import IncrementalAlterConfigsRequest as Request
+
+    from kreassign.sandbox.rawclient import roundtrip
+
+    resource = Request.AlterConfigsResource(resource_type=4, resource_name="", configs=[
+        Request.AlterConfigsResource.AlterableConfig(name=k, config_operation=0 if v is not None else 1, value=v)
+        for k, v in ops.items()])
+    response = roundtrip(live.ports[live.brokers[0]], Request(resources=[resource], validate_only=False), 1)
+    assert response.responses[0].error_code == 0, response.responses[0]
 
 
 @dataclass(frozen=True)
@@ -443,4 +457,5 @@ class KafkaLive(_Base):
             for name in self.created:
                 port.delete_topic(name)
             port.write_markers({LOCK_KEY: None, STOP_KEY: None})
+        set_cluster_defaults(self, dict.fromkeys(THROTTLE_KEYS))
         self.created.clear()

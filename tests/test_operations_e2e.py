@@ -17,7 +17,7 @@ import pytest
 
 from kreassign.cluster.model import TopicPartition
 
-from live import HOLD_BYTES, HOLD_RATE, RUN_RATE, LiveCli, rates, replicas, write_plan
+from live import HOLD_BYTES, HOLD_RATE, RUN_RATE, LiveCli, rates, replicas, set_cluster_defaults, write_plan
 
 pytestmark = pytest.mark.e2e
 
@@ -169,3 +169,32 @@ def test_e2e_throttle_show_set_clear(live: Any, cli: LiveCli, held: Callable[[],
     assert topic_lists(live, topic) == {} and replicas(live, topic) == (1, 2, 4)
     text = cli.run("throttle", "show", "--brokers", "1,5")
     assert "Broker throttle rates" in text.stdout and "999 B/s" in text.stdout and "12.3 kB/s" in text.stdout
+
+
+def test_e2e_throttle_show_names_where_each_rate_comes_from(live: Any, cli: LiveCli, tmp_path: Path) -> None:
+    """A cluster-wide default (`--entity-default`) shows through on every broker without its own
+    value; a run sets per-broker values over it and, done, deletes them so that it shows again."""
+    topic = live.topic(assignment={0: [1, 2, 3]})
+    live.produce(topic, 0, 100_000)
+    with live.admin() as admin:
+        assert admin.incremental_alter_configs(OPERATORS).ok
+    set_cluster_defaults(live, {LEADER: "5000000"})
+    dynamic, default = "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"
+
+    def shown() -> dict[int, tuple[int | None, int | None, dict[str, str]]]:
+        ran = cli.run("throttle", "show", "-o", "json")
+        assert ran.returncode == 0, ran.stderr
+        return {b["broker"]: (b["leader_rate"], b["follower_rate"], b["sources"]) for b in json.loads(ran.stdout)["brokers"]}
+
+    before = {1: (999, None, {LEADER: dynamic}), 2: (5000000, None, {LEADER: default}),
+              3: (5000000, None, {LEADER: default}), 4: (5000000, None, {LEADER: default}),
+              5: (5000000, 12345, {FOLLOWER: dynamic, LEADER: default})}
+    assert shown() == before
+    plan = write_plan(tmp_path, {TopicPartition(topic, 0): [1, 2, 4]})
+    assert cli.run("execute", "-f", plan, "--throttle", "7000000").returncode == 0
+    assert shown() == {**{b: (7000000, 7000000, {FOLLOWER: dynamic, LEADER: dynamic}) for b in (1, 2, 3, 4)},
+                       5: before[5]}
+    live.finish_moves()
+    done = cli.run("verify", "-f", plan)
+    assert done.returncode == 0 and f"Reassignment of partition {topic}-0 is completed." in done.stdout
+    assert shown() == before

@@ -24,7 +24,8 @@ from kreassign.sandbox.topics import TopicSpec
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from test_throttle_cmd import Ran, invoke
 
-from live import HOLD_BYTES, HOLD_RATE, RUN_RATE, rates, write_plan
+from live import HOLD_BYTES, HOLD_RATE, RUN_RATE
+from live import rates as live_rates
 
 pytestmark = pytest.mark.e2e
 MB = 1_000_000
@@ -38,16 +39,34 @@ def events(ran: Ran) -> list[dict[str, Any]]:
     return [json.loads(line) for line in ran.stdout.splitlines()]
 
 
+def plan_moving_second_replica(admin: KafkaAdmin, topic: str, path: Path) -> dict[TopicPartition, tuple[int, ...]]:
+    """Each partition's follower replaced by a broker of 1-4 that has no replica of it."""
+    targets = {}
+    for p in admin.describe_topics([topic]):
+        spare = next(b for b in (1, 2, 3, 4) if b not in p.replicas)
+        targets[p.tp] = (p.replicas[0], spare)
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": tp.topic, "partition": tp.partition, "replicas": list(r)} for tp, r in sorted(targets.items())]}))
+    return targets
+
+
+def rates(admin: KafkaAdmin) -> dict[int, dict[str, str]]:
+    result = admin.describe_broker_configs([b.id for b in admin.describe_brokers().brokers],
+                                           [LEADER_RATE, FOLLOWER_RATE])
+    return {b: {k: e.value for k, e in entries.items() if e.source == "DYNAMIC_BROKER_CONFIG" and e.value}
+            for b, entries in sorted(result.configs.items())}
+
+
 def four_moves(live: Any, folder: Path, nbytes: int = 1 * MB) -> tuple[str, dict[TopicPartition, tuple[int, ...]], str]:
     """Four partitions of two replicas on brokers 1-4 holding `nbytes` each, and a plan replacing
     each one's follower by a broker of 1-4 that has no replica of it. Returns the topic, the
     targets and the plan file."""
     topic = live.topic(assignment={0: [1, 2], 1: [2, 3], 2: [3, 4], 3: [4, 1]})
-    targets: dict[TopicPartition, tuple[int, ...]] = {}
-    for p, replicas in enumerate(([1, 2], [2, 3], [3, 4], [4, 1])):
+    for p in range(4):
         live.produce(topic, p, nbytes)
-        targets[TopicPartition(topic, p)] = (replicas[0], next(b for b in (1, 2, 3, 4) if b not in replicas))
-    return topic, targets, write_plan(folder, targets)
+    plan = folder / "plan.json"
+    with live.admin() as admin:
+        return topic, plan_moving_second_replica(admin, topic, plan), str(plan)
 
 
 def paced_to_the_end(ran: Ran, topic: str) -> None:
@@ -85,7 +104,7 @@ def test_paced_watch_to_completion_restores_throttles(live: Any, tmp_path: Path)
               "--throttle", "2MB/s", "--interval", "1s", "--stop-after", "10m", "--output", "json")
     paced_to_the_end(ran, topic)
     assert placed(live, topic) == targets
-    assert rates(live) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}, 5: {}}
+    assert live_rates(live) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}, 5: {}}
     assert lists_left(live, topic) == {}
 
 
@@ -97,7 +116,7 @@ def test_paced_execute_runs_the_plan_to_the_end(live: Any, tmp_path: Path) -> No
               "--throttle", "2MB/s", "--interval", "1s", "--output", "json")
     paced_to_the_end(ran, topic)
     assert placed(live, topic) == targets
-    assert rates(live) == {1: {}, 2: {}, 3: {LEADER_RATE: "66000000"}, 4: {}, 5: {}}
+    assert live_rates(live) == {1: {}, 2: {}, 3: {LEADER_RATE: "66000000"}, 4: {}, 5: {}}
     journal = ran.stderr.removeprefix("Journal: ").strip()
     assert json.loads(Path(journal).read_text())["state"] == "finished"
 
@@ -111,10 +130,10 @@ def test_verify_watch_follows_an_execute_to_the_end(live: Any, tmp_path: Path) -
     journals = tmp_path / "j"
     started = cli(live.bootstrap, journals, live.runtime(), "execute", "-f", plan, "--throttle", str(HOLD_RATE))
     assert started.exit_code == 0, started.output
-    assert rates(live)[1] == {LEADER_RATE: str(HOLD_RATE), FOLLOWER_RATE: str(HOLD_RATE)}
+    assert live_rates(live)[1] == {LEADER_RATE: str(HOLD_RATE), FOLLOWER_RATE: str(HOLD_RATE)}
 
     def raise_once() -> None:
-        if rates(live)[1][LEADER_RATE] == str(HOLD_RATE):
+        if live_rates(live)[1][LEADER_RATE] == str(HOLD_RATE):
             with live.admin() as admin:
                 both = {LEADER_RATE: str(RUN_RATE), FOLLOWER_RATE: str(RUN_RATE)}
                 assert admin.incremental_alter_configs({b: both for b in (1, 2, 3, 4)}).ok
@@ -127,7 +146,7 @@ def test_verify_watch_follows_an_execute_to_the_end(live: Any, tmp_path: Path) -
     assert progress[0]["fraction"] < 1 and progress[0]["active_moves"] >= 1
     assert seen[-1]["event"] == "complete" and seen[-1]["mismatched"] == []
     assert placed(live, topic) == targets
-    assert rates(live) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}, 5: {}}
+    assert live_rates(live) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}, 5: {}}
     assert lists_left(live, topic) == {}
 
 
@@ -141,13 +160,6 @@ def connect(sb: SandboxCluster) -> KafkaAdmin:
 
 def sandbox_cli(sb: SandboxCluster, journals: Path, *args: str) -> Ran:
     return cli(sb.bootstrap, journals, Runtime(clock=lambda: sb.now, sleep=sb.advance), *args)
-
-
-def broker_rates(admin: KafkaAdmin) -> dict[int, dict[str, str]]:
-    result = admin.describe_broker_configs([b.id for b in admin.describe_brokers().brokers],
-                                           [LEADER_RATE, FOLLOWER_RATE])
-    return {b: {k: e.value for k, e in entries.items() if e.source == "DYNAMIC_BROKER_CONFIG" and e.value}
-            for b, entries in sorted(result.configs.items())}
 
 
 @pytest.fixture
@@ -211,4 +223,4 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         assert 1.5 * MB < slow < 3.5 * MB and 12 * MB < fast < 25 * MB
         finished = sandbox_cli(sb, journals, "watch", "--interval", "5s", "--stop-after", "10m", "--output", "json")
         assert finished.exit_code == 0, finished.output[-2000:]
-        assert broker_rates(admin) == {1: {}, 2: {}, 3: {}}
+        assert rates(admin) == {1: {}, 2: {}, 3: {}}

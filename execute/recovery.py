@@ -23,7 +23,6 @@ from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import ClearResult, clear_throttles
 from kreassign.execute.executor import (
-    current_replicas,
     journaled_step,
     planned_partitions,
     probe_submitted,
@@ -31,6 +30,7 @@ from kreassign.execute.executor import (
 )
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
 from kreassign.execute.throttle_io import apply_configs
+from kreassign.execute.verify import settled_replicas
 
 CLOSED_HINT = {
     "finished": "the run finished and its throttles were cleared",
@@ -299,7 +299,7 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
     if ours:
         # A cancel keeps replicas - adding (KRaft): after a re-target that is more than the
         # replicas before the run, so those partitions are listed with the plan back as well.
-        after = current_replicas(port, ours)
+        after = settled_replicas(port, {tp: targets[tp] for tp in ours}, sleep=sleep)
         rollback.update({tp: journal.original[tp] for tp in ours
                          if tp in journal.original and tuple(after.get(tp, ())) != tuple(journal.original[tp])})
         rollback = dict(sorted(rollback.items()))

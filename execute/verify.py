@@ -7,7 +7,8 @@ a partition number equal to the partition count is reported like any missing par
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -89,6 +90,39 @@ def describe_known(port: ClusterPort, topics: Iterable[str]) -> dict[TopicPartit
     return {}
 
 
+SETTLE_PAUSE_S = 0.1
+SETTLE_LIMIT_S = 5.0
+"""how long a read waits for the brokers' metadata to catch up with the controller"""
+
+
+def shows_the_move(replicas: Sequence[int], target: Sequence[int]) -> bool:
+    """The replica list of a move still in flight (KRaft's: the target, then the replicas leaving)."""
+    return len(replicas) > len(target) and tuple(replicas[:len(target)]) == tuple(target)
+
+
+def settled_replicas(port: ClusterPort, targets: Mapping[TopicPartition, Sequence[int]], *,
+                     sleep: Callable[[float], None], limit_s: float = SETTLE_LIMIT_S,
+                     pause_s: float = SETTLE_PAUSE_S) -> dict[TopicPartition, tuple[int, ...]]:
+    """The replicas of partitions the controller no longer lists as moving (their moves finished
+    or were cancelled), read from the brokers' metadata once it has caught up.
+
+    A broker learns a completed or cancelled reassignment from the controller's metadata log a
+    little later than ListPartitionReassignments stops listing it (tens of milliseconds on Kafka
+    4.4; more on a loaded host): until then Metadata still gives the move's list, the target
+    followed by the replicas leaving. Such partitions are read again every `pause_s`, for at
+    most `limit_s` (a plan whose target is a prefix of the replicas, never executed, waits that
+    long and is then reported as it is). Unknown topics are left out (`describe_known`).
+    """
+    topics = {tp.topic for tp in targets}
+    current = describe_known(port, topics)
+    for _ in range(round(limit_s / pause_s)):
+        if not any(shows_the_move(current.get(tp, ()), t) for tp, t in targets.items()):
+            break
+        sleep(pause_s)
+        current = describe_known(port, topics)
+    return current
+
+
 def partition_states(targets: Iterable[PartitionTarget], in_flight: Mapping[TopicPartition, Reassignment],
                      current: Mapping[TopicPartition, tuple[int, ...]]) -> tuple[PartitionStatus, ...]:
     """Kafka's per-partition verdicts, sorted by partition (a later duplicate entry wins)."""
@@ -113,15 +147,18 @@ def clear_scope(live_brokers: Iterable[int], targets: Iterable[PartitionTarget],
     return brokers, topics
 
 
-def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None) -> VerifyResult:
+def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None,
+           sleep: Callable[[float], None] = time.sleep) -> VerifyResult:
     """Report the plan's progress; clear (restore) throttles once nothing moves in the cluster.
+    A partition whose move just finished is read until the brokers' metadata has caught up
+    (`settled_replicas`, which waits with `sleep`).
 
     Raises:
         ClusterError: the cluster could not be read, or refused the throttle change.
     """
     in_flight = port.list_reassignments()
-    missing_topics = {t.topic for t in request.targets if t.tp not in in_flight}
-    current = describe_known(port, missing_topics)
+    current = settled_replicas(port, {t.tp: t.replicas for t in request.targets if t.tp not in in_flight},
+                               sleep=sleep)
     statuses = partition_states(request.targets, in_flight, current)
     states, unreachable = log_dir_states(port, explicit_log_dirs(request.targets))
     moves = tuple(states.values())

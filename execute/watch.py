@@ -46,7 +46,7 @@ from kreassign.execute.auto_throttle import (
 )
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_eta import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
-from kreassign.execute.verify import PartitionStatus, describe_known, partition_states
+from kreassign.execute.verify import PartitionStatus, partition_states, settled_replicas
 from kreassign.execute.pacing import PaceLimits, Pacer, Wave
 from kreassign.execute.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.execute.live_throttle import (
@@ -578,10 +578,11 @@ class _Loop:
                 self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
-    def finish(self, now: float, view: ProgressView, poll: _Poll) -> CompleteEvent:
+    def finish(self, now: float, view: ProgressView, poll: _Poll, sleep: Callable[[float], None]) -> CompleteEvent:
         statuses: tuple[PartitionStatus, ...] = ()
         if self.request.targets is not None:
-            current = describe_known(self.port, {t.topic for t in self.request.targets})
+            current = settled_replicas(self.port, {t.tp: t.replicas for t in self.request.targets
+                                                   if t.tp not in poll.in_flight}, sleep=sleep)
             statuses = partition_states(self.request.targets, poll.in_flight, current)
         kept: str | None = None
         clear = None
@@ -665,7 +666,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)
         loop.auto_throttle(now, view, live, throttles, client, rows)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
-            done = loop.finish(now, view, poll)
+            done = loop.finish(now, view, poll, sleep)
             emit(done)
             status = ExitStatus.ERROR if done.mismatched or (done.clear and not done.clear.complete) else ExitStatus.OK
             return WatchResult(status, view, tuple(loop.stalls), done.clear, polls, journal_path=journal)

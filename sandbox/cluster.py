@@ -234,11 +234,16 @@ class SandboxCluster:
             yield self.engine
 
     # ---- faults -------------------------------------------------------------------------------
-    def stop_broker(self, broker_id: int) -> None:
-        """Stop a broker: its listener and connections close, it leaves metadata and every ISR."""
+    def stop_broker(self, broker_id: int, *, kill: bool = False) -> None:
+        """Stop a broker: its listener and connections close, it leaves metadata and every ISR
+        (a controlled shutdown). With `kill` its process dies instead (kill -9): it stays in
+        metadata, a leader and in its ISRs until its session times out (9 s of sandbox time)."""
         self._known(broker_id)
         with self.lock:
-            self.engine.stop_broker(broker_id)
+            if kill:
+                self.engine.kill_broker(broker_id)
+            else:
+                self.engine.stop_broker(broker_id)
         if self._running:
             self.server.call(self.server.close_listener(broker_id))
             self.server.notify()  # a smaller ISR may complete parked produces and fetches

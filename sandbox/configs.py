@@ -186,7 +186,7 @@ class ConfigStore:
         return out
 
     def describe_broker(self, broker_id: int, static: Mapping[str, str], keys: Sequence[str] | None) -> list[ConfigEntry]:
-        """Every static entry plus the dynamic ones; quota keys appear only once set (read-only)."""
+        """Every static entry plus the dynamic ones; quota keys appear only once set."""
         own = self.broker.get(broker_id, {})
         names = sorted(set(static) | set(own) | set(self.broker_default))
         out = []
@@ -201,8 +201,7 @@ class ConfigStore:
             if name in static:
                 layers.append((name, static[name], ConfigSource.STATIC_BROKER_CONFIG))
             kind = _broker_type(name)
-            read_only = name not in BROKER_DYNAMIC
-            out.append(ConfigEntry(name, layers[0][1], read_only, layers[0][2], kind, tuple(layers)))
+            out.append(ConfigEntry(name, layers[0][1], _read_only(name), layers[0][2], kind, tuple(layers)))
         return out
 
     def describe_broker_default(self, keys: Sequence[str] | None) -> list[ConfigEntry]:
@@ -210,7 +209,7 @@ class ConfigStore:
         for name, value in sorted(self.broker_default.items()):
             if keys is None or name in keys:
                 src = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-                out.append(ConfigEntry(name, value, name not in BROKER_DYNAMIC, src, _broker_type(name),
+                out.append(ConfigEntry(name, value, _read_only(name), src, _broker_type(name),
                                        ((name, value, src),)))
         return out
 
@@ -306,6 +305,13 @@ class ConfigStore:
         return cls(topic={k: dict(v) for k, v in dict(data.get("topic", {})).items()},  # type: ignore[call-overload]
                    broker={int(k): dict(v) for k, v in broker.items()},
                    broker_default=dict(data.get("broker_default", {})))  # type: ignore[call-overload]
+
+
+def _read_only(name: str) -> bool:
+    """DescribeConfigs' read_only of a broker key: false for the keys a broker takes at run time,
+    the replication quota rates among them (Kafka 4.4 reports them so; the quota rates appear
+    only once set)."""
+    return name not in BROKER_DYNAMIC and name not in QUOTA_KEYS
 
 
 def _broker_type(name: str) -> ConfigType:

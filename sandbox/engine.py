@@ -33,6 +33,9 @@ from kreassign.sandbox.topics import TopicSpec, assign_replicas, partition_loads
 
 OK: Result = (codes.NONE, None)
 DEFAULT_NETWORK_BPS = 100e6
+SESSION_TIMEOUT_S = 9.0
+"""broker.session.timeout.ms (Kafka's default, 9 s): how long a KRaft controller keeps a broker
+that stopped heartbeating (kill -9) registered and unfenced"""
 DEFAULT_DISK_BYTES = 1_000_000_000_000
 
 
@@ -86,11 +89,11 @@ class Engine:
     # ---- cluster facts ----------------------------------------------------------------
     @property
     def controller_id(self) -> int:
-        """The preferred controller if alive, else the lowest live broker id (-1 if none)."""
-        if self.preferred_controller is not None and self._alive(self.preferred_controller):
+        """The preferred controller if it serves, else the lowest serving broker id (-1 if none)."""
+        serving = [b for b, s in self.brokers.items() if s.serving]
+        if self.preferred_controller in serving:
             return self.preferred_controller
-        alive = [b for b, s in self.brokers.items() if s.alive]
-        return min(alive) if alive else -1
+        return min(serving) if serving else -1
 
     def alive_brokers(self) -> list[BrokerState]:
         return [b for b in self.brokers.values() if b.alive]
@@ -383,6 +386,7 @@ class Engine:
     def stop_broker(self, broker_id: int) -> None:
         """Fence a broker: it leaves every ISR it can leave and gives up leadership."""
         b = self.brokers[broker_id]
+        b.fence_at = None
         if not b.alive:
             return
         self._dirty()
@@ -398,9 +402,31 @@ class Engine:
                 self._elect_if_needed(p, order=p.replicas)
                 p.partition_epoch += 1
 
-    def start_broker(self, broker_id: int) -> None:
-        """Unfence a broker: leaderless partitions whose last ISR member it is get it back as leader."""
+    def kill_broker(self, broker_id: int) -> None:
+        """The broker's process dies (kill -9): it stops serving and fetching at once, but the
+        controller fences it (`stop_broker`) only when its session times out, SESSION_TIMEOUT_S
+        later, as a KRaft controller does after broker.session.timeout.ms without a heartbeat.
+        Until then it stays registered, a leader and in the ISRs it was in."""
         b = self.brokers[broker_id]
+        if not b.serving:
+            return
+        self._dirty()
+        b.fence_at = self.now + SESSION_TIMEOUT_S
+
+    def _fence_expired(self) -> None:
+        for b in self.brokers.values():
+            if b.fence_at is not None and self.now >= b.fence_at - 1e-9:
+                b.fence_at = None
+                self.stop_broker(b.id)
+
+    def start_broker(self, broker_id: int) -> None:
+        """Unfence a broker: leaderless partitions whose last ISR member it is get it back as leader.
+        A killed broker that comes back before its session timed out just serves again."""
+        b = self.brokers[broker_id]
+        if b.fence_at is not None:
+            self._dirty()
+            b.fence_at = None
+            return
         if b.alive:
             return
         self._dirty()
@@ -442,6 +468,8 @@ class Engine:
                 self._maybe_complete(p)
                 rep.changed(p, before, rep.in_sync(p, self.brokers, self.produce_bps, self.configs),
                             leader_moved=p.leader != leader)
+        if any(b.fence_at is not None for b in self.brokers.values()):
+            self._fence_expired()
         for listener in self.tick_listeners:
             listener(self.now)
 

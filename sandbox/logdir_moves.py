@@ -69,7 +69,7 @@ class LogDirMoves:
             p = self.engine.partition(f.topic, f.index)
             if p is None or f.broker not in p.replicas:
                 del self.moves[(f.broker, f.topic, f.index)]  # the replica left the broker
-            elif self.engine.brokers[f.broker].alive:
+            elif self.engine.brokers[f.broker].serving:
                 per_broker.setdefault(f.broker, []).append(f)
         for broker_id, futures in per_broker.items():
             budget = self.engine.configs.rate(broker_id, ALTER_LOG_DIRS_RATE) * dt

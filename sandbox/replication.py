@@ -203,14 +203,14 @@ class Replication:
         """(follower, leader-throttled, follower-throttled, session key) of each live follower of a
         partition with a live leader."""
         lead = p.leader
-        if lead < 0 or not brokers[lead].alive:
+        if lead < 0 or not brokers[lead].serving:
             return
         if p.topic not in lists:
             lists[p.topic] = (configs.throttled(p.topic, LEADER_REPLICAS), configs.throttled(p.topic, FOLLOWER_REPLICAS))
         ll, fl = lists[p.topic]
         lt = ll.covers(p.index, lead)
         for b in p.replicas:
-            if b == lead or not brokers[b].alive:
+            if b == lead or not brokers[b].serving:
                 continue
             if b not in threads:
                 threads[b] = self.num_fetchers(b, configs)
@@ -239,7 +239,7 @@ class Replication:
         threads: dict[int, int] = {}
         for p in partitions:
             lead = p.leader
-            if lead < 0 or not brokers[lead].alive:
+            if lead < 0 or not brokers[lead].serving:
                 continue
             growing[p.row] = True
             for b, lt, ft, key in self._replicas(p, brokers, configs, lists, threads):

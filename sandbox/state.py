@@ -10,19 +10,35 @@ NO_LEADER = -1
 
 @dataclass
 class BrokerState:
-    """A registered broker; `alive` False means stopped (fenced: registered but not serving)."""
+    """A registered broker; `alive` False means stopped (fenced: registered but not serving).
+
+    `fence_at` is set while a killed broker (its process gone, kill -9) still counts as alive:
+    the controller fences it only when its session times out, at that sandbox time. Until then
+    it is registered and keeps its leaderships and ISR places, but serves and fetches nothing.
+    """
 
     id: int
     rack: str | None
     log_dirs: tuple[str, ...]
     alive: bool = True
+    fence_at: float | None = None
+
+    @property
+    def serving(self) -> bool:
+        """Its process runs and the controller has not fenced it."""
+        return self.alive and self.fence_at is None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "rack": self.rack, "log_dirs": list(self.log_dirs), "alive": self.alive}
+        out: dict[str, Any] = {"id": self.id, "rack": self.rack, "log_dirs": list(self.log_dirs), "alive": self.alive}
+        if self.fence_at is not None:
+            out["fence_at"] = self.fence_at
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> BrokerState:
-        return cls(int(d["id"]), d.get("rack"), tuple(d["log_dirs"]), bool(d.get("alive", True)))
+        fence_at = d.get("fence_at")
+        return cls(int(d["id"]), d.get("rack"), tuple(d["log_dirs"]), bool(d.get("alive", True)),
+                   None if fence_at is None else float(fence_at))
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from kreassign.execute.lock import LOCK_KEY
 from kreassign.sandbox.kafka_engine.dist import MATRIX
 
 from live import BROKERS, LOG_DIRS, RACKS, EmulatorLive, KafkaLive
@@ -43,13 +44,21 @@ class KafkaPool:
             from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
             from kreassign.sandbox.kafka_engine.dist import locate
 
+            cluster = None
             try:
                 # 384 MB heaps: the tests move megabytes, and several suites may run on one machine
+                # (which also makes a start take minutes now and then)
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m")
+                                       topics=(), heap="384m", start_timeout_s=300.0)
                 cluster.start()
+                with cluster.admin() as port:
+                    # The first FindCoordinator creates __consumer_offsets; its coordinator then
+                    # loads for a few seconds, longer than the tests' short client timeouts.
+                    port.read_markers([LOCK_KEY])
             except BaseException as exc:
                 self.failures[version] = exc
+                if cluster is not None:
+                    cluster.stop()
                 raise
             self.clusters[version] = cluster
         return self.clusters[version]

@@ -101,6 +101,10 @@ class FakeCluster:
         """per-resource errors (broker id or topic) for config changes, e.g. authorization"""
         self._failures: dict[str, list[BaseException]] = {}
         self.closed = False
+        self.metadata_lag = 0
+        """how many describe_topics calls still show a finished or cancelled move's replica list
+        (real brokers learn the controller's change a moment later)"""
+        self._stale: dict[TopicPartition, tuple[list[int], int]] = {}
 
     # ---- building and steering ------------------------------------------------------------------
     def add_topic(self, topic: str, assignment: Sequence[Sequence[int]]) -> FakeCluster:
@@ -132,6 +136,7 @@ class FakeCluster:
             if not part.moving:
                 continue
             target = [r for r in part.replicas if r not in part.removing]
+            self._went_stale(tp, part.replicas)
             for b in part.removing:
                 self.replica_dirs.pop(TopicPartitionReplica(tp.topic, tp.partition, b), None)
             for b in part.adding:
@@ -144,6 +149,21 @@ class FakeCluster:
         for replica, future in list(self.future_dirs.items()):
             self.replica_dirs[replica] = future
             del self.future_dirs[replica]
+
+    def _went_stale(self, tp: TopicPartition, replicas: list[int]) -> None:
+        if self.metadata_lag:
+            self._stale[tp] = (list(replicas), self.metadata_lag)
+
+    def _shown(self, tp: TopicPartition, p: _Partition) -> tuple[int, ...]:
+        stale = self._stale.get(tp)
+        if stale is None:
+            return tuple(p.replicas)
+        replicas, left = stale
+        if left <= 1:
+            del self._stale[tp]
+        else:
+            self._stale[tp] = (replicas, left - 1)
+        return tuple(replicas)
 
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         return tuple(self.partitions[tp].replicas)
@@ -174,7 +194,7 @@ class FakeCluster:
         missing = wanted - known
         if missing:
             raise UnknownTopicError(sorted(missing))
-        return [PartitionInfo(tp.topic, tp.partition, tuple(p.replicas), p.leader, tuple(p.isr))
+        return [PartitionInfo(tp.topic, tp.partition, self._shown(tp, p), p.leader, tuple(p.isr))
                 for tp, p in sorted(self.partitions.items()) if tp.topic in wanted]
 
     def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
@@ -288,6 +308,7 @@ class FakeCluster:
         if part is None or not part.moving:
             return _error(NO_REASSIGNMENT_IN_PROGRESS, "NO_REASSIGNMENT_IN_PROGRESS",
                           f"No ongoing reassignment for partition {tp.topic}:{tp.partition}.")
+        self._went_stale(tp, part.replicas)
         part.replicas = [r for r in part.replicas if r not in part.adding]
         part.isr = [r for r in part.isr if r in part.replicas]
         part.adding, part.removing = [], []

@@ -8,7 +8,6 @@ broker is reported within seconds.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,7 +19,7 @@ import pytest
 from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import TopicPartition
 
-from live import HOLD_BYTES, HOLD_RATE, RUN_RATE
+from live import HOLD_BYTES, HOLD_RATE, RUN_RATE, LiveCli, rates, replicas, write_plan
 
 pytestmark = pytest.mark.e2e
 
@@ -32,34 +31,12 @@ WARNING = ("Warning: You must run --verify periodically, until the reassignment 
 
 @pytest.fixture
 def cli(live: Any, tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    config = tmp_path / "client.properties"
-    config.write_text("request.timeout.ms=1500\ndefault.api.timeout.ms=3000\n")
-    env = {**os.environ, "KREASSIGN_JOURNAL_DIR": str(tmp_path / "journal")}
+    runner = LiveCli(live, tmp_path)
 
     def run(*argv: str, kafka_style: bool = True) -> subprocess.CompletedProcess[str]:
-        common = ["--bootstrap-server", live.bootstrap, "--command-config", str(config)]
-        args = [*common, *argv] if kafka_style else [argv[0], *common, *argv[1:]]
-        return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *args], capture_output=True,
-                              text=True, env=env, timeout=120, check=False)
+        return runner.run(*argv, kafka_style=kafka_style)
 
     return run
-
-
-def write_plan(tmp_path: Path, targets: dict[TopicPartition, list[int]], name: str = "plan.json") -> str:
-    path = tmp_path / name
-    path.write_text(format_reassignment(targets))
-    return str(path)
-
-
-def rates(live: Any) -> dict[int, dict[str, str]]:
-    with live.admin() as admin:
-        configs = admin.describe_broker_configs(live.brokers, [LEADER, FOLLOWER]).configs
-    return {b: {k: e.value for k, e in v.items() if e.value} for b, v in configs.items()}
-
-
-def replicas(live: Any, topic: str, partition: int = 0) -> tuple[int, ...]:
-    with live.admin() as admin:
-        return admin.describe_topics([topic])[partition].replicas
 
 
 def test_e2e_execute_verify_complete_restores_the_operators_rate(

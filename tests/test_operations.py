@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fake_cluster import FakeCluster
 
-from kreassign.cluster.errors import ClusterError, JournalError
+from kreassign.cluster.errors import ClusterError, ExitStatus, JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.operations import (
@@ -23,6 +23,7 @@ from kreassign.execute.operations import (
     verify,
 )
 from kreassign.execute.executor import journal_for_plan
+from kreassign.execute.watch import watch_plan
 
 FOO0, FOO1, BAR0 = TopicPartition("foo", 0), TopicPartition("foo", 1), TopicPartition("bar", 0)
 LEADER, FOLLOWER = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
@@ -337,3 +338,40 @@ def test_journaled_records_intent_and_failure_and_passes_the_error_on(store: Jou
         ("bug", "intent", {})]
     with journaled(None, "no journal"):
         pass
+
+
+def test_a_finished_move_is_read_until_the_brokers_metadata_has_caught_up(fake: FakeCluster, store: JournalStore) -> None:
+    """Found on Kafka 4.4: a broker learns a completed or cancelled reassignment 30-60 ms after the
+    controller stops listing it, and Metadata read at once still gives the move's list (target,
+    then the replicas leaving) in 14 reads of 16. verify, abort and the watch loop read again."""
+    execute(fake, store, request((FOO0, (1, 3)), (BAR0, (3, 1))))
+    fake.metadata_lag = 2
+    fake.complete(FOO0)
+    slept: list[float] = []
+    result = verify(fake, VerifyRequest(targets=(PartitionTarget("foo", 0, (1, 3)),)), store=store, sleep=slept.append)
+    assert [(s.tp, s.state, s.current) for s in result.partitions] == [(FOO0, "completed", (1, 3))]
+    assert slept == [0.1, 0.1]
+    outcome = abort(fake, only_journal(store), sleep=slept.append)  # bar-0's cancel lags as well
+    assert outcome.cancelled == (BAR0,) and outcome.rollback == {FOO0: (1, 2)}
+    assert fake.replicas(BAR0) == (3, 4)
+
+
+def test_a_target_that_starts_the_replica_list_is_reported_after_the_wait(fake: FakeCluster) -> None:
+    slept: list[float] = []
+    result = verify(fake, VerifyRequest(targets=(PartitionTarget("foo", 0, (1,)),)), sleep=slept.append)
+    assert [(s.state, s.current) for s in result.partitions] == [("mismatch", (1, 2))]
+    assert sum(slept) == pytest.approx(5.0)
+
+
+def test_the_watch_loop_ends_complete_while_the_metadata_lags(fake: FakeCluster, store: JournalStore) -> None:
+    execute(fake, store, request((FOO0, (1, 3))))
+    fake.metadata_lag = 5
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        fake.complete()
+
+    result = watch_plan(fake, [PartitionTarget("foo", 0, (1, 3))], store=store, clock=lambda: now[0], sleep=sleep,
+                        interval_s=5.0)
+    assert result.status == ExitStatus.OK and fake.replicas(FOO0) == (1, 3)

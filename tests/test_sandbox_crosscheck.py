@@ -78,7 +78,7 @@ def test_confluent_configs_match_kafka_python(moving: SandboxCluster, sandbox_ad
                                           config_filter="all")["broker"]["3"]
     assert theirs == {k: (v["value"], v["read_only"], confluent_admin.ConfigSource[v["config_source"]].value)
                       for k, v in ours.items()}
-    assert theirs["follower.replication.throttled.rate"] == ("1000", True, 2)
+    assert theirs["follower.replication.throttled.rate"] == ("1000", False, 2)  # writable, as on Kafka 4.4
     (fut,) = admin.describe_configs([CR(RT.TOPIC, "orders")], request_timeout=10).values()
     entry = fut.result()["follower.replication.throttled.replicas"]
     assert (entry.value, entry.source, entry.is_read_only) == ("*", 1, False)

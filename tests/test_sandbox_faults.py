@@ -25,14 +25,17 @@ def isr(admin: Any, topic: str, index: int) -> list[int]:
     return next(p["isr_nodes"] for p in t["partitions"] if p["partition_index"] == index)
 
 
+def unfenced(admin: Any) -> list[int]:
+    return [b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b["is_fenced"]]
+
+
 def test_stopped_broker_leaves_metadata_and_isr_then_rejoins(sandbox: SandboxCluster) -> None:
     port = sandbox.ports[4]
     sandbox.stop_broker(4)
     # a fresh client: an old one may still pick the stopped broker for its next request
     admin = admin_for(sandbox)
     try:
-        live = [b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b["is_fenced"]]
-        assert live == [1, 2, 3, 5, 6]
+        assert unfenced(admin) == [1, 2, 3, 5, 6]
         hosted = [(t["name"], p["partition_index"]) for t in admin.describe_topics()
                   for p in t["partitions"] if 4 in p["replica_nodes"]]
         assert hosted and all(4 not in isr(admin, t, i) for t, i in hosted)
@@ -47,6 +50,40 @@ def test_stopped_broker_leaves_metadata_and_isr_then_rejoins(sandbox: SandboxClu
     admin = admin_for(sandbox)
     try:
         assert all(4 in isr(admin, t, i) for t, i in hosted)
+    finally:
+        admin.close()
+
+
+def test_killed_broker_is_fenced_when_its_session_times_out(sandbox: SandboxCluster) -> None:
+    """kill -9 as a KRaft controller sees it (found on real Kafka 4.4): the broker stops answering
+    at once but stays registered, a leader and in its ISRs for broker.session.timeout.ms (9 s),
+    and copies nothing meanwhile; then it is fenced. Started again, it serves again."""
+    with sandbox.locked() as engine:
+        led = [(p.topic, p.index) for p in engine.rows if p.leader == 4]
+        followed = [p for p in engine.rows if 4 in p.isr and p.leader != 4]
+        lagging_before = {(p.topic, p.index): dict(p.lagging) for p in followed}
+    sandbox.stop_broker(4, kill=True)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", sandbox.ports[4]), timeout=5).close()
+    sandbox.advance(8.9)
+    admin = admin_for(sandbox)
+    try:
+        assert unfenced(admin) == [1, 2, 3, 4, 5, 6]
+        assert led and all(4 in isr(admin, t, i) for t, i in led)
+        with sandbox.locked() as engine:
+            assert all(engine.partition(t, i).leader == 4 for t, i in led)  # type: ignore[union-attr]
+            assert {(p.topic, p.index): dict(p.lagging) for p in followed} == lagging_before
+        sandbox.advance(0.2)
+        assert unfenced(admin) == [1, 2, 3, 5, 6]
+        assert all(4 not in isr(admin, t, i) for t, i in led)
+    finally:
+        admin.close()
+    sandbox.start_broker(4)
+    sandbox.advance(30)
+    admin = admin_for(sandbox)
+    try:
+        assert unfenced(admin) == [1, 2, 3, 4, 5, 6]
+        assert all(4 in isr(admin, t, i) for t, i in led)
     finally:
         admin.close()
 

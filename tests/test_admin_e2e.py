@@ -54,7 +54,7 @@ def rack(broker: int) -> str:
     return f"rack-{(broker - 1) % 2 + 1}"
 
 
-def hold(live: Any, admin: KafkaAdmin, topic: str, brokers: list[int]) -> None:
+def hold(admin: KafkaAdmin, topic: str, brokers: list[int]) -> None:
     """Throttle every replica of `topic` at HOLD_RATE on `brokers`: a move of HOLD_BYTES stays in flight."""
     rates = dict.fromkeys(RATE_KEYS, str(HOLD_RATE))
     assert admin.incremental_alter_configs({b: rates for b in brokers},
@@ -110,7 +110,7 @@ def test_e2e_reassignment_lifecycle(live: Any, adapter: KafkaAdmin) -> None:
     topic = live.topic(assignment={0: [1, 2, 3], 1: [2, 3, 4], 2: [3, 4, 5]})
     tp = TopicPartition(topic, 0)
     live.produce(topic, 0, HOLD_BYTES)
-    hold(live, adapter, topic, live.brokers)
+    hold(adapter, topic, live.brokers)
     assert adapter.alter_reassignments({tp: [1, 2, 4]}) == {tp: None}
     moving = adapter.list_reassignments()
     assert list(moving) == [tp]

@@ -80,6 +80,9 @@ class Engine:
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0
         self.time_scale = 1.0
+        # (broker, topic, partition) -> the dir an AlterReplicaLogDirs asked for before the broker held
+        # the replica: Kafka's LogManager creates the replica there (in memory only, as Kafka keeps it)
+        self.preferred_dirs: dict[tuple[int, str, int], str] = {}
         # called with the sandbox time after every tick (replica positions may have advanced)
         self.tick_listeners: list[Callable[[float], None]] = []
 
@@ -173,6 +176,8 @@ class Engine:
             leader = next((r for r in replicas if self._alive(r)), NO_LEADER)
             p = PartitionState(name, i, first_row + i, list(replicas), isr, leader)
             p.lagging = {r: 0.0 for r in replicas if r not in isr}
+            for r in replicas:
+                self._place(p, r)
             topic.partitions.append(p)
             self.rows.append(p)
         count = len(plan)
@@ -247,10 +252,18 @@ class Engine:
             return OK
         for b in adding:
             p.lagging[b] = 0.0
+            self._place(p, b)
         p.replicas = list(target) + removing
         p.adding, p.removing = adding, removing
         self._maybe_complete(p)
         return OK
+
+    def _place(self, p: PartitionState, broker_id: int) -> None:
+        """A replica arrives on a broker: in the dir a log-dir move asked for, if one did."""
+        if self.preferred_dirs:
+            path = self.preferred_dirs.pop((broker_id, p.topic, p.index), None)
+            if path is not None:
+                p.log_dirs[broker_id] = path
 
     def _cancel(self, p: PartitionState) -> Result:
         if not p.reassigning:

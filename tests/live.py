@@ -8,16 +8,20 @@ time. A move of `HOLD_BYTES` under a `HOLD_RATE` throttle stays in flight for mi
 Kafka (each throttled fetch takes at most replica.fetch.max.bytes, 1 MiB, and the next waits until
 the 11 one-second quota windows forget it) and forever on the emulator until time advances.
 
-After each test the real cluster is put back: reassignments cancelled, the test's topics
-deleted, every broker's throttle rates removed, the execution lock's markers cleared, stopped
-brokers started again.
+`live.until(condition)` waits for a condition the way each engine can: the emulator steps its
+manual clock a second at a time, real Kafka (and an emulator on the wall clock, which tests whose
+clients wait for replication ask for with `@pytest.mark.live_wall_clock`) is polled in real time.
+
+After each test the real cluster is put back: reassignments cancelled, the test's topics and
+every client-metrics subscription deleted, every broker's throttle rates removed, the execution
+lock's markers cleared, stopped brokers started again.
 """
 from __future__ import annotations
 
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from kreassign.cluster.model import TopicPartition
@@ -48,6 +52,8 @@ class LiveCluster(Protocol):
 
     def finish_moves(self, timeout_s: float = 120.0) -> None: ...
 
+    def until(self, done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None: ...
+
     def stop_broker(self, broker: int) -> None: ...
 
     def start_broker(self, broker: int) -> None: ...
@@ -68,6 +74,45 @@ def write_records(bootstrap: str, topic: str, partition: int, nbytes: int) -> No
         producer.flush(timeout=120)
     finally:
         producer.close(timeout=10)
+
+
+def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    """Poll `done` in real time until it holds (at most `timeout_s`): a real cluster's state
+    follows a change a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not after {timeout_s:.0f}s"
+        time.sleep(0.2)
+
+
+def write_batches(bootstrap: str, topic: str, partition: int, count: int, value_bytes: int) -> None:
+    """`count` records of `value_bytes` into one partition, each its own batch (acks=1; a batch
+    has no room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, batch_size=batch_bytes(value_bytes),
+                             max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
+    try:
+        for _ in range(count):
+            producer.send(topic, value=b"\x07" * value_bytes, partition=partition)
+        producer.flush(timeout=120)
+    finally:
+        producer.close(timeout=10)
+
+
+def batch_bytes(value_bytes: int) -> int:
+    """The size on disk of a v2 record batch holding one record (no key, no headers, no
+    compression): the 61-byte batch header, the record's length and its fields."""
+    def varint(n: int) -> int:
+        zigzag, size = (n << 1) ^ (n >> 63), 1
+        while zigzag >= 0x80:
+            zigzag >>= 7
+            size += 1
+        return size
+
+    # attributes, timestamp delta 0, offset delta 0, key length -1, value length and value, 0 headers
+    record = 1 + varint(0) + varint(0) + varint(-1) + varint(value_bytes) + value_bytes + varint(0)
+    return 61 + varint(record) + record
 
 
 class _Base:
@@ -111,19 +156,39 @@ class _Base:
         with self.admin() as port:
             return dict(port.list_reassignments())
 
+    def until(self, done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+        wait_until(done, what, timeout_s)
+
 
 class EmulatorLive(_Base):
     """A fresh 5-broker emulator per test, on a manual clock."""
 
     engine = "emulator"
 
-    def __init__(self, sandbox: Any) -> None:
+    def __init__(self, sandbox: Any, *, wall_clock: bool = False) -> None:
         super().__init__()
         self.sandbox = sandbox
         self.bootstrap = sandbox.bootstrap
+        self.wall_clock = wall_clock
+
+    def until(self, done: Callable[[], bool], what: str, timeout_s: float = 120.0, *, step_s: float = 1.0,
+              limit_s: float = 3_600.0) -> None:
+        """Advance sandbox time `step_s` at a time until `done` holds (at most `limit_s`); on the
+        wall clock, poll in real time."""
+        if self.wall_clock:
+            super().until(done, what, timeout_s)
+            return
+        advanced = 0.0
+        while not done():
+            assert advanced < limit_s, f"{what}: not after {limit_s:.0f} sandbox seconds"
+            self.sandbox.advance(step_s)
+            advanced += step_s
 
     def finish_moves(self, timeout_s: float = 120.0, *, step_s: float = 10.0, limit_s: float = 36_000.0) -> None:
         """Advance sandbox time until no reassignment is in flight (at most `limit_s`)."""
+        if self.wall_clock:
+            self.until(lambda: not self.reassigning(), "moves still in flight", timeout_s)
+            return
         advanced = 0.0
         while self.reassigning():
             assert advanced < limit_s, f"moves still in flight after {limit_s:.0f} sandbox seconds"
@@ -171,10 +236,7 @@ class KafkaLive(_Base):
 
     def finish_moves(self, timeout_s: float = 120.0) -> None:
         """Wait (real time) until no reassignment is in flight."""
-        deadline = time.monotonic() + timeout_s
-        while self.reassigning():
-            assert time.monotonic() < deadline, f"moves still in flight after {timeout_s:.0f}s"
-            time.sleep(0.2)
+        self.until(lambda: not self.reassigning(), "moves still in flight", timeout_s)
 
     def advance(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -187,6 +249,7 @@ class KafkaLive(_Base):
 
     def reset(self) -> None:
         """Put the shared cluster back as the next test expects it."""
+        from kreassign.cluster.client_metrics import DELETE_ALL
         from kreassign.execute.lock import LOCK_KEY, STOP_KEY
 
         for b in self.cluster.brokers:
@@ -208,5 +271,7 @@ class KafkaLive(_Base):
                 assert port.incremental_alter_configs(ops).ok
             for name in self.created:
                 port.delete_topic(name)
+            for name in port.list_client_metrics() or ():
+                assert port.alter_client_metrics(name, DELETE_ALL) is None
             port.write_markers({LOCK_KEY: None, STOP_KEY: None})
         self.created.clear()

@@ -1,7 +1,7 @@
 """Log-dir moves (AlterReplicaLogDirs between a broker's dirs, KIP-113) through the Kafka-style
 front door, on both engines (`live`): Kafka's ReassignPartitionsCommandTest testLogDirReassignment
-and testAlterLogDirReassignmentThrottle, a replica added by a reassignment straight into a given
-dir, and the same on every Kafka release of the matrix.
+and testAlterLogDirReassignmentThrottle, --cancel of a log-dir move, a replica added by a
+reassignment straight into a given dir, and a throttled move on every Kafka release of the matrix.
 
 What the real brokers showed (3.9.2 and 4.4.0), and the emulator now does: a move's copy thread
 reads whole batches, at most replica.fetch.max.bytes (1 MiB) a fetch; the first fetch of an idle
@@ -100,13 +100,14 @@ def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable
     assert (verify.code, verify.out) == (0, f"Status of partition reassignment:\nReassignment of partition {topic}-0 "
                                             f"is completed.\nReassignment of replica {topic}-0-1 is still in "
                                             "progress.\n")
+    with live.admin() as port:  # only the broker whose replica moves gets the log-dir throttle
+        assert [log_dir_rate(port, b) for b in live.brokers] == ["1", None, None, None, None]
     report = run_cli(["verify", "--bootstrap-server", live.bootstrap, "--reassignment-json-file", moves,
                       "--exit-status", "--output", "json"])
     assert report.code == 3, report.out + report.err
     assert json.loads(report.out)["log_dirs"] == [{"replica": f"{topic}-0-1", "state": "in-progress", "target": target,
                                                    "current": before.log_dir, "future": target}]
     with live.admin() as port:
-        assert log_dir_rate(port, 1) == "1"
         live.until(lambda: (replica(port, topic, 1).future_size_bytes or 0) > 0, "the first fetch of the move")
         moving = replica(port, topic, 1)
         assert (moving.log_dir, moving.size_bytes, moving.future_dir) == (before.log_dir, size, target)
@@ -155,6 +156,33 @@ def test_e2e_alter_log_dir_reassignment_throttle(live: Any, kafka_style: Callabl
                                f"Clearing topic-level throttles on topic {topic}\n")
     with live.admin() as port:
         assert log_dir_rate(port, 2) is None
+
+
+def test_e2e_cancel_moves_a_replica_back(live: Any, kafka_style: Callable[..., Callable[..., Run]],
+                                         tmp_path: Path) -> None:
+    """--cancel asks for each active log-dir move's current dir, which drops the future replica."""
+    run = kafka_style(live.bootstrap)
+    topic = live.topic(assignment={0: [4, 5, 1]})
+    write_batches(live.bootstrap, topic, 0, BATCHES, VALUE)
+    with live.admin() as port:
+        current = replica(port, topic, 4).log_dir
+        target = other_dir(port, 4, current)
+    moves = plan(tmp_path, topic, [4, 5, 1], [target, "any", "any"])
+    assert run("--reassignment-json-file", moves, "--execute", "--replica-alter-log-dirs-throttle", "1").code == 0
+    cancelled = run("--reassignment-json-file", moves, "--cancel")
+    assert (cancelled.code, cancelled.out) == (0, "None of the specified partition reassignments are active.\n"
+                                                  f"Successfully started moving log directory to {current} for "
+                                                  f"replica {topic}-0 with broker 4 \n"
+                                                  "Clearing broker-level throttles on brokers 1,2,3,4,5\n"
+                                                  f"Clearing topic-level throttles on topic {topic}\n")
+    with live.admin() as port:
+        live.until(lambda: replica(port, topic, 4).future_dir is None, "the future replica dropped")
+        assert replica(port, topic, 4).log_dir == current and log_dir_rate(port, 4) is None
+    verify = run("--reassignment-json-file", moves, "--verify")
+    assert verify.out == (f"Status of partition reassignment:\nReassignment of partition {topic}-0 is completed.\n"
+                          f"Partition {topic}-0 on broker 4 is not being moved from log dir {current} to {target}.\n"
+                          "Clearing broker-level throttles on brokers 1,2,3,4,5\n"
+                          f"Clearing topic-level throttles on topic {topic}\n")
 
 
 def test_e2e_a_replica_added_with_a_log_dir_ends_in_it(live: Any, kafka_style: Callable[..., Callable[..., Run]],

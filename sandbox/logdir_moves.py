@@ -135,7 +135,7 @@ class LogDirMoves:
         if f.copied < size - 1e-6:
             return
         if f.caught_up:
-            p.log_dirs[broker_id] = f.target_dir
+            self.engine.set_log_dir(p, broker_id, f.target_dir)
             del self.moves[(broker_id, f.topic, f.index)]
             self._busy.pop(thread, None)
         else:

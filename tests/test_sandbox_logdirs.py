@@ -32,10 +32,27 @@ def copied(moves: LogDirMoves, index: int) -> float | None:
     return None if f is None else f.copied
 
 
-def dir_of(eng: Engine, index: int) -> str:
-    p = eng.partition("t", index)
+def dir_of(eng: Engine, index: int, topic: str = "t", broker: int = 1) -> str:
+    p = eng.partition(topic, index)
     assert p is not None
-    return p.log_dirs.get(1, DIRS[0])
+    return p.log_dirs.get(broker, DIRS[0])
+
+
+def away(eng: Engine, index: int) -> str:
+    """The dir of broker 1 that t-<index> is not in."""
+    return DIRS[1] if dir_of(eng, index) == DIRS[0] else DIRS[0]
+
+
+def test_new_replicas_go_to_the_dir_holding_the_fewest() -> None:
+    """As Kafka's LogManager places a new log (checked on Kafka 4.4.0): the dir with the fewest
+    replicas, the first such dir on a tie; replicas that leave or move free their dir."""
+    eng, _ = moves_of([0, 0, 0])
+    assert [dir_of(eng, i) for i in range(3)] == [DIRS[0], DIRS[1], DIRS[0]]
+    eng.create_topic("u", assignments={0: [2, 1], 1: [1, 2]})
+    assert [dir_of(eng, i, "u") for i in range(2)] == [DIRS[1], DIRS[0]]
+    eng.delete_topic("t")
+    eng.create_topic("v", assignments={0: [1], 1: [1]})
+    assert [dir_of(eng, i, "v") for i in range(2)] == [DIRS[0], DIRS[1]]  # t freed one of each
 
 
 def test_partitions_share_copy_threads_by_kafkas_fetcher_id() -> None:
@@ -44,7 +61,7 @@ def test_partitions_share_copy_threads_by_kafkas_fetcher_id() -> None:
 
 def test_an_unthrottled_move_fetches_up_to_the_fetch_size_and_swaps_at_the_fetch_after_catching_up() -> None:
     eng, moves = moves_of([10_000])
-    assert moves.start(1, DIRS[1], "t", 0) == codes.NONE
+    assert dir_of(eng, 0) == DIRS[0] and moves.start(1, DIRS[1], "t", 0) == codes.NONE
     moves.advance(0.0)      # the first fetch goes out at once
     assert copied(moves, 0) == 4000.0
     moves.advance(0.025)    # 0.01 s and 0.02 s: the rest; caught up, the swap is asked for
@@ -65,15 +82,15 @@ def test_a_throttled_move_waits_until_the_quota_windows_forget_each_fetch() -> N
 
 
 def test_a_thread_copies_one_replica_at_a_time_and_a_brokers_threads_share_its_quota() -> None:
-    _, moves = moves_of([10_000, 10_000, 10_000])
+    eng, moves = moves_of([10_000, 10_000, 10_000])
     for index in (2, 1, 0):
-        moves.start(1, DIRS[1], "t", index)
+        moves.start(1, away(eng, index), "t", index)
     moves.advance(0.025)    # thread 0 takes t-0 before t-2; thread 1 copies t-1 meanwhile
     assert (copied(moves, 0), copied(moves, 1), copied(moves, 2)) == (10_000.0, 10_000.0, 0.0)
 
-    _, moves = moves_of([10_000, 10_000], rate=5000)
-    moves.start(1, DIRS[1], "t", 0)
-    moves.start(1, DIRS[1], "t", 1)
+    eng, moves = moves_of([10_000, 10_000], rate=5000)
+    moves.start(1, away(eng, 0), "t", 0)
+    moves.start(1, away(eng, 1), "t", 1)
     moves.advance(0.0)      # both fetch at once: 8000 B in the broker's first window
     assert (copied(moves, 0), copied(moves, 1)) == (4000.0, 4000.0)
     moves.advance(2.5)      # 8000 B over 2.01 s is under 5000 B/s again: thread 0 fetches, thread 1 then may not
@@ -82,7 +99,7 @@ def test_a_thread_copies_one_replica_at_a_time_and_a_brokers_threads_share_its_q
 
 def test_moves_refused_moved_back_or_asked_before_the_replica_arrives() -> None:
     eng, moves = moves_of([10_000])
-    eng.create_topic("u", assignments={0: [2]})
+    eng.create_topic("u", assignments={0: [2]})  # in broker 2's second dir: its first holds t-0
     assert moves.start(1, "/nowhere", "t", 0) == codes.LOG_DIR_NOT_FOUND
     assert moves.start(1, DIRS[1], "ghost", 0) == codes.REPLICA_NOT_AVAILABLE
     assert moves.start(1, DIRS[1], "t", 0) == codes.NONE
@@ -92,7 +109,7 @@ def test_moves_refused_moved_back_or_asked_before_the_replica_arrives() -> None:
     assert moves.start(1, DIRS[1], "u", 0) == codes.REPLICA_NOT_AVAILABLE
     assert eng.alter_reassignment("u", 0, [2, 1]) == (codes.NONE, None)
     p = eng.partition("u", 0)
-    assert p is not None and p.log_dirs == {1: DIRS[1]} and moves.moves == {}
+    assert p is not None and p.log_dirs == {2: DIRS[1], 1: DIRS[1]} and moves.moves == {}
 
 
 def test_a_move_is_saved_and_resumed() -> None:

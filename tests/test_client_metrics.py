@@ -68,8 +68,8 @@ def test_set_list_delete(live: Any) -> None:
 
 # (configs set, then: the broker's (code, name, message) or None, and what a describe then shows)
 KIP_714_CHECKS: list[tuple[dict[str, str], tuple[int, str, str] | None, dict[str, str]]] = [
-    ({"interval.ms": "50"}, (42, "INVALID_REQUEST",
-                             "Invalid value 50 for interval.ms, interval must be between 100 and 3600000 (1 hour)"), {}),
+    ({"interval.ms": "50"}, (42, "INVALID_REQUEST", "Invalid value 50 for interval.ms, interval must be between 100 "
+                                                    "and 3600000 (1 hour)"), {}),
     ({"interval.ms": "abc"}, (40, "INVALID_CONFIG", "Invalid value abc for configuration interval.ms: Not a number of "
                                                     "type INT"), {}),
     ({"foo": "1"}, (42, "INVALID_REQUEST", "Unknown client metrics configuration: foo"), {}),

@@ -71,6 +71,22 @@ def test_canary_measures_every_broker_reports_impact_and_leaves_nothing_behind(l
     assert text.stderr == "" and leftovers(live) == before
 
 
+def test_canary_reads_its_records_back_without_list_offsets(sandbox_factory: Any) -> None:
+    """Emulator only (fault injection): every ListOffsets fails, as it can for a moment on a real
+    cluster whose brokers do not know the canary topic yet. The consumer starts after each
+    partition's warm-up record, which the producer's answer placed, so no measured record is
+    skipped by an offset reset that resolves after it was written."""
+    from kreassign.sandbox.clock import ScaledClock
+
+    sb = sandbox_factory(brokers=3, racks=0, topics=(), clock=ScaledClock(1.0))
+    sb.inject_error("ListOffsets", 6, per_item=True)  # NOT_LEADER_OR_FOLLOWER
+    ran = invoke(None, "canary", "--bootstrap-server", sb.bootstrap, "--rounds", "2", "--interval", "0", "-o", "json")
+    assert ran.exit_code == 0, ran.output
+    brokers = json.loads(ran.stdout)["brokers"]
+    assert [(b["broker"], b["requests"], b["end_to_end_p99_ms"] is not None) for b in brokers] == [
+        (1, 2, True), (2, 2, True), (3, 2, True)]
+
+
 def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -> None:
     """A canary whose produce latency grows with the move's copy rate (deterministic stand-in):
     the baseline is taken before the first poll, each poll reports p99 and the rise over it."""

@@ -53,7 +53,10 @@ def _emit(data: dict[str, Any]) -> None:
 @click.option("--leader-rate", type=THROTTLE, help="Leader-side rate (overrides --throttle for leaders).")
 @click.option("--follower-rate", type=THROTTLE, help="Follower-side rate (overrides --throttle for followers).")
 @click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=THROTTLE,
-              help="Rate of moves between log dirs of one broker.")
+              help="Rate of moves between log dirs of one broker (replica.alter.log.dirs.io.max.bytes."
+                   "per.second on the brokers whose replicas move). Brokers copy up to 1 MiB a fetch and "
+                   "let a fetch through while their rate over the last 11 s is under it: below about "
+                   "95kB/s a move goes no slower.")
 @click.option("--additional", is_flag=True, help="Run alongside reassignments already in progress "
               "(also the way to change the throttle of a running plan).")
 @click.option("--max-moves-per-broker", type=COUNT, default=None,

@@ -474,11 +474,21 @@ class KafkaAdmin:
         know the API (an old broker, or a sandbox without it)."""
         from kafka.admin import OffsetSpec
 
-        wanted = {KafkaTopicPartition(p.topic, p.partition): OffsetSpec.LATEST for p in sorted(set(partitions))}
+        return self._list_offsets(partitions, OffsetSpec.LATEST, "list log end offsets")
+
+    def log_start_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """ListOffsets (earliest) from each partition's leader; None as for `log_end_offsets`."""
+        from kafka.admin import OffsetSpec
+
+        return self._list_offsets(partitions, OffsetSpec.EARLIEST, "list log start offsets")
+
+    def _list_offsets(self, partitions: Iterable[TopicPartition], spec: Any, what: str,
+                      ) -> dict[TopicPartition, int] | None:
+        wanted = {KafkaTopicPartition(p.topic, p.partition): spec for p in sorted(set(partitions))}
         if not wanted:
             return {}
         try:
-            raw = self._call("list log end offsets", lambda: self._client.list_partition_offsets(
+            raw = self._call(what, lambda: self._client.list_partition_offsets(
                 wanted, timeout_ms=self._request_timeout_ms()))
         except ClusterError as exc:
             if isinstance(exc.__cause__, (Errors.UnsupportedVersionError, Errors.IncompatibleBrokerVersion)):

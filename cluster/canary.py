@@ -61,18 +61,17 @@ class CanaryProbe:
                                           fetch_max_wait_ms=10, **common)
         except (KafkaError, ValueError, OSError) as exc:
             raise ClusterError(f"Could not start the canary clients: {exc}") from exc
-        parts = [KafkaTopicPartition(topic, p) for p in sorted(leaders)]
-        self.consumer.assign(parts)
-        self.consumer.seek_to_end(*parts)
-        for p in parts:
-            self.consumer.position(p)
+        self.consumer.assign([KafkaTopicPartition(topic, p) for p in sorted(leaders)])
         for p in sorted(leaders):  # connections and metadata first: not what clients see in steady state
             try:
-                self.producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
+                warm = self.producer.send(topic, _HEADER.pack(clock()), partition=p).get(timeout=timeout_s)
             except KafkaError as exc:
                 self.close()
                 raise ClusterError(f"The canary could not write to {topic}-{p}: {exc}. Check that the brokers "
                                    "are reachable from here with an ordinary client (--command-config).") from exc
+            # read from just after the warm-up record: an offset reset (ListOffsets) could fail while
+            # brokers learn of a new topic, and resolve only after the first measured record was written
+            self.consumer.seek(KafkaTopicPartition(topic, p), warm.offset + 1)
         self.consumer.poll(timeout_ms=0)
 
     def measure(self, rounds: int = 1, *, interval_s: float = 0.0,

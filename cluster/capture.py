@@ -141,18 +141,20 @@ def leader_sizes(partitions: Sequence[PartitionInfo], report: LogDirReport) -> d
 
 def take_reading(port: ClusterPort, partitions: Sequence[PartitionInfo], clock: Callable[[], float], *,
                  with_offsets: bool = True) -> tuple[Reading, LogDirReport, str | None]:
-    """Read offsets (when asked and supported) and sizes now, stamped with the middle of the
+    """Read offsets (end and start, when asked and supported) and sizes now, stamped with the middle of the
     reads on `clock`; the note says what was missing."""
     tps = [p.tp for p in partitions]
     before = clock()
     offsets: dict[TopicPartition, int] | None = None
+    starts: dict[TopicPartition, int] | None = None
     note = None
     if with_offsets:
         try:
             offsets = port.log_end_offsets(tps)
+            starts = port.log_start_offsets(tps) if offsets is not None else None
         except ClusterError as exc:
-            note = f"ListOffsets failed ({exc}): write rates come from log sizes alone"
+            offsets, note = None, f"ListOffsets failed ({exc}): write rates come from log sizes alone"
         if offsets is None and note is None:
             note = OFFSETS_MISSING
     report = port.log_dir_sizes(partitions=tps)
-    return Reading((before + clock()) / 2, leader_sizes(partitions, report), offsets), report, note
+    return Reading((before + clock()) / 2, leader_sizes(partitions, report), offsets, starts), report, note

@@ -180,8 +180,13 @@ class ClusterPort(Protocol):
         ...
 
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
-        """Log end offsets (ListOffsets, latest) from the partitions' leaders; None when the
-        cluster does not support ListOffsets."""
+        """Log end offsets (ListOffsets, latest: a client is told the high watermark) from the
+        partitions' leaders; None when the cluster does not support ListOffsets."""
+        ...
+
+    def log_start_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """Log start offsets (ListOffsets, earliest: where retention has cut each log) from the
+        partitions' leaders; None when the cluster does not support ListOffsets."""
         ...
 
     def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,

@@ -1,10 +1,12 @@
 """Measured write rates: two readings of the partitions' logs a known time apart.
 
-Each reading takes the log end offset of every partition (ListOffsets at its leader) and the
-size of its leader replica (DescribeLogDirs). Bytes per second come from the size growth; a
-size that shrank between the readings (retention deleted a segment) is rebuilt from the
-offsets' growth times the partition's bytes per record. A cluster without ListOffsets is read
-from sizes alone, with a one-line note. The window is in cluster seconds: the caller's clock
+Each reading takes the log start and end offsets of every partition (ListOffsets at its leader;
+the end a client is told is the high watermark) and the size of its leader replica
+(DescribeLogDirs: the batches as stored, headers and record framing included, not the index
+files). Bytes per second come from the size growth; a size that shrank between the readings
+(retention deleted a segment) is rebuilt from the offsets' growth times the bytes per record of
+what the log still holds (its size over its end minus its start offset). A cluster without
+ListOffsets is read from sizes alone, with a one-line note. The window is in cluster seconds: the caller's clock
 and sleeper follow the cluster's time scale, so an accelerated sandbox measures what Kafka would.
 """
 from __future__ import annotations
@@ -21,11 +23,13 @@ OFFSETS_MISSING = "ListOffsets is not available on this cluster: write rates com
 
 @dataclass(frozen=True)
 class Reading:
-    """One look at the logs: when (cluster seconds), leader sizes and log end offsets."""
+    """One look at the logs: when (cluster seconds), leader sizes, log end and start offsets."""
 
     at: float
     sizes: Mapping[TopicPartition, int]
     offsets: Mapping[TopicPartition, int] | None
+    starts: Mapping[TopicPartition, int] | None = None
+    """log start offsets (0 where unknown: nothing deleted)"""
 
 
 def rates_between(first: Reading, second: Reading) -> dict[TopicPartition, float]:
@@ -44,8 +48,8 @@ def rates_between(first: Reading, second: Reading) -> dict[TopicPartition, float
         grown = size - before
         if grown < 0 and first.offsets is not None and second.offsets is not None:
             records = second.offsets.get(tp, 0) - first.offsets.get(tp, 0)
-            end = second.offsets.get(tp, 0)
-            grown = records * size / end if records > 0 and end > 0 else 0
+            held = second.offsets.get(tp, 0) - (second.starts or {}).get(tp, 0)
+            grown = records * size / held if records > 0 and held > 0 else 0
         out[tp] = max(float(grown), 0.0) / window
     return out
 

@@ -1,9 +1,11 @@
 """KIP-714 client-metrics subscriptions (config resource type CLIENT_METRICS): named resources
 with `metrics` (name prefixes), `interval.ms` and `match`, validated as Kafka's
-ClientMetricsConfigs does, for DescribeConfigs, IncrementalAlterConfigs and ListConfigResources.
-Only the configs: the sandbox does not serve the telemetry APIs (71, 72)."""
+ClientMetricsConfigs of Kafka 4.4 does (codes, messages and the stored form of each value, as a 4.4.0
+broker answers them), for DescribeConfigs, IncrementalAlterConfigs and ListConfigResources.
+Only the configs: `telemetry.py` serves the subscriptions to clients."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +35,7 @@ class ClientMetricsStore:
         return [ConfigEntry(k, own.get(k, DEFAULTS[k]), False,
                             ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG if k in own else ConfigSource.DEFAULT_CONFIG,
                             TYPES[k])
-                for k in (METRICS, INTERVAL, MATCH) if keys is None or k in keys]
+                for k in sorted(DEFAULTS) if keys is None or k in keys]
 
     def alter(self, name: str, ops: Iterable[tuple[str, int, str | None]], validate_only: bool) -> Result:
         if not name:
@@ -41,37 +43,65 @@ class ClientMetricsStore:
         current = dict(self.subscriptions.get(name, {}))
         for key, op, value in ops:
             if key not in DEFAULTS:
-                return codes.INVALID_CONFIG, f"Unknown client metrics configuration: {key}"
+                return codes.INVALID_REQUEST, f"Unknown client metrics configuration: {key}"
             if op == AlterOp.SET and value is not None:
                 current[key] = value
             elif op == AlterOp.DELETE:
                 current.pop(key, None)
             else:
                 return codes.INVALID_REQUEST, f"Unsupported operation {op} for {key}"
-        problem = _check(current)
+        stored = {}
+        for key in sorted(current):
+            value, problem = _parse(key, current[key])
+            if problem:
+                return problem
+            stored[key] = value
+        problem = _check(stored)
         if problem:
-            return codes.INVALID_CONFIG, problem
+            return problem
         if not validate_only:
-            if current:
-                self.subscriptions[name] = current
+            if stored:
+                self.subscriptions[name] = stored
             else:
                 self.subscriptions.pop(name, None)
         return codes.NONE, None
 
 
-def _check(configs: dict[str, str]) -> str | None:
-    if INTERVAL in configs:
+def _parse(key: str, value: str) -> tuple[str, Result | None]:
+    """A value as Kafka 4.x stores it (ConfigDef's parse): an int trimmed, a list's items trimmed
+    with duplicates dropped; an empty list item is refused."""
+    if TYPES[key] == ConfigType.INT:
         try:
-            interval = int(configs[INTERVAL])
+            return str(int(value.strip())), None
         except ValueError:
-            return f"Invalid value {configs[INTERVAL]} for configuration {INTERVAL}: Not a number of type INT"
+            return value, (codes.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
+                                                 "Not a number of type INT")
+    if not value.strip():
+        return "", None
+    items = [item.strip() for item in value.split(",")]
+    if not all(items):
+        return value, (codes.INVALID_CONFIG, f"Configuration '{key}' values must not be empty.")
+    return ",".join(dict.fromkeys(items)), None
+
+
+def _check(configs: dict[str, str]) -> Result | None:
+    """ClientMetricsConfigs.validate of Kafka 4.4: the interval's range, then every match pattern
+    (KEY=REGEX with a known key)."""
+    if INTERVAL in configs:
+        interval = int(configs[INTERVAL])
         if not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
-            return (f"Invalid value {interval} for interval.ms, interval must be between "
-                    f"{MIN_INTERVAL_MS} and {MAX_INTERVAL_MS}")
-    for pattern in filter(None, (p.strip() for p in configs.get(MATCH, "").split(","))):
-        key, sep, value = pattern.partition("=")
-        if not sep or not value:
-            return f"Illegal client matching pattern: {pattern}"
-        if key.strip() not in MATCH_KEYS:
-            return f"Invalid match key: {key.strip()}"
+            return codes.INVALID_REQUEST, (f"Invalid value {interval} for interval.ms, interval must be between "
+                                           f"{MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} (1 hour)")
+    for pattern in filter(None, configs.get(MATCH, "").split(",")):
+        parts = pattern.split("=")
+        while parts and not parts[-1]:
+            parts.pop()  # Java's String.split drops trailing empty strings
+        legal = len(parts) == 2 and parts[0].strip() in MATCH_KEYS
+        if legal:
+            try:
+                re.compile(parts[1].strip())
+            except re.error:
+                legal = False
+        if not legal:
+            return codes.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}"
     return None

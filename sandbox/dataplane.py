@@ -44,7 +44,7 @@ class DataPlane:
         self.segment_bytes = segment_bytes
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
-        self.log_dir_moves = LogDirMoves(engine)
+        self.log_dir_moves = LogDirMoves(engine, cut=self._batch_cut)
         self.follower_busy: dict[int, float] = {}  # sandbox time each follower's inbound pipe frees up
         self.root.mkdir(parents=True, exist_ok=True)
         saved = self._read_checkpoint()
@@ -92,6 +92,11 @@ class DataPlane:
         """The partition's log if clients ever wrote or read it (no files are created)."""
         return self.log(p) if (p.topic, p.index) in self.logs else None
 
+    def _batch_cut(self, p: PartitionState, start: float, limit: float) -> float:
+        """Where a log-dir copy's read of whole batches stops (bytes alone where clients never wrote)."""
+        log = self.existing(p)
+        return limit if log is None else log.batch_cut(start, limit)
+
     def delete_topic(self, topic: str, indexes: list[int]) -> None:
         """The topic was deleted: close its logs and remove their files, high watermarks and
         log-dir moves, so a topic created again under the name starts empty (Kafka renames the
@@ -105,7 +110,7 @@ class DataPlane:
         self.checkpoint()  # no saved high watermark may outlive its log
 
     def tick(self, now: float) -> None:
-        """Sandbox time moved: log-dir moves copy their share."""
+        """Sandbox time moved: the log-dir copy threads make their fetches."""
         self.log_dir_moves.advance(now)
 
     # ---- offsets of replicas ---------------------------------------------------------------------

@@ -83,6 +83,10 @@ class Engine:
         self.replication = Replication(list(self.brokers), network_bps=network_bps, fetch=self.fetch)
         self.completed_moves = 0
         self.time_scale = 1.0
+        # (broker, topic, partition) -> the dir an AlterReplicaLogDirs asked for before the broker held
+        # the replica: Kafka's LogManager creates the replica there (in memory only, as Kafka keeps it)
+        self.preferred_dirs: dict[tuple[int, str, int], str] = {}
+        self._dir_loads: dict[int, dict[str, int]] = {}  # replicas per log dir, per broker (built on first use)
         # called with the sandbox time after every tick (replica positions may have advanced)
         self.tick_listeners: list[Callable[[float], None]] = []
 
@@ -176,6 +180,8 @@ class Engine:
             leader = next((r for r in replicas if self._alive(r)), NO_LEADER)
             p = PartitionState(name, i, first_row + i, list(replicas), isr, leader)
             p.lagging = {r: 0.0 for r in replicas if r not in isr}
+            for r in replicas:
+                self._place(p, r)
             topic.partitions.append(p)
             self.rows.append(p)
         count = len(plan)
@@ -195,6 +201,9 @@ class Engine:
         """
         topic = self.topics[name]
         self._dirty()  # the flow table indexes rows: write its sizes back before they move
+        for p in topic.partitions:
+            for b in p.replicas:
+                self._unplace(p, b)
         del self.topics[name]
         gone = {p.row for p in topic.partitions}
         kept = [p for p in self.rows if p.row not in gone]
@@ -250,10 +259,49 @@ class Engine:
             return OK
         for b in adding:
             p.lagging[b] = 0.0
+            self._place(p, b)
         p.replicas = list(target) + removing
         p.adding, p.removing = adding, removing
         self._maybe_complete(p)
         return OK
+
+    def _place(self, p: PartitionState, broker_id: int) -> None:
+        """A replica arrives on a broker (not yet among `p.replicas`): in the dir a log-dir move
+        asked for, else in the dir holding the fewest replicas, the first such dir on a tie (as
+        Kafka's LogManager places a new log)."""
+        dirs = self.brokers[broker_id].log_dirs
+        if len(dirs) == 1:
+            return
+        path = self.preferred_dirs.pop((broker_id, p.topic, p.index), None) if self.preferred_dirs else None
+        load = self._dir_load(broker_id)
+        path = path if path is not None else min(dirs, key=lambda d: load[d])
+        load[path] += 1
+        p.log_dirs[broker_id] = path
+
+    def _unplace(self, p: PartitionState, broker_id: int) -> None:
+        """A replica leaves its broker."""
+        load = self._dir_loads.get(broker_id)
+        if load is not None:
+            load[p.log_dirs.get(broker_id, self.brokers[broker_id].log_dirs[0])] -= 1
+        p.log_dirs.pop(broker_id, None)
+
+    def set_log_dir(self, p: PartitionState, broker_id: int, path: str) -> None:
+        """A log-dir move swapped the replica into `path`."""
+        load = self._dir_loads.get(broker_id)
+        if load is not None:
+            load[p.log_dirs.get(broker_id, self.brokers[broker_id].log_dirs[0])] -= 1
+            load[path] += 1
+        p.log_dirs[broker_id] = path
+
+    def _dir_load(self, broker_id: int) -> dict[str, int]:
+        load = self._dir_loads.get(broker_id)
+        if load is None:
+            dirs = self.brokers[broker_id].log_dirs
+            load = self._dir_loads[broker_id] = dict.fromkeys(dirs, 0)
+            for q in self.rows:
+                if broker_id in q.replicas:
+                    load[q.log_dirs.get(broker_id, dirs[0])] += 1
+        return load
 
     def _cancel(self, p: PartitionState) -> Result:
         if not p.reassigning:
@@ -272,7 +320,7 @@ class Engine:
         p.replicas, p.isr = replicas, isr
         for b in adding:
             p.lagging.pop(b, None)
-            p.log_dirs.pop(b, None)
+            self._unplace(p, b)
         p.adding, p.removing = [], []
         self._elect_if_needed(p, order=replicas)
         p.partition_epoch += 1
@@ -308,7 +356,7 @@ class Engine:
         p.replicas, p.isr = target, new_isr
         for b in removing:
             p.lagging.pop(b, None)
-            p.log_dirs.pop(b, None)
+            self._unplace(p, b)
         p.adding, p.removing = [], []
         old_leader = p.leader
         self._elect_if_needed(p, order=target)

@@ -142,6 +142,19 @@ class PartitionLog:
         k = bisect.bisect_right(self.cols["byte_end"], nbytes + 1e-6)
         return int(self.cols["last"][k - 1]) + 1 if k else 0
 
+    def batch_cut(self, start: float, limit: float) -> float:
+        """Where a read of whole batches from byte `start` of the stream, taking up to byte
+        `limit`, stops: never inside a batch, but past the first batch if that one alone is
+        larger (a log read returns at least one batch)."""
+        ends, sizes = self.cols["byte_end"], self.cols["size"]
+        k = bisect.bisect_right(ends, limit + 1e-6)
+        if k == len(ends):
+            return limit
+        first = float(ends[k]) - float(sizes[k])
+        if first >= limit - 1e-6:
+            return limit
+        return first if first > start + 1e-6 else float(ends[k])
+
     def offset_in_sync_by(self, when: float) -> int:
         """The log end offset the in-sync followers hold at sandbox time `when`."""
         k = bisect.bisect_right(self.cols["in_sync_at"], when)

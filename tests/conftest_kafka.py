@@ -6,7 +6,8 @@
 * `kafka_matrix`: one such cluster per release of the matrix, for the compatibility tests.
 * `live`: the backend of the live tests, parametrized over the emulator and real Kafka
   (`tests/live.py`). $KREASSIGN_LIVE_ENGINES=emulator limits it to the emulator (a quick run on a
-  machine without Java); `make test` runs both.
+  machine without Java); `make test` runs both. A test marked `live_wall_clock` gets an emulator
+  on the wall clock (for clients that wait on replication, such as acks=all producers).
 
 The jars must be there: a missing Java, Maven or jar fails these tests with the reason, it does
 not skip them. At the end of the session the count of live tests per engine is printed.
@@ -46,10 +47,9 @@ class KafkaPool:
 
             cluster = None
             try:
-                # 384 MB heaps: the tests move megabytes, and several suites may run on one machine
-                # (which also makes a start take minutes now and then)
+                # 384 MB heaps and a generous start: several suites may run on one loaded machine
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m", start_timeout_s=300.0)
+                                       topics=(), heap="384m", start_timeout_s=600.0)
                 cluster.start()
                 with cluster.admin() as port:
                     # The first FindCoordinator creates __consumer_offsets; its coordinator then
@@ -89,7 +89,11 @@ def kafka_matrix(request: pytest.FixtureRequest, kafka_pool: KafkaPool) -> Any:
 def live(request: pytest.FixtureRequest, sandbox_factory: Callable[..., Any]) -> Iterator[Any]:
     _RAN[request.param] += 1
     if request.param == "emulator":
-        yield EmulatorLive(sandbox_factory(brokers=BROKERS, racks=RACKS, topics=(), log_dirs=LOG_DIRS))
+        from kreassign.sandbox.clock import ManualClock, ScaledClock
+
+        wall = request.node.get_closest_marker("live_wall_clock") is not None
+        yield EmulatorLive(sandbox_factory(brokers=BROKERS, racks=RACKS, topics=(), log_dirs=LOG_DIRS,
+                                           clock=ScaledClock(1.0) if wall else ManualClock()), wall_clock=wall)
         return
     backend = KafkaLive(request.getfixturevalue("kafka_cluster"))
     try:

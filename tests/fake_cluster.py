@@ -239,6 +239,9 @@ class FakeCluster:
         """Like a cluster without ListOffsets: write rates then come from log sizes alone."""
         return None
 
+    def log_start_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
+        return None
+
     def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
                       partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
         self._enter("log_dir_sizes")

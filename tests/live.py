@@ -16,6 +16,8 @@ Waiting: `live.wait_until(condition)` polls a condition, moving sandbox time on 
 sleeping on real Kafka (the only sleeps the suite allows: waiting for a condition on real
 Kafka); `live.runtime()` is the clock and sleeper for an in-process CLI run (`cli.runtime.Runtime`):
 sandbox time on the emulator, real time on Kafka.
+A test marked `live_wall_clock` gets an emulator on the wall clock (for clients that wait on
+replication, such as acks=all producers): its time passes on its own, as real Kafka's does.
 """
 from __future__ import annotations
 
@@ -105,8 +107,8 @@ def write_records(bootstrap: str, topic: str, partition: int, nbytes: int) -> No
     from kafka import KafkaProducer
 
     payload = bytes(range(256)) * (CHUNK // 256)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=60_000, delivery_timeout_ms=300_000, batch_size=1024 * 1024,
-                             max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=60_000, delivery_timeout_ms=300_000,
+                             batch_size=1024 * 1024, max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
     try:
         stamp = int(time.time() * 1000)
         for n, offset in enumerate(range(0, nbytes, CHUNK), start=1):
@@ -239,6 +241,45 @@ def events(proc: subprocess.Popen[str]) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    """Poll `done` in real time until it holds (at most `timeout_s`): a real cluster's state
+    follows a change a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not after {timeout_s:.0f}s"
+        time.sleep(0.2)
+
+
+def write_batches(bootstrap: str, topic: str, partition: int, count: int, value_bytes: int) -> None:
+    """`count` records of `value_bytes` into one partition, each its own batch (acks=1; a batch
+    has no room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, batch_size=batch_bytes(value_bytes),
+                             max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
+    try:
+        for _ in range(count):
+            producer.send(topic, value=b"\x07" * value_bytes, partition=partition)
+        producer.flush(timeout=120)
+    finally:
+        producer.close(timeout=10)
+
+
+def batch_bytes(value_bytes: int) -> int:
+    """The size on disk of a v2 record batch holding one record (no key, no headers, no
+    compression): the 61-byte batch header, the record's length and its fields."""
+    def varint(n: int) -> int:
+        zigzag, size = (n << 1) ^ (n >> 63), 1
+        while zigzag >= 0x80:
+            zigzag >>= 7
+            size += 1
+        return size
+
+    # attributes, timestamp delta 0, offset delta 0, key length -1, value length and value, 0 headers
+    record = 1 + varint(0) + varint(0) + varint(-1) + varint(value_bytes) + value_bytes + varint(0)
+    return 61 + varint(record) + record
+
+
 class _Base:
     engine = ""
     bootstrap = ""
@@ -329,10 +370,11 @@ class EmulatorLive(_Base):
     wait_step_s = 10.0
     wait_limit_s = 36_000.0
 
-    def __init__(self, sandbox: Any) -> None:
+    def __init__(self, sandbox: Any, *, wall_clock: bool = False) -> None:
         super().__init__()
         self.sandbox = sandbox
         self.bootstrap = sandbox.bootstrap
+        self.wall_clock = wall_clock
 
     @property
     def ports(self) -> dict[int, int]:
@@ -344,7 +386,10 @@ class EmulatorLive(_Base):
             return str(engine.cluster_id)
 
     def _pass(self, seconds: float) -> None:
-        self.sandbox.advance(seconds)
+        if self.wall_clock:
+            time.sleep(min(seconds, 0.2))  # its clock runs on its own: poll as on real Kafka
+        else:
+            self.sandbox.advance(seconds)
 
     def advance(self, seconds: float) -> None:
         self.sandbox.advance(seconds)
@@ -434,6 +479,7 @@ class KafkaLive(_Base):
 
     def reset(self) -> None:
         """Put the shared cluster back as the next test expects it."""
+        from kreassign.cluster.client_metrics import DELETE_ALL
         from kreassign.execute.lock import LOCK_KEY, STOP_KEY
 
         for b in self.cluster.brokers:
@@ -456,6 +502,8 @@ class KafkaLive(_Base):
                 assert port.incremental_alter_configs(ops).ok
             for name in self.created:
                 port.delete_topic(name)
+            for name in port.list_client_metrics() or ():
+                assert port.alter_client_metrics(name, DELETE_ALL) is None
             port.write_markers({LOCK_KEY: None, STOP_KEY: None})
         set_cluster_defaults(self, dict.fromkeys(THROTTLE_KEYS))
         self.created.clear()

@@ -1,150 +1,139 @@
-"""Log-dir moves paced by `replica.alter.log.dirs.io.max.bytes.per.second` (KIP-113), and Kafka's
-ReassignPartitionsIntegrationTest.testLogDirReassignment sequence run with the real CLI and clients."""
+"""The emulator's log-dir moves (KIP-113), fetch by fetch as Kafka's ReplicaAlterLogDirsThread
+makes them, on a manual clock: these check the pacing at exact sandbox times, which only the
+emulator can step. `test_logdir_moves_e2e.py` runs the moves on both engines through the CLI."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
 import pytest
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from kreassign.sandbox import codes
-from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.configs import ALTER_LOG_DIRS_RATE
 from kreassign.sandbox.engine import Engine
+from kreassign.sandbox.fetch import FetchConfig, fetcher_id
 from kreassign.sandbox.logdir_moves import LogDirMoves
-from kreassign.sandbox.topics import TopicSpec
 
 DIRS = ("/var/lib/kafka/data-0", "/var/lib/kafka/data-1")
+FETCH = 4000  # replica.fetch.max.bytes of these engines: a move of 10 kB takes three fetches
 
 
-def two_dirs_engine() -> Engine:
-    eng = Engine({1: None, 2: None}, seed=1, log_dirs_per_broker=2)
-    eng.create_topic("t", assignments={0: [1, 2], 1: [1, 2]}, sizes=[10_000, 30_000])
-    return eng
-
-
-def dirs_of(eng: Engine, broker: int) -> dict[str, list[tuple[str, int, int]]]:
-    return {d: [(r.topic, r.partition, r.size) for r in rs] for d, rs in eng.describe_log_dirs(broker, None).items()}
-
-
-def test_a_move_copies_at_the_configured_rate_and_stays_active_until_done() -> None:
-    eng = two_dirs_engine()
+def moves_of(sizes: list[int], *, rate: int | None = None) -> tuple[Engine, LogDirMoves]:
+    """Brokers 1 and 2 with two log dirs (two copy threads each) and topic t (replicas 1, 2)."""
+    eng = Engine({1: None, 2: None}, seed=1, log_dirs_per_broker=2, fetch=FetchConfig(partition_max_bytes=FETCH))
+    eng.create_topic("t", assignments={i: [1, 2] for i in range(len(sizes))}, sizes=sizes)
+    if rate is not None:
+        assert eng.configs.alter_broker(1, {}, [(ALTER_LOG_DIRS_RATE, str(rate))], validate_only=False) == (
+            codes.NONE, None)
     moves = LogDirMoves(eng)
     moves.advance(0.0)
-    eng.configs.alter_broker(1, {}, [(ALTER_LOG_DIRS_RATE, "1000")], validate_only=False)
-    assert moves.start(1, DIRS[1], "t", 0) == codes.NONE
-    assert moves.start(1, DIRS[1], "t", 1) == codes.NONE
-    moves.advance(10.0)   # 10 kB shared by two moves
-    f0, f1 = moves.future(1, "t", 0), moves.future(1, "t", 1)
-    assert f0 is not None and f1 is not None and (f0.copied, f1.copied) == (5000.0, 5000.0)
-    assert dirs_of(eng, 1)[DIRS[0]] == [("t", 0, 10_000), ("t", 1, 30_000)]  # still in the old dir
-    moves.advance(20.0)   # t-0 needs 5 kB of its 5 kB share and completes; t-1 gets 5 kB more
-    assert moves.future(1, "t", 0) is None
-    assert dirs_of(eng, 1) == {DIRS[0]: [("t", 1, 30_000)], DIRS[1]: [("t", 0, 10_000)]}
-    f1 = moves.future(1, "t", 1)
-    assert f1 is not None and f1.copied == 10_000.0
-    moves.advance(30.0)   # alone now, it gets the whole 10 kB
-    assert f1.copied == 20_000.0
-    assert eng.configs.alter_broker(1, {}, [], validate_only=False) == (codes.NONE, None)  # legacy: replaces all
-    moves.advance(30.1)   # unthrottled: done at the next step
-    assert moves.moves == {}
-    assert dirs_of(eng, 1)[DIRS[1]] == [("t", 0, 10_000), ("t", 1, 30_000)]
+    return eng, moves
 
 
-def test_log_dir_move_errors_and_moving_back() -> None:
-    eng = two_dirs_engine()
-    eng.create_topic("u", assignments={0: [2]})
-    moves = LogDirMoves(eng)
+def copied(moves: LogDirMoves, index: int) -> float | None:
+    f = moves.future(1, "t", index)
+    return None if f is None else f.copied
+
+
+def dir_of(eng: Engine, index: int, topic: str = "t", broker: int = 1) -> str:
+    p = eng.partition(topic, index)
+    assert p is not None
+    return p.log_dirs.get(broker, DIRS[0])
+
+
+def away(eng: Engine, index: int) -> str:
+    """The dir of broker 1 that t-<index> is not in."""
+    return DIRS[1] if dir_of(eng, index) == DIRS[0] else DIRS[0]
+
+
+def test_new_replicas_go_to_the_dir_holding_the_fewest() -> None:
+    """As Kafka's LogManager places a new log (checked on Kafka 4.4.0): the dir with the fewest
+    replicas, the first such dir on a tie; replicas that leave or move free their dir."""
+    eng, _ = moves_of([0, 0, 0])
+    assert [dir_of(eng, i) for i in range(3)] == [DIRS[0], DIRS[1], DIRS[0]]
+    eng.create_topic("u", assignments={0: [2, 1], 1: [1, 2]})
+    assert [dir_of(eng, i, "u") for i in range(2)] == [DIRS[1], DIRS[0]]
+    eng.delete_topic("t")
+    eng.create_topic("v", assignments={0: [1], 1: [1]})
+    assert [dir_of(eng, i, "v") for i in range(2)] == [DIRS[0], DIRS[1]]  # t freed one of each
+
+
+def test_partitions_share_copy_threads_by_kafkas_fetcher_id() -> None:
+    assert [fetcher_id("t", i, 2) for i in range(4)] == [0, 1, 0, 1]
+
+
+def test_an_unthrottled_move_fetches_up_to_the_fetch_size_and_swaps_at_the_fetch_after_catching_up() -> None:
+    eng, moves = moves_of([10_000])
+    assert dir_of(eng, 0) == DIRS[0] and moves.start(1, DIRS[1], "t", 0) == codes.NONE
+    moves.advance(0.0)      # the first fetch goes out at once
+    assert copied(moves, 0) == 4000.0
+    moves.advance(0.025)    # 0.01 s and 0.02 s: the rest; caught up, the swap is asked for
+    assert copied(moves, 0) == 10_000.0 and dir_of(eng, 0) == DIRS[0]
+    moves.advance(0.035)    # the next fetch makes it
+    assert moves.moves == {} and dir_of(eng, 0) == DIRS[1]
+
+
+def test_a_throttled_move_waits_until_the_quota_windows_forget_each_fetch() -> None:
+    """At 1 B/s a fetch of 4000 B keeps the rate over the bound until the sample is 11 windows
+    old (Kafka's 11 one-second windows); the thread looks again every replica.fetch.backoff.ms."""
+    _, moves = moves_of([10_000], rate=1)
+    moves.start(1, DIRS[1], "t", 0)
+    moves.advance(10.99)
+    assert copied(moves, 0) == 4000.0
+    moves.advance(11.02)    # the look at 11.01 s finds the sample gone
+    assert copied(moves, 0) == 8000.0
+
+
+def test_a_thread_copies_one_replica_at_a_time_and_a_brokers_threads_share_its_quota() -> None:
+    eng, moves = moves_of([10_000, 10_000, 10_000])
+    for index in (2, 1, 0):
+        moves.start(1, away(eng, index), "t", index)
+    moves.advance(0.025)    # thread 0 takes t-0 before t-2; thread 1 copies t-1 meanwhile
+    assert (copied(moves, 0), copied(moves, 1), copied(moves, 2)) == (10_000.0, 10_000.0, 0.0)
+
+    eng, moves = moves_of([10_000, 10_000], rate=5000)
+    moves.start(1, away(eng, 0), "t", 0)
+    moves.start(1, away(eng, 1), "t", 1)
+    moves.advance(0.0)      # both fetch at once: 8000 B in the broker's first window
+    assert (copied(moves, 0), copied(moves, 1)) == (4000.0, 4000.0)
+    moves.advance(2.5)      # 8000 B over 2.01 s is under 5000 B/s again: thread 0 fetches, thread 1 then may not
+    assert (copied(moves, 0), copied(moves, 1)) == (8000.0, 4000.0)
+
+
+def test_moves_refused_moved_back_or_asked_before_the_replica_arrives() -> None:
+    eng, moves = moves_of([10_000])
+    eng.create_topic("u", assignments={0: [2]})  # in broker 2's second dir: its first holds t-0
     assert moves.start(1, "/nowhere", "t", 0) == codes.LOG_DIR_NOT_FOUND
-    assert moves.start(1, DIRS[1], "u", 0) == codes.REPLICA_NOT_AVAILABLE
     assert moves.start(1, DIRS[1], "ghost", 0) == codes.REPLICA_NOT_AVAILABLE
     assert moves.start(1, DIRS[1], "t", 0) == codes.NONE
     assert moves.start(1, DIRS[0], "t", 0) == codes.NONE  # back to where it is: the future goes away
     assert moves.moves == {}
+    # broker 1 does not hold u-0 yet: refused, and the replica is created in that dir when it comes
+    assert moves.start(1, DIRS[1], "u", 0) == codes.REPLICA_NOT_AVAILABLE
+    assert eng.alter_reassignment("u", 0, [2, 1]) == (codes.NONE, None)
+    p = eng.partition("u", 0)
+    assert p is not None and p.log_dirs == {2: DIRS[1], 1: DIRS[1]} and moves.moves == {}
 
 
-@pytest.mark.e2e
-def test_kafka_log_dir_reassignment_sequence(sandbox_factory: Callable[..., Any], tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """testLogDirReassignment: 700 messages into foo-0, move broker 1's replica to its other dir
-    with a 1 B/s log-dir throttle: --verify shows the move active and the throttle set; remove
-    the throttle: the move completes and DescribeLogDirs shows the replica in the target dir."""
-    from kafka import KafkaProducer
-
-    monkeypatch.setenv("KREASSIGN_JOURNAL_DIR", str(tmp_path / "journal"))
-    sb = sandbox_factory(brokers=4, racks=0, topics=[TopicSpec("foo", 2, 3, 0, 0.0)], clock=ScaledClock(1.0),
-                         log_dirs=2)
-    with sb.locked() as eng:
-        replicas = list(eng.partition("foo", 0).replicas)
-    target_broker = replicas[0]
-    producer = KafkaProducer(bootstrap_servers=sb.bootstrap, acks="all", linger_ms=5)
-    for _ in range(700):
-        producer.send("foo", value=b"\0" * 1000, partition=0)
-    producer.flush(30)
-    producer.close()
-
-    admin = KafkaAdminClient(bootstrap_servers=sb.bootstrap, request_timeout_ms=5000)
-    try:
-        current_dir = replica_dirs(admin, target_broker)[("foo", 0, False)]
-        target_dir = next(d for d in DIRS if d != current_dir)
-        log_dirs = [target_dir if b == target_broker else "any" for b in replicas]
-        plan = tmp_path / "plan.json"
-        plan.write_text(json.dumps({"version": 1, "partitions": [
-            {"topic": "foo", "partition": 0, "replicas": replicas, "log_dirs": log_dirs}]}))
-
-        started = cli(sb.bootstrap, tmp_path, "--reassignment-json-file", str(plan), "--execute",
-                      "--replica-alter-log-dirs-throttle", "1")
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert started.stdout.endswith(
-            "The replica-alter-dir throttle limit was set to 1 B/s\n"
-            "Successfully started partition reassignment for foo-0\n"
-            f"Successfully started moving log directory to {target_dir} for replica foo-0 with broker "
-            f"{target_broker} \n")
-
-        verify = cli(sb.bootstrap, tmp_path, "--reassignment-json-file", str(plan), "--verify")
-        assert verify.stdout == ("Status of partition reassignment:\n"
-                                 "Reassignment of partition foo-0 is completed.\n"
-                                 f"Reassignment of replica foo-0-{target_broker} is still in progress.\n")
-        assert broker_value(admin, target_broker, ALTER_LOG_DIRS_RATE) == "1"
-        dirs = replica_dirs(admin, target_broker)
-        assert dirs[("foo", 0, False)] == current_dir and dirs[("foo", 0, True)] == target_dir
-
-        assert admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, str(target_broker),
-                                                   {ALTER_LOG_DIRS_RATE: (AlterConfigOp.DELETE, None)})],
-                                   incremental=True, raise_on_unknown=False) == {"broker": {str(target_broker): "OK"}}
-        sb.advance(1.0)  # one more step of the copy, now unthrottled
-        done = cli(sb.bootstrap, tmp_path, "--reassignment-json-file", str(plan), "--verify")
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert f"Reassignment of replica foo-0-{target_broker} completed successfully." in done.stdout
-        assert replica_dirs(admin, target_broker) == {("foo", 0, False): target_dir, ("foo", 1, False): current_dir}
-    finally:
-        admin.close()
+def test_a_move_is_saved_and_resumed() -> None:
+    eng, moves = moves_of([10_000], rate=1)
+    moves.start(1, DIRS[1], "t", 0)
+    moves.advance(1.0)
+    again = LogDirMoves(eng)
+    again.load(moves.to_json())
+    assert again.to_json() == [{"broker": 1, "topic": "t", "partition": 0, "dir": DIRS[1], "copied": 4000.0,
+                                "caught_up": False}]
+    eng.configs.alter_broker(1, {}, [], validate_only=False)  # legacy AlterConfigs: every dynamic key goes
+    again.advance(1.0)
+    again.advance(1.05)
+    assert again.moves == {} and dir_of(eng, 0) == DIRS[1]
 
 
-def cli(bootstrap: str, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    config = tmp_path / "client.properties"
-    config.write_text("request.timeout.ms=5000\ndefault.api.timeout.ms=10000\n")
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "--bootstrap-server", bootstrap,
-                           "--command-config", str(config), *argv], capture_output=True, text=True, timeout=120,
-                          check=False)
-
-
-def replica_dirs(admin: Any, broker: int) -> dict[tuple[str, int, bool], str]:
-    (entry,) = admin.describe_log_dirs(brokers=[broker])
-    return {(t["name"], p["partition_index"], p["is_future_key"]): d["log_dir"]
-            for d in entry["log_dirs"] for t in d["topics"] for p in t["partitions"]
-            if not t["name"].startswith("__")}  # the execution lock's group made __consumer_offsets
-
-
-def broker_value(admin: Any, broker: int, key: str) -> str | None:
-    entries = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker))],
-                                     config_filter="all")["broker"][str(broker)]
-    return entries[key]["value"] if key in entries else None
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stopped_broker_copies_nothing(stopped: bool) -> None:
+    eng, moves = moves_of([10_000])
+    moves.start(1, DIRS[1], "t", 0)
+    if stopped:
+        eng.stop_broker(1)
+    moves.advance(5.0)
+    assert copied(moves, 0) == (0.0 if stopped else None)
 
 
 def test_sandbox_start_takes_log_dirs() -> None:

@@ -1,10 +1,13 @@
-"""Measured write rates: the pure arithmetic of two readings, and a sample of the sandbox's logs
-(whose engine knows every partition's true write rate) in the sandbox's own clock."""
+"""Measured write rates: the pure arithmetic of two readings; a sample of records written between
+the readings on both engines (`live`), whose growth is the batches as a broker stores them; and a
+sample of the emulator's synthetic writes, whose true rates only its engine knows."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -18,6 +21,8 @@ from kreassign.cluster.model import TopicPartition
 from kreassign.cluster.write_sample import OFFSETS_MISSING, Reading, rates_between, sampled_rates
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
+
+from live import batch_bytes, write_batches
 
 A, B = TopicPartition("a", 0), TopicPartition("b", 0)
 
@@ -33,6 +38,9 @@ def test_shrunk_size_is_rebuilt_from_offsets() -> None:
     first = Reading(0.0, {A: 5000}, {A: 700})
     second = Reading(10.0, {A: 2000}, {A: 1000})
     assert rates_between(first, second) == {A: 60.0}  # 300 records x 2 B / 10 s
+    # the log now starts at offset 800: its 2000 B hold 200 records of 10 B
+    second = Reading(10.0, {A: 2000}, {A: 1000}, {A: 800})
+    assert rates_between(first, second) == {A: 300.0}  # 300 records x 10 B / 10 s
 
 
 def test_partition_missing_from_a_reading_gets_no_rate_and_zero_window_is_refused() -> None:
@@ -59,8 +67,65 @@ def test_constant_writes_are_recovered_exactly(window: float, sizes: list[int]) 
     assert rates == pytest.approx({tp: 1000 * (i + 1) / window for i, tp in enumerate(tps)}, rel=1e-12)
 
 
+class Writer:
+    """A clock and a sleeper for a sample: the window passes on the clock while the sleeper
+    writes `count` records of `value` bytes, one batch each, into partition 0 of `topic`."""
+
+    def __init__(self, bootstrap: str, topic: str, count: int, value: int) -> None:
+        self.bootstrap, self.topic, self.count, self.value = bootstrap, topic, count, value
+        self.now = 100.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        write_batches(self.bootstrap, self.topic, 0, self.count, self.value)
+        self.now += seconds
+
+
+@pytest.mark.e2e
+def test_sample_measures_the_records_written_between_its_readings(live: Any) -> None:
+    """The growth of the leader's log between the readings is the batches as stored (the 61-byte
+    batch header and the record framing count, index files do not), the same on both engines;
+    log end offsets count the records; a partition nobody wrote measures 0."""
+    topic = live.topic(partitions=2)
+    write_batches(live.bootstrap, topic, 0, 3, 1000)
+    writer = Writer(live.bootstrap, topic, 7, 1000)
+    notes: list[str] = []
+    with live.admin() as port:
+        state = snapshot_state(port, warn=notes.append, sample_s=30.0, clock=writer.clock, sleep=writer.sleep)
+        mine = {p.partition: (p.size_bytes, p.produce_bps) for p in state.iter_partitions() if p.topic == topic}
+        assert mine == {0: (10 * batch_bytes(1000), 7 * batch_bytes(1000) / 30.0), 1: (0, 0.0)}
+        assert notes == [] and state.write_rates is not None
+        assert (state.write_rates.window_s, state.write_rates.method) == (30.0, "offsets+sizes")
+        # ListOffsets LATEST answers the high watermark, which follows once the followers fetch
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        live.wait_until(lambda: port.log_end_offsets(tps) == dict(zip(tps, (10, 0))),
+                        what="the high watermark at 10", step_s=1.0)
+
+
+@pytest.mark.e2e
+def test_snapshot_command_samples_the_records_written_and_records_the_window(live: Any, tmp_path: Path) -> None:
+    from kreassign.cli.runtime import Runtime
+    from test_throttle_cmd import invoke
+
+    topic = live.topic(partitions=1)
+    writer = Writer(live.bootstrap, topic, 4, 100)
+    out = tmp_path / "s.json"
+    ran = invoke(None, "snapshot", "--bootstrap-server", live.bootstrap, "--sample", "20s", "-f", str(out),
+                 runtime=Runtime(clock=writer.clock, sleep=writer.sleep))
+    assert ran.exit_code == 0, ran.output
+    assert "Write rates: measured over 20s from log end offsets and sizes." in ran.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["version"] == 2 and doc["write_rates"]["window_s"] == 20.0
+    assert [(p["size_bytes"], p["produce_bps"]) for p in doc["partitions"] if p["topic"] == topic] == [
+        (4 * batch_bytes(100), 4 * batch_bytes(100) / 20.0)]
+
+
 @pytest.mark.e2e
 def test_sample_of_the_sandbox_matches_its_write_rates(sandbox_factory: Callable[..., SandboxCluster]) -> None:
+    """Emulator only: its synthetic background writes (no records) have true rates its engine
+    knows, which a real cluster has no equivalent of."""
     sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("w", 4, 2, 10_000_000, 200_000.0)])
     notes: list[str] = []
     config = build_client_config({}, bootstrap_server=sb.bootstrap)
@@ -79,10 +144,9 @@ def test_sample_of_the_sandbox_matches_its_write_rates(sandbox_factory: Callable
 
 
 @pytest.mark.e2e
-def test_snapshot_command_samples_and_records_the_window(sandbox_factory: Callable[..., SandboxCluster],
-                                                         tmp_path: Path) -> None:
-    import json
-
+def test_snapshot_command_samples_the_emulators_writes(sandbox_factory: Callable[..., SandboxCluster],
+                                                       tmp_path: Path) -> None:
+    """Emulator only, as the one above; and `--sample 0` says the rates are unknown."""
     from kreassign.cli.runtime import Runtime
     from test_throttle_cmd import invoke
 

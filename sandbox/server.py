@@ -345,10 +345,19 @@ class SandboxServer:
         try:
             while True:
                 (size,) = struct.unpack(">i", await reader.readexactly(4))
-                if not 8 <= size <= MAX_FRAME:
+                bare = session is not None and session.bare_tokens  # a SASL token: no request header
+                if not (0 if bare else 8) <= size <= MAX_FRAME:
                     log.info("closing connection: frame of %d bytes", size)
                     break
                 payload = await reader.readexactly(size)
+                if bare:
+                    assert session is not None
+                    answer = session.bare_token(payload)
+                    if answer is None:
+                        break
+                    writer.write(struct.pack(">i", len(answer)) + answer)
+                    await writer.drain()
+                    continue
                 received = time.perf_counter()
                 head = peek(payload)
                 if self.faults.take("drop", head.api_key, broker_id):

@@ -58,7 +58,8 @@ def test_controller_properties_and_overrides_that_are_not_the_controllers() -> N
 
 
 def test_a_secured_client_listener_keeps_brokers_on_an_internal_plaintext_one() -> None:
-    client = Listener("SASL_SSL", "SCRAM-SHA-512", ssl={"ssl.keystore.type": "PEM"}, super_users=("admin",))
+    client = Listener("SASL_SSL", "SCRAM-SHA-512", ssl={"ssl.keystore.type": "PEM"}, super_users=("admin",),
+                      authorizer=True)
     layout = Layout(**{**LAYOUT.__dict__, "client": client, "internal_ports": {1: 9201, 2: 9202, 3: 9203}})
     props = parse(properties(layout, 1))
     assert props["listeners"] == "EXTERNAL://127.0.0.1:9001,INTERNAL://127.0.0.1:9201"

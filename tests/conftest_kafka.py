@@ -45,8 +45,9 @@ class KafkaPool:
 
             try:
                 # 384 MB heaps: the tests move megabytes, and several suites may run on one machine
+                # (which also makes JVMs start slowly: minutes under a heavy load)
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m")
+                                       topics=(), heap="384m", start_timeout_s=300.0)
                 cluster.start()
             except BaseException as exc:
                 self.failures[version] = exc

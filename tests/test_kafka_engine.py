@@ -184,3 +184,65 @@ def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) 
     assert wait_gone([daemon, *pids.values()]) == []
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", int(bootstrap.split(",")[0].rsplit(":", 1)[1]))) != 0
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_logins(tmp_path: Path) -> None:
+    """SASL_PLAINTEXT with SCRAM-SHA-256 on one real broker, through the daemon: no file of the
+    state dir but the client properties holds a password; started again from its state dir with
+    other --user options, a login no longer named is refused and loses its ACLs, a new one works."""
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePatternFilter
+    from kafka.admin import ACLResourcePatternType, ResourceType
+
+    state = tmp_path / "sandbox"
+
+    def start(*users: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "kreassign.cli.main", "sandbox", "start", "--engine", "kafka", "--daemon",
+                "--brokers", "1", "--racks", "0", "--log-dirs", "1", "--topics", "none", "--heap", "256m",
+                "--start-timeout", "400s", "--state-dir", str(state), "--security", "sasl_plaintext",
+                "--sasl-mechanism", "SCRAM-SHA-256", *(a for u in users for a in ("--user", u))]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+
+    def show(user: str) -> subprocess.CompletedProcess[str]:
+        return kreassign("throttle", "show", "--bootstrap-server", bootstrap, "--command-config",
+                         str(state / f"client-{user}.properties"), "--request-timeout", "30s")
+
+    first = start("ops:0ps-First:admin", "gone:g0ne-First")
+    try:
+        assert first.returncode == 0, first.stderr
+        bootstrap = first.stdout.strip()
+        status = json.loads(kreassign("sandbox", "status", "--state-dir", str(state), "-o", "json").stdout)
+        assert status["extra"]["security_protocol"] == "SASL_PLAINTEXT"
+        assert status["extra"]["sasl_mechanism"] == "SCRAM-SHA-256"
+        assert show("gone").returncode == 0
+        kept = [p for p in state.rglob("*") if p.is_file() and not p.name.startswith("client-")]
+        assert (state / "options.json") in kept and (state / "config" / "broker-1.properties") in kept
+        for path in kept:
+            text = path.read_bytes().decode(errors="replace")
+            assert "0ps-First" not in text and "g0ne-First" not in text, path
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
+    gone_login = (state / "client-gone.properties").read_text()
+
+    second = start("ops:0ps-Second:admin", "newbie:n3wbie")
+    try:
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.strip() == bootstrap
+        assert show("newbie").returncode == 0 and show("ops").returncode == 0
+        (state / "client-gone.properties").write_text(gone_login)
+        refused = show("gone")
+        assert refused.returncode == 5 and refused.stderr.startswith(
+            f"Error: SASL authentication failed at {bootstrap} (SCRAM-SHA-256): Authentication failed"), refused.stderr
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
+                                 sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="ops",
+                                 sasl_plain_password="0ps-Second", request_timeout_ms=30000)
+        try:
+            acls, _ = admin.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                                    ResourcePatternFilter(ResourceType.ANY, None,
+                                                                          ACLResourcePatternType.ANY)))
+        finally:
+            admin.close()
+        assert {a.principal for a in acls} == {"User:newbie"}
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0

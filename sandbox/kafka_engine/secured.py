@@ -53,8 +53,6 @@ VIEWER_ACLS: tuple[tuple[int, str, tuple[AclOperation, ...]], ...] = (
 )
 """(resource type, literal name, operations) allowed to a user without the admin flag: describe
 the cluster, its configs and every topic, produce and consume (the emulator's `acl.NOT_ADMIN`)"""
-RESOURCE_NOT_FOUND = 91
-"""AlterUserScramCredentials' answer when a deleted credential does not exist"""
 
 
 @dataclass(frozen=True)
@@ -153,21 +151,27 @@ def apply_logins(ports: Sequence[int], logins: Sequence[KafkaLogin], previous: I
     Raises:
         ClusterUnreachable: the cluster refused a change or its brokers did not all learn it in time.
     """
-    from kafka.protocol.admin import AlterUserScramCredentialsRequest, CreateAclsRequest, DeleteAclsRequest
+    from kafka.protocol.admin import (
+        AlterUserScramCredentialsRequest, CreateAclsRequest, DeleteAclsRequest, DescribeUserScramCredentialsRequest,
+    )
 
     names = {login.name for login in logins}
     gone = sorted(set(previous) - names)
     scram = [login for login in logins if login.mechanism in SCRAM_CODES]
     deadline = time.monotonic() + timeout_s
     port = ports[0]
-    deletions = [AlterUserScramCredentialsRequest.ScramCredentialDeletion(name=name, mechanism=code)
-                 for name in gone for code in SCRAM_CODES.values()]
+    deletions = []
+    if gone:  # only credentials that exist: Kafka refuses a request naming one twice or a missing one
+        described = _send(port, DescribeUserScramCredentialsRequest(users=[
+            DescribeUserScramCredentialsRequest.UserName(name=name) for name in gone]), 0, deadline)
+        deletions = [AlterUserScramCredentialsRequest.ScramCredentialDeletion(name=r.user, mechanism=c.mechanism)
+                     for r in described.results if r.error_code == 0 for c in r.credential_infos]
     upserts = [AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
         name=login.name, mechanism=SCRAM_CODES[login.mechanism], iterations=login.iterations, salt=login.salt,
         salted_password=login.salted_password) for login in scram]
     if deletions or upserts:
         answer = _send(port, AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upserts), 0, deadline)
-        failed = [r for r in answer.results if r.error_code not in (0, RESOURCE_NOT_FOUND)]
+        failed = [r for r in answer.results if r.error_code]
         if failed:
             raise ClusterUnreachable(f"the cluster refused the SCRAM credentials of {failed[0].user}: "
                                      f"{failed[0].error_message} (error {failed[0].error_code})")

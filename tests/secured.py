@@ -196,6 +196,10 @@ def real_secured(mode: str, mechanism: str, version: str, home: Path) -> Iterato
     started = start_real(mode, mechanism, version, home)
     try:
         bootstrap = next(line for line in started.output.splitlines() if line.startswith("127.0.0.1:"))
+        # the settings it showed: each user's file, its role, the password masked
+        for user, role in ((ADMIN, "admin"), (VIEWER, "describe only")):
+            assert f"# {home / f'client-{user.name}.properties'} ({user.name}, {role})\n" in started.output
+        assert started.output.count('password="********";') == 2
         saved = json.loads((home / "kafka.json").read_text())
         # the CLI made the TLS files; this only names the mode and where they are
         security = Security(PROTOCOLS[mode], mechanism, tls_dir=str(home))

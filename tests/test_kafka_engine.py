@@ -191,22 +191,26 @@ def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) 
 def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_logins(tmp_path: Path) -> None:
     """SASL_PLAINTEXT with SCRAM-SHA-256 on one real broker, through the daemon: no file of the
     state dir but the client properties holds a password; started again from its state dir with
-    other --user options, a login no longer named is refused and loses its ACLs, a new one works."""
+    other --user options, a login no longer named is refused and loses its ACLs, a new one works;
+    started a third time with TLS alone, a client that trusts the CA may change configs (no
+    authorizer, as the emulator's TLS-only listener) and no login is left."""
     from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePatternFilter
     from kafka.admin import ACLResourcePatternType, ResourceType
 
     state = tmp_path / "sandbox"
 
-    def start(*users: str) -> subprocess.CompletedProcess[str]:
+    def start(*users: str, security: tuple[str, ...] = ("sasl_plaintext", "--sasl-mechanism", "SCRAM-SHA-256")
+              ) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "kreassign.cli.main", "sandbox", "start", "--engine", "kafka", "--daemon",
                 "--brokers", "1", "--racks", "0", "--log-dirs", "1", "--topics", "none", "--heap", "256m",
-                "--start-timeout", "400s", "--state-dir", str(state), "--security", "sasl_plaintext",
-                "--sasl-mechanism", "SCRAM-SHA-256", *(a for u in users for a in ("--user", u))]
+                "--start-timeout", "400s", "--state-dir", str(state), "--security", *security,
+                *(a for u in users for a in ("--user", u))]
         return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
 
-    def show(user: str) -> subprocess.CompletedProcess[str]:
-        return kreassign("throttle", "show", "--bootstrap-server", bootstrap, "--command-config",
-                         str(state / f"client-{user}.properties"), "--request-timeout", "30s")
+    def show(user: str, *more: str) -> subprocess.CompletedProcess[str]:
+        props = state / (f"client-{user}.properties" if user else "client.properties")
+        return kreassign("throttle", *(more or ("show",)), "--bootstrap-server", bootstrap, "--command-config",
+                         str(props), "--request-timeout", "30s", "--journal-dir", str(tmp_path / "journal"))
 
     first = start("ops:0ps-First:admin", "gone:g0ne-First")
     try:
@@ -244,5 +248,16 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
         finally:
             admin.close()
         assert {a.principal for a in acls} == {"User:newbie"}
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
+
+    third = start(security=("tls",))
+    try:
+        assert third.returncode == 0, third.stderr
+        assert third.stdout.strip() == bootstrap and f"# {state / 'client.properties'}\n" in third.stderr
+        changed = show("", "set", "--rate", "1MB/s", "--brokers", "1")
+        assert changed.returncode == 0, changed.stderr
+        assert show("", "clear").returncode == 0
+        assert json.loads((state / "kafka.json").read_text())["logins"] == []
     finally:
         assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0

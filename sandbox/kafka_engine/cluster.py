@@ -269,7 +269,7 @@ class KafkaCluster:
         self.wait_ready(self.layout.brokers)
         if self.settings.sasl or self._previous_logins:
             apply_logins([self.internal_port(b) for b in self.brokers], self.logins, self._previous_logins,
-                         timeout_s=self.start_timeout_s)
+                         acls=self.layout.client.authorizer, timeout_s=self.start_timeout_s)
         if self.fresh:
             self.topics = plan_topics(self.topic_specs, self.layout.racks, self.seed)
             with self.admin() as port:

@@ -142,11 +142,12 @@ def viewer_acl_filters(name: str) -> list[Any]:
 
 
 def apply_logins(ports: Sequence[int], logins: Sequence[KafkaLogin], previous: Iterable[str], *,
-                 timeout_s: float = 60.0) -> None:
+                 acls: bool = True, timeout_s: float = 60.0) -> None:
     """Put `logins` on the cluster through the brokers' internal PLAINTEXT `ports`: SCRAM
     credentials upserted, the ACLs of users without the admin flag created; the SCRAM credentials
-    and ACLs of `previous` logins that are no longer listed (or are admins now) removed. Returns
-    once every broker serves them.
+    and ACLs of `previous` logins that are no longer listed (or are admins now) removed. Without
+    `acls` (no authorizer: Kafka refuses the ACL APIs with SECURITY_DISABLED) only credentials.
+    Returns once every broker serves them.
 
     Raises:
         ClusterUnreachable: the cluster refused a change or its brokers did not all learn it in time.
@@ -177,21 +178,22 @@ def apply_logins(ports: Sequence[int], logins: Sequence[KafkaLogin], previous: I
                                      f"{failed[0].error_message} (error {failed[0].error_code})")
     stale = [f for login in logins if login.admin for f in viewer_acl_filters(login.name)]
     stale += [f for name in gone for f in viewer_acl_filters(name)]
-    if stale:
+    if stale and acls:
         answer = _send(port, DeleteAclsRequest(filters=stale), 2, deadline)
         _check("remove the ACLs of earlier logins", [r.error_code for r in answer.filter_results])
-    creations = [c for login in logins if not login.admin for c in viewer_acls(login.name)]
+    creations = [c for login in logins if not login.admin for c in viewer_acls(login.name)] if acls else []
     if creations:
         answer = _send(port, CreateAclsRequest(creations=creations), 2, deadline)
         _check("create the ACLs of the logins without admin", [r.error_code for r in answer.results])
-    _await_everywhere(ports, scram, [login.name for login in logins if not login.admin], gone, deadline)
+    viewers = [login.name for login in logins if not login.admin] if acls else []
+    _await_everywhere(ports, scram, viewers, gone, deadline, acls=acls)
 
 
 def _await_everywhere(ports: Sequence[int], scram: Sequence[KafkaLogin], viewers: Sequence[str],
-                      gone: Sequence[str], deadline: float) -> None:
+                      gone: Sequence[str], deadline: float, *, acls: bool) -> None:
     """Until every broker serves the credentials and ACLs (brokers learn them from the metadata
     log a moment after the controller took them)."""
-    from kafka.protocol.admin import DescribeAclsRequest, DescribeUserScramCredentialsRequest
+    from kafka.protocol.admin import DescribeUserScramCredentialsRequest
 
     wanted_scram = {login.name: SCRAM_CODES[login.mechanism] for login in scram}
     wanted_acls = {(f"User:{name}", kind, resource, int(op))
@@ -201,17 +203,23 @@ def _await_everywhere(ports: Sequence[int], scram: Sequence[KafkaLogin], viewers
             described = _send(port, DescribeUserScramCredentialsRequest(users=None), 0, deadline)
             known = {r.user: {c.mechanism for c in r.credential_infos} for r in described.results
                      if r.error_code == 0}
-            acls = _send(port, DescribeAclsRequest(
-                resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
-                host_filter=None, operation=1, permission_type=1), 2, deadline)
-            present = {(a.principal, r.resource_type, r.resource_name, a.operation)
-                       for r in acls.resources for a in r.acls if a.permission_type == ALLOW}
+            present = _present_acls(port, deadline) if acls else set()
             if all(code in known.get(name, ()) for name, code in wanted_scram.items()) \
                     and not any(name in known for name in gone) and wanted_acls <= present:
                 break
             if time.monotonic() > deadline:
                 raise ClusterUnreachable(f"the broker on port {port} did not learn the logins and ACLs in time")
             time.sleep(0.1)
+
+
+def _present_acls(port: int, deadline: float) -> set[tuple[str, int, str, int]]:
+    from kafka.protocol.admin import DescribeAclsRequest
+
+    described = _send(port, DescribeAclsRequest(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1), 2, deadline)
+    return {(a.principal, r.resource_type, r.resource_name, a.operation)
+            for r in described.resources for a in r.acls if a.permission_type == ALLOW}
 
 
 def _send(port: int, request: Any, version: int, deadline: float) -> Any:

@@ -22,8 +22,7 @@ def sandbox() -> None:
     jars `kreassign sandbox fetch-kafka` fetched from Maven Central or from --kafka-home."""
 
 
-EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port", "security",
-                 "sasl_mechanism", "users")
+EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port")
 """start options that only the emulator has (real Kafka runs in real time, on its own network)"""
 
 
@@ -38,6 +37,9 @@ EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quo
               help="With --engine kafka: which fetched release to run (default: the newest tested, see fetch-kafka).")
 @click.option("--heap", default="512m", show_default=True, metavar="SIZE",
               help="With --engine kafka: each broker's JVM heap (java -Xmx syntax, e.g. 512m or 1g).")
+@click.option("--start-timeout", default="120s", show_default=True, type=DURATION,
+              help="With --engine kafka: how long to wait for every broker to register (JVMs start slowly on a "
+                   "busy machine).")
 @click.option("--brokers", default=None, type=click.IntRange(1, 1000),
               help="Number of brokers (ids 1..N; default 6, 5 with --engine kafka).")
 @click.option("--racks", default=None, type=click.IntRange(0, 1000),
@@ -75,18 +77,19 @@ EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quo
                    "quotas with AlterClientQuotas.")
 @click.option("--security", type=click.Choice(["plaintext", "tls", "sasl_plaintext", "sasl_ssl"]),
               default="plaintext", show_default=True,
-              help="What the listeners speak: tls makes a CA and server certificate in the state dir; the sasl "
-                   "modes authenticate --user logins.")
+              help="What the client listeners speak: tls makes a CA and server certificate in the state dir; the "
+                   "sasl modes authenticate --user logins (on --engine kafka with Kafka's StandardAuthorizer).")
 @click.option("--sasl-mechanism", type=click.Choice(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
                                                     case_sensitive=False),
               help="SASL mechanism of the sasl modes (default PLAIN).")
 @click.option("--user", "users", multiple=True, metavar="NAME:PASSWORD[:admin]",
-              help="A SASL login (repeatable). Users marked admin may change configs and reassign; the others "
-                   "may only describe.")
+              help="A SASL login (repeatable). Users marked admin may change configs and reassign (on --engine "
+                   "kafka: super users); the others may describe, produce and consume (ACLs).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
                    "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
-def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, brokers: int | None,
+def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, start_timeout: float,
+          brokers: int | None,
           racks: int | None, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
@@ -101,10 +104,13 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
     records and rates kept by a background producer (default: the demo topics at a hundredth of
     the emulator's sizes and rates). The fetch options set Kafka's replica.fetch.max.bytes,
     replica.fetch.response.max.bytes and num.replica.fetchers; the emulator's time, network,
-    quota, metrics and security options do not apply.
+    quota and metrics options do not apply.
 
     With --security, a ready --command-config file per user is written to the state dir
-    (0600) and shown with the password masked.
+    (0600) and shown with the password masked. On --engine kafka the brokers' client listener
+    is secured (TLS from a PEM key store, SASL with Kafka's login modules, Kafka's
+    StandardAuthorizer with admin users as super users and DESCRIBE ACLs for the others) and
+    the brokers replicate over a second, PLAINTEXT listener; see docs/security.md.
 
     \b
     METRICS (--metrics-port), named as the Prometheus JMX exporter with Strimzi's example rules
@@ -141,13 +147,15 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         given = [name for name in EMULATOR_ONLY
                  if context.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)]
         if given:
-            flags = ", ".join("--" + {"network_bps": "network", "client_quotas": "client-quota",
-                                      "users": "user"}.get(g, g).replace("_", "-") for g in given)
+            flags = ", ".join("--" + {"network_bps": "network", "client_quotas": "client-quota"}.get(g, g).replace(
+                "_", "-") for g in given)
             raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
                              "real Kafka brokers run in real time on this machine's network, without the emulator's "
-                             "quotas, metrics endpoints or security settings")
+                             "quotas or metrics endpoints")
     elif kafka_home or kafka_version:
         raise InputError("--kafka-home and --kafka-version need --engine kafka")
+    if start_timeout <= 0:
+        raise InputError("--start-timeout must be positive")
     specs: tuple[str, ...] | None = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
     if specs == ("none",):
         specs = ()
@@ -159,7 +167,8 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
                              num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs or (3 if real else 1),
                              client_quotas=client_quotas, metrics_port=metrics_port, engine=engine,
-                             kafka_home=kafka_home, kafka_version=kafka_version, heap=heap)
+                             kafka_home=kafka_home, kafka_version=kafka_version, heap=heap,
+                             start_timeout_s=start_timeout)
     if real:  # one line now for a missing Java, jar or version, not after a daemon's start-up
         from kreassign.sandbox.kafka_engine.dist import find_java_for, locate
 
@@ -172,6 +181,11 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         refuse_if_running(directory)  # before its certificates are replaced
     secured = build_security(security, sasl_mechanism, logins, directory)
     options = replace(options, security=secured.to_json())
+    if real and secured.sasl:
+        from kreassign.sandbox.kafka_engine.secured import KafkaLogin
+
+        assert secured.mechanism is not None
+        options = replace(options, logins=tuple(KafkaLogin.make(u, secured.mechanism).to_json() for u in logins))
     if daemon:
         info = start_daemon(options, directory)
         click.echo(info.bootstrap)

@@ -40,7 +40,8 @@ from kafka.structs import TopicPartitionReplica as KafkaReplica
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
-from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
+from kreassign.cluster.authorization import LOCK_ACLS
+from kreassign.cluster.errors import ClusterError, InputError, NotAuthorized, UnknownTopicError
 from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.model import (
     Broker,
@@ -650,7 +651,14 @@ class KafkaAdmin:
             result: dict[str, Any] = self._client.list_group_offsets({name: [spot] for name in wanted})
             return result
 
-        raw = self._call("read the execution lock (consumer group offsets)", fetch)
+        try:
+            raw = self._call("read the execution lock (consumer group offsets)", fetch)
+        except ClusterError as exc:
+            if isinstance(exc.__cause__, Errors.AuthorizationError):
+                raise NotAuthorized(f"Not authorized to read the execution lock (the offsets of the consumer group "
+                                    f"{wanted[0]}): {api_error(type(exc.__cause__)).name}. kreassign needs "
+                                    f"{LOCK_ACLS} for it; nothing was changed.") from exc
+            raise
         out: dict[str, str] = {}
         for name in wanted:
             committed = raw.get(name, {}).get(spot)

@@ -10,6 +10,8 @@ from kreassign.cluster.port import ClusterInfo
 
 ALTER = "ALTER"
 ALTER_CONFIGS = "ALTER_CONFIGS"
+LOCK_ACLS = "READ on the consumer groups kreassign.execution.* and on the topic __consumer_offsets"
+"""what the execution lock needs (its marker is an offset those groups commit; READ implies DESCRIBE)"""
 
 
 def require_cluster_operations(info: ClusterInfo, needed: Mapping[str, str]) -> None:

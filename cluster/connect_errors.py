@@ -18,13 +18,14 @@ import kafka.errors as Errors
 
 from kreassign.cluster.client_config import ClientConfig
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, SecurityMismatch, clip
-from kreassign.cluster.listener_probe import ListenerKind, probe_listener
+from kreassign.cluster.listener_probe import ListenerKind, probe_listener, probe_login
 
 _VERIFY = re.compile(r"certificate verify failed: ([^(]+?)\s*\(")
 _HOSTNAME = re.compile(r"Hostname mismatch[^(']*'?[^')]*'?|IP address mismatch[^(']*'?[^')]*'?")
 _NOT_TLS = ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "EOF occurred in violation of protocol",
             "record layer failure", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
 Prober = Callable[..., "ListenerKind | None"]
+LoginProber = Callable[..., "str | None"]
 
 
 def cannot_succeed(error: BaseException) -> bool:
@@ -38,7 +39,7 @@ def cannot_succeed(error: BaseException) -> bool:
 
 
 def connect_failure(config: ClientConfig, error: BaseException | None, *,
-                    probe: Prober = probe_listener) -> ClusterError:
+                    probe: Prober = probe_listener, login: LoginProber = probe_login) -> ClusterError:
     """The error to raise when no bootstrap server could be used, with the likeliest cause."""
     servers = ",".join(config.bootstrap_servers)
     server = config.bootstrap_servers[0]
@@ -48,9 +49,7 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
     text = " ".join(str(e) for e in causes)
     mechanism = str(config.client_kwargs.get("sasl_mechanism", ""))
     if isinstance(error, Errors.SaslAuthenticationFailedError):
-        detail = text.split("SaslAuthenticationFailedError: ")[-1].strip() or "credentials refused"
-        return SecurityMismatch(f"SASL authentication failed at {server} ({mechanism}): {detail}. Check the "
-                                "username and password in sasl.jaas.config and sasl.mechanism (--command-config).")
+        return _login_refused(server, mechanism, text.split("SaslAuthenticationFailedError: ")[-1].strip())
     if isinstance(error, Errors.UnsupportedSaslMechanismError):
         offered = _offered(probe, server, mechanism)
         return SecurityMismatch(f"{server} does not offer SASL mechanism {mechanism}{offered}: set "
@@ -91,6 +90,10 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
         mismatch = _mismatch(probe(server, mechanism=mechanism or "PLAIN"), server, protocol)
         if mismatch is not None:
             return mismatch
+        # the broker may have refused the login and closed before kafka-python read why
+        refused = login(server, config.client_kwargs) if protocol.startswith("SASL_") else None
+        if refused is not None:
+            return _login_refused(server, mechanism, refused)
     message = f"{unreachable}. Check --bootstrap-server and that the brokers are running."
     if protocol != "PLAINTEXT":
         message += (f" The connection uses {protocol}: also check the ssl.* and sasl.* settings in "
@@ -99,6 +102,11 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
         return ClusterUnreachable(message + " Nothing answered at all: a firewall dropping packets, or brokers "
                                             "too slow to answer; a longer --request-timeout waits longer.")
     return ClusterUnreachable(f"{message} Last error: {clip(error, 200)}")
+
+
+def _login_refused(server: str, mechanism: str, detail: str) -> SecurityMismatch:
+    return SecurityMismatch(f"SASL authentication failed at {server} ({mechanism}): {detail or 'credentials refused'}. "
+                            "Check the username and password in sasl.jaas.config and sasl.mechanism (--command-config).")
 
 
 def _causes(error: BaseException | None) -> list[BaseException]:

@@ -243,6 +243,14 @@ def check_retarget(request: ExecuteRequest, in_flight: Mapping[TopicPartition, R
             "Re-targeting them would override that run; wait for it or cancel it, or add --retarget-in-flight")
 
 
+def execute_needs(request: ExecuteRequest) -> dict[str, str]:
+    """The operations on the CLUSTER an execute of `request` needs, and what each is for."""
+    needed = {ALTER: "to submit the reassignment"}
+    if request.throttled:
+        needed[ALTER_CONFIGS] = "to set the throttles"
+    return needed
+
+
 def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
                     owned: Collection[TopicPartition] = ()) -> ExecutePlan:
     """Check the request against the cluster in Kafka's order and plan the throttles.
@@ -262,10 +270,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
     check_retarget(request, in_flight, owned)
     info = port.describe_brokers()
-    needed = {ALTER: "to submit the reassignment"}
-    if request.throttled:
-        needed[ALTER_CONFIGS] = "to set the throttles"
-    require_cluster_operations(info, needed)
+    require_cluster_operations(info, execute_needs(request))
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
+from kreassign.cluster.authorization import LOCK_ACLS
 from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.processes import pid_alive
@@ -291,8 +292,7 @@ class ExecutionLock:
         error = self.port.write_markers({LOCK_KEY: owner.to_value()})
         if error is not None:
             raise ClusterError(f"could not write the execution lock (an offset of the consumer group {LOCK_KEY}): "
-                               f"{error.message}. kreassign needs READ and DESCRIBE on the groups kreassign.execution.* "
-                               "and on the topic __consumer_offsets for it; nothing was changed")
+                               f"{error.message}. kreassign needs {LOCK_ACLS} for it; nothing was changed")
 
     @property
     def _path(self) -> Path:

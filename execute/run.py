@@ -17,10 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kreassign.cluster.authorization import require_cluster_operations
 from kreassign.cluster.errors import JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.port import ClusterPort
-from kreassign.execute.executor import ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, prepare_execute
+from kreassign.execute.executor import (
+    ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, execute_needs, prepare_execute,
+)
 from kreassign.execute.journal import Journal, JournalStore, plan_hash
 from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner
 from kreassign.execute.pacing import PaceLimits
@@ -102,7 +105,10 @@ def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalSto
         plan = prepare_execute(port, request)
         on_plan(plan)
         return RunOutcome(plan=plan)
-    cluster_id = port.describe_brokers().cluster_id
+    info = port.describe_brokers()
+    cluster_id = info.cluster_id
+    # before the lock: a login without the rights leaves no trace, not even the lock's marker
+    require_cluster_operations(info, execute_needs(request))
 
     def owned() -> list[TopicPartition]:
         found = store.find(cluster_id, request.targets)
@@ -244,7 +250,10 @@ def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, 
     holds the execution lock; watching alone changes nothing but throttles and needs no lock."""
     if request.pace is None or request.dry_run or request.targets is None:
         return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit)
-    cluster_id = port.describe_brokers().cluster_id
+    info = port.describe_brokers()
+    cluster_id = info.cluster_id
+    # before the lock: a login without the rights leaves no trace, not even the lock's marker
+    require_cluster_operations(info, execute_needs(request))
     with _lock(port, store, cluster_id, request.targets, "watch --pace", control).acquire(force=control.force) as held:
         return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit,
                      guard=_guard(held, control.crash))

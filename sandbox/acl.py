@@ -1,10 +1,11 @@
 """Simple ACLs: an admin user may do everything, any other user may describe but not change.
 
-Refusals carry the codes and messages Kafka's authorization paths send (ControllerApis and
-KafkaApis): AlterPartitionReassignments and ElectLeaders need ALTER on the CLUSTER and fail as a
-whole with CLUSTER_AUTHORIZATION_FAILED; config changes need ALTER_CONFIGS, refused per
-resource (BROKER: CLUSTER_AUTHORIZATION_FAILED, TOPIC: TOPIC_AUTHORIZATION_FAILED, with the
-error's default message); AlterReplicaLogDirs needs ALTER on the CLUSTER per partition;
+Refusals carry the codes and messages a real broker (Kafka 3.9 and 4.4, StandardAuthorizer)
+sends: AlterPartitionReassignments and ElectLeaders need ALTER on the CLUSTER and fail as a
+whole with CLUSTER_AUTHORIZATION_FAILED ("Request <request> needs ALTER permission.", from the
+controller the broker forwarded them to); config changes need ALTER_CONFIGS, refused per
+resource (BROKER: CLUSTER_AUTHORIZATION_FAILED without a message, TOPIC:
+TOPIC_AUTHORIZATION_FAILED with the error's default message); AlterReplicaLogDirs needs ALTER on the CLUSTER per partition;
 CreateTopics needs CREATE per topic; DeleteTopics needs DELETE per topic, checked by
 `topic_deletion` (with `allowed`) because Kafka looks topics up before refusing them;
 AlterClientQuotas needs ALTER_CONFIGS on the CLUSTER. Describe APIs (Metadata, DescribeCluster,
@@ -46,10 +47,10 @@ class AclOperation(IntEnum):
 # What a user without the admin flag may do: describe, and read and write records (the data path
 # is not what these ACLs guard).
 NOT_ADMIN = frozenset({AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.READ, AclOperation.WRITE})
-# What Kafka's AclEntry.supportedOperations lists for each resource type.
+# What Kafka's AclEntry.supportedOperations lists for each resource type (the tokens'
+# operations belong to USER resources: a super user's cluster operations are these seven).
 CLUSTER_OPERATIONS = (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
-                      AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
-                      AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS)
+                      AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE)
 TOPIC_OPERATIONS = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE,
                     AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
                     AclOperation.ALTER_CONFIGS)
@@ -135,7 +136,7 @@ def _alter_configs(principal: Principal, v: int, req: Any, api_key: int) -> Any:
     for r in req.resources:
         broker = r.resource_type == BROKER_RESOURCE
         out.append(Out(version=v, error_code=CLUSTER_AUTHORIZATION_FAILED if broker else TOPIC_AUTHORIZATION_FAILED,
-                       error_message=CLUSTER_MESSAGE if broker else TOPIC_MESSAGE, resource_type=r.resource_type,
+                       error_message=None if broker else TOPIC_MESSAGE, resource_type=r.resource_type,
                        resource_name=r.resource_name))
     return R(version=v, throttle_time_ms=0, responses=out)
 
@@ -172,8 +173,10 @@ def _client_quotas(principal: Principal, v: int, req: Any) -> Any:
 
 
 def _cluster_request_message(api: str, principal: Principal) -> str:
-    # Kafka prints the whole request object here ("Request <request> is not authorized.").
-    return f"Request {api} from {principal} is not authorized."
+    # The controller prints the forwarded request object here (Java's toString: processor,
+    # connection id, session, listener, buffer, envelope), which only the shape can follow.
+    return (f"Request Request(api={api}, principal={principal}, listenerName=ListenerName(CONTROLLER), "
+            "securityProtocol=PLAINTEXT) needs ALTER permission.")
 
 
 _REFUSALS: dict[int, Any] = {

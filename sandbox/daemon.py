@@ -70,6 +70,11 @@ class SandboxOptions:
     kafka_version: str | None = None
     heap: str = "512m"
     """each real broker's heap (engine kafka)"""
+    start_timeout_s: float = 120.0
+    """how long the kafka engine waits for its brokers to register"""
+    logins: tuple[dict[str, Any], ...] = ()
+    """the kafka engine's SASL logins (`KafkaLogin.to_json()`): what a real broker needs, PLAIN's
+    passwords (Kafka keeps them in its JAAS config) or SCRAM's salted passwords; this file is 0600"""
 
     @property
     def fetch(self) -> FetchConfig:
@@ -92,10 +97,14 @@ class SandboxOptions:
             from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
             from kreassign.sandbox.kafka_engine.dist import locate
 
+            from kreassign.sandbox.kafka_engine.secured import KafkaLogin
+
             return KafkaCluster(locate(self.kafka_home, self.kafka_version), brokers=self.brokers, racks=self.racks,
                                 log_dirs=self.log_dirs, topics=specs, state_dir=state_dir, fresh=self.fresh,
                                 port_base=self.port_base, heap=self.heap, seed=self.seed,
-                                overrides=self.kafka_overrides)
+                                overrides=self.kafka_overrides, security=Security.from_json(self.security),
+                                start_timeout_s=self.start_timeout_s,
+                                logins=[KafkaLogin.from_json(d) for d in self.logins])
         from kreassign.sandbox.cluster import SandboxCluster
 
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
@@ -208,7 +217,7 @@ def start_daemon(options: SandboxOptions, state_dir: Path, *, timeout: float | N
     """
     refuse_if_running(state_dir)
     if timeout is None:  # real brokers format, start and fill their topics: a minute on 2 cores
-        timeout = 180.0 if options.engine == "kafka" else 30.0
+        timeout = options.start_timeout_s + 60.0 if options.engine == "kafka" else 30.0
     state_dir.mkdir(parents=True, exist_ok=True)
     write_private(state_dir / OPTIONS_FILE, json.dumps(asdict(options)))
     log_path = state_dir / LOG_FILE
@@ -265,6 +274,7 @@ def main(argv: list[str]) -> int:
     raw = json.loads((state_dir / OPTIONS_FILE).read_text())
     raw["topics"] = tuple(raw["topics"]) if raw.get("topics") is not None else None
     raw["client_quotas"] = tuple(raw.get("client_quotas", ()))
+    raw["logins"] = tuple(raw.get("logins", ()))
     options = SandboxOptions(**raw)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

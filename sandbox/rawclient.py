@@ -32,14 +32,16 @@ def encode(request: Any, version: int, correlation_id: int) -> bytes:
     return bytes(request.encode(header=True, framed=True))
 
 
-def roundtrip(port: int, request: Any, version: int, correlation_id: int = 7) -> Any:
-    """Send `request` at `version` to the broker on `port` and decode its response."""
+def roundtrip(port: int, request: Any, version: int, correlation_id: int = 7, *, response: Any = None,
+              timeout_s: float = 5.0) -> Any:
+    """Send `request` at `version` to the broker on `port` and decode its response (of class
+    `response`; default: the class the sandbox answers that API with)."""
     from kreassign.sandbox.wire import APIS
 
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
         sock.sendall(encode(request, version, correlation_id))
         payload = read_frame(sock)
-    response_cls = APIS[request.API_KEY][1]
+    response_cls = response if response is not None else APIS[request.API_KEY][1]
     response = response_cls.decode(payload, version=version, header=True)
     assert response.header.correlation_id == correlation_id
     return response

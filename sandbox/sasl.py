@@ -1,8 +1,10 @@
 """The SASL exchange on one connection, as Kafka's SaslServerAuthenticator runs it (KIP-152).
 
-Before authentication a connection may send ApiVersions and then SaslHandshake (v1, naming the
-mechanism); then SaslAuthenticate frames carry the mechanism's tokens until it completes. Any
-other request before that closes the connection, as do an unknown mechanism (after answering
+Before authentication a connection may send ApiVersions and then SaslHandshake (naming the
+mechanism); after a v1 handshake SaslAuthenticate frames carry the mechanism's tokens until it
+completes, after a v0 handshake (before KIP-152) the tokens travel as bare size-prefixed frames
+without a request header, and a refusal closes the connection without an answer. Any other
+request before that closes the connection, as do an unknown mechanism (after answering
 UNSUPPORTED_SASL_MECHANISM) and failed credentials (after answering SASL_AUTHENTICATION_FAILED
 with Kafka's message). SCRAM is evaluated by `scramp`; PLAIN is RFC 4616's three fields.
 No socket here: the server feeds decoded requests in and writes the answers out.
@@ -108,10 +110,16 @@ class SaslSession:
         self.principal: Principal | None = None
         self.closing = False
         self._mechanism: _Plain | _Scram | None = None
+        self._bare = False
 
     @property
     def complete(self) -> bool:
         return self.principal is not None
+
+    @property
+    def bare_tokens(self) -> bool:
+        """Whether the next frame is a bare SASL token (after a v0 handshake), not a request."""
+        return self._bare and not self.complete
 
     def admits(self, api_key: int) -> bool:
         """Kafka's authenticator serves only ApiVersions and the SASL APIs until it completes;
@@ -119,7 +127,7 @@ class SaslSession:
         if self.complete:
             return True
         if api_key == SASL_AUTHENTICATE:
-            return self._mechanism is not None
+            return self._mechanism is not None and not self._bare
         return api_key in (API_VERSIONS, SASL_HANDSHAKE) and self._mechanism is None
 
     def handshake(self, version: int, request: Any) -> Any:
@@ -132,7 +140,19 @@ class SaslSession:
             return R(version=version, error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled)
         self._mechanism = (_Plain(self.security) if request.mechanism == "PLAIN"
                            else _Scram(self.security, request.mechanism))
+        self._bare = version == 0
         return R(version=version, error_code=0, mechanisms=enabled)
+
+    def bare_token(self, token: bytes) -> bytes | None:
+        """The answer to a bare token after a v0 handshake (None: refused, close without a word,
+        as Kafka does when it cannot send SaslAuthenticate's error)."""
+        assert self._mechanism is not None
+        try:
+            answer = self._mechanism.step(token)
+        except AuthenticationFailed:
+            return None
+        self._complete_if_done()
+        return answer
 
     def authenticate(self, version: int, request: Any) -> Any:
         R = APIS[SASL_AUTHENTICATE][1]
@@ -144,12 +164,17 @@ class SaslSession:
             self.closing = True
             return R(version=version, error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"",
                      session_lifetime_ms=0)
+        self._complete_if_done()
+        # session_lifetime_ms 0: no re-authentication (KIP-368) is asked of the client; the
+        # message is Kafka's default for a string field, empty rather than null
+        return R(version=version, error_code=0, error_message="", auth_bytes=token, session_lifetime_ms=0)
+
+    def _complete_if_done(self) -> None:
+        assert self._mechanism is not None
         if self._mechanism.done:
             assert self._mechanism.user is not None
             credential = self.security.credential(self._mechanism.user)
             self.principal = Principal(self._mechanism.user, admin=bool(credential and credential.admin))
-        # session_lifetime_ms 0: no re-authentication (KIP-368) is asked of the client.
-        return R(version=version, error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=0)
 
 
 def not_sasl_listener(api_key: int, version: int) -> Any:

@@ -29,6 +29,8 @@ SCRAM_ITERATIONS = 4096  # Kafka's minimum for both SCRAM mechanisms
 CA_FILE = "ca.pem"
 SERVER_CERT_FILE = "server.pem"
 SERVER_KEY_FILE = "server-key.pem"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 @dataclass(frozen=True)
@@ -164,32 +166,44 @@ def build_security(security: str, mechanism: str | None, users: tuple[User, ...]
 
 
 def write_tls_files(directory: Path) -> None:
-    """A fresh CA and a server certificate for 127.0.0.1 and localhost, as PEM files."""
+    """A fresh CA and a server certificate for 127.0.0.1 and localhost, as PEM files. The key is
+    PKCS#8 (`BEGIN PRIVATE KEY`): Kafka's PEM key stores read no other form (trustme writes SEC1,
+    `BEGIN EC PRIVATE KEY`, which a broker refuses with "algid parse error")."""
     import trustme
+    from cryptography.hazmat.primitives import serialization
 
     directory.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="kreassign sandbox")
     cert = ca.issue_cert("127.0.0.1", "localhost")
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
     (directory / CA_FILE).write_bytes(ca.cert_pem.bytes())
     (directory / SERVER_CERT_FILE).write_bytes(b"".join(p.bytes() for p in cert.cert_chain_pems))
-    write_private(directory / SERVER_KEY_FILE, cert.private_key_pem.bytes())
+    write_private(directory / SERVER_KEY_FILE, key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 
 def client_properties(security: Security, user: User | None, bootstrap: str) -> str:
     """A `--command-config` file for `user` (None: the TLS-only or plaintext listener)."""
-    lines = [f"bootstrap.servers={bootstrap}", f"security.protocol={security.protocol}"]
+    settings = {"bootstrap.servers": bootstrap, "security.protocol": security.protocol}
     if security.tls:
         assert security.tls_dir is not None
-        lines += [f"ssl.truststore.location={os.path.join(security.tls_dir, CA_FILE)}", "ssl.truststore.type=PEM"]
+        settings.update({"ssl.truststore.location": os.path.join(security.tls_dir, CA_FILE),
+                         "ssl.truststore.type": "PEM"})
     if security.sasl and user is not None:
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if security.mechanism == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
-        lines += [f"sasl.mechanism={security.mechanism}",
-                  f'sasl.jaas.config={module} required username="{user.name}" password="{_jaas_escape(user.password)}";']
-    return "\n".join(lines) + "\n"
+        module = PLAIN_MODULE if security.mechanism == "PLAIN" else SCRAM_MODULE
+        settings.update({"sasl.mechanism": str(security.mechanism), "sasl.jaas.config":
+                         f'{module} required username="{user.name}" password="{jaas_escape(user.password)}";'})
+    return "".join(f"{key}={properties_escape(value)}\n" for key, value in settings.items())
 
 
-def _jaas_escape(value: str) -> str:
+def properties_escape(value: str) -> str:
+    """A value as a Java .properties file holds it: backslashes doubled (Properties.load reads
+    `\\x` as `x`), line breaks escaped."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def jaas_escape(value: str) -> str:
+    """A JAAS option value between double quotes (Java's StreamTokenizer reads backslash escapes)."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 

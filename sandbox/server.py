@@ -47,7 +47,10 @@ log = logging.getLogger(__name__)
 MAX_FRAME = 100 * 1024 * 1024
 TICK_WALL_SECONDS = 0.05
 SLICE_WALL_SECONDS = 0.02
-CLOSE_WAIT_SECONDS = 2.0
+FAILED_AUTHENTICATION_DELAY_S = 0.1
+"""a refused login's connection is closed this long after the answer, as Kafka's
+connection.failed.authentication.delay.ms (default 100) does; a client that reads later than
+that sees the answer and the end of the stream together (kafka-python then drops the answer)"""
 
 
 @dataclass
@@ -345,10 +348,19 @@ class SandboxServer:
         try:
             while True:
                 (size,) = struct.unpack(">i", await reader.readexactly(4))
-                if not 8 <= size <= MAX_FRAME:
+                bare = session is not None and session.bare_tokens  # a SASL token: no request header
+                if not (0 if bare else 8) <= size <= MAX_FRAME:
                     log.info("closing connection: frame of %d bytes", size)
                     break
                 payload = await reader.readexactly(size)
+                if bare:
+                    assert session is not None
+                    answer = session.bare_token(payload)
+                    if answer is None:
+                        break
+                    writer.write(struct.pack(">i", len(answer)) + answer)
+                    await writer.drain()
+                    continue
                 received = time.perf_counter()
                 head = peek(payload)
                 if self.faults.take("drop", head.api_key, broker_id):
@@ -366,7 +378,7 @@ class SandboxServer:
                 writer.write(data)
                 await writer.drain()
                 if session is not None and session.closing:
-                    await self._close_gently(reader, writer)
+                    await self._close_after_refusal(reader, writer)
                     break
                 if throttle_ms > 0:
                     await self._mute(broker_id, throttle_ms)
@@ -377,16 +389,15 @@ class SandboxServer:
             writer.transport.abort()
 
     @staticmethod
-    async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """After a refused login, give the client a moment to read the answer and hang up first:
-        kafka-python drops data that arrives together with the end of the stream. Kafka likewise
-        delays the close (connection.failed.authentication.delay.ms)."""
+    async def _close_after_refusal(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Close FAILED_AUTHENTICATION_DELAY_S after a refused login (sooner if the client hangs
+        up first), with the end of the stream after the answer, not a reset."""
         async def until_eof() -> None:
             while await reader.read(65536):
                 pass
 
         with contextlib.suppress(ConnectionError, ssl.SSLError, asyncio.TimeoutError):
-            await asyncio.wait_for(until_eof(), timeout=CLOSE_WAIT_SECONDS)
+            await asyncio.wait_for(until_eof(), timeout=FAILED_AUTHENTICATION_DELAY_S)
         writer.close()
 
     async def _respond(self, broker_id: int, head: Any, payload: bytes, received: float,

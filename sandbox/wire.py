@@ -104,9 +104,6 @@ def advertised_versions(*, describe_cluster_v0_only: bool = False,
                                           if telemetry or key not in TELEMETRY_APIS}
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
-    # SaslHandshake v0 is followed by raw tokens instead of SaslAuthenticate frames (pre-KIP-152);
-    # the sandbox speaks only the framed exchange.
-    ranges[SASL_HANDSHAKE] = (1, 1)
     return ranges
 
 

@@ -5,26 +5,30 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import kafka.errors as Errors
 import pytest
+import trustme
 from kafka.protocol.sasl import SaslAuthenticateRequest
 
 from kreassign.cluster.admin_retry import KafkaLogTap, ThrottleGate
-from kreassign.cluster.client_config import build_client_config
+from kreassign.cluster.client_config import build_client_config, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
 from kreassign.cluster.errors import ClusterUnreachable, SecurityMismatch
-from kreassign.cluster.listener_probe import ListenerKind
+from kreassign.cluster.listener_probe import ListenerKind, probe_login
+from kreassign.sandbox.security import User, build_security, client_properties
 from kreassign.cluster.log_redaction import MASK, RedactSecrets
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";'
 SASL_SSL = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config": JAAS}
 
 
-def failure(props: dict[str, str], error: BaseException | None, kind: ListenerKind | None = None) -> Any:
+def failure(props: dict[str, str], error: BaseException | None, kind: ListenerKind | None = None,
+            refused: str | None = None) -> Any:
     config = build_client_config(props, bootstrap_server="h:9093,g:9093")
-    return connect_failure(config, error, probe=lambda server, **_: kind)
+    return connect_failure(config, error, probe=lambda server, **_: kind, login=lambda server, client: refused)
 
 
 @pytest.mark.parametrize("props, error, kind, cls, message", [
@@ -79,6 +83,47 @@ def test_each_cause_gets_its_line(props: dict[str, str], error: BaseException, k
                                   cls: type[Exception], message: str) -> None:
     found = failure(props, error, kind)
     assert (type(found), str(found)) == (cls, message)
+
+
+def test_a_refusal_kafka_python_did_not_read_is_asked_for() -> None:
+    """A broker closes 100 ms after refusing a login; a client slower than that sees only the
+    close, so the login is tried again by hand to learn the broker's reason."""
+    closed = Errors.KafkaConnectionError("socket disconnected")
+    speaks = ListenerKind(tls=True, sasl_mechanisms=("SCRAM-SHA-256",))
+    found = failure(SASL_SSL, closed, speaks, refused="Authentication failed during authentication due to invalid "
+                                                      "credentials with SASL mechanism SCRAM-SHA-256")
+    assert (type(found), str(found)) == (SecurityMismatch, (
+        "SASL authentication failed at h:9093 (SCRAM-SHA-256): Authentication failed during authentication due to "
+        "invalid credentials with SASL mechanism SCRAM-SHA-256. Check the username and password in sasl.jaas.config "
+        "and sasl.mechanism (--command-config)."))
+    taken = failure(SASL_SSL, closed, speaks, refused=None)
+    assert type(taken) is ClusterUnreachable and str(taken).endswith(
+        "The connection uses SASL_SSL: also check the ssl.* and sasl.* settings in --command-config. Last error: "
+        "KafkaConnectionError: socket disconnected")
+
+
+@pytest.mark.parametrize("mode, mechanism", [("sasl_plaintext", "PLAIN"), ("sasl_ssl", "SCRAM-SHA-512")])
+def test_the_login_probe_reads_the_brokers_refusal(sandbox_factory: Any, tmp_path: Path, mode: str,
+                                                   mechanism: str) -> None:
+    security = build_security(mode, mechanism, (User("ops", "right", admin=True),), tmp_path)
+    sb = sandbox_factory(brokers=1, racks=0, topics=[], security=security)
+    server = sb.bootstrap
+
+    def settings(password: str, **extra: str) -> dict[str, Any]:
+        path = tmp_path / "login.properties"
+        path.write_text(client_properties(security, User("ops", password), server) + "".join(
+            f"{k}={v}\n" for k, v in extra.items()))
+        return dict(load_client_config(str(path)).client_kwargs)
+
+    wrong = {"PLAIN": "Authentication failed: Invalid username or password",
+             "SCRAM-SHA-512": "Authentication failed during authentication due to invalid credentials with SASL "
+                              "mechanism SCRAM-SHA-512"}[mechanism]
+    assert probe_login(server, settings("wrong")) == wrong
+    assert probe_login(server, settings("right")) is None
+    if security.tls:  # a broker its settings do not trust gets no password
+        other = tmp_path / "other-ca.pem"
+        trustme.CA().cert_pem.write_to_path(str(other))
+        assert probe_login(server, settings("wrong", **{"ssl.truststore.location": str(other)})) is None
 
 
 def test_listener_kind_names_the_protocol() -> None:

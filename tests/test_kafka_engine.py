@@ -58,7 +58,8 @@ def test_controller_properties_and_overrides_that_are_not_the_controllers() -> N
 
 
 def test_a_secured_client_listener_keeps_brokers_on_an_internal_plaintext_one() -> None:
-    client = Listener("SASL_SSL", "SCRAM-SHA-512", ssl={"ssl.keystore.type": "PEM"}, super_users=("admin",))
+    client = Listener("SASL_SSL", "SCRAM-SHA-512", ssl={"ssl.keystore.type": "PEM"}, super_users=("admin",),
+                      authorizer=True)
     layout = Layout(**{**LAYOUT.__dict__, "client": client, "internal_ports": {1: 9201, 2: 9202, 3: 9203}})
     props = parse(properties(layout, 1))
     assert props["listeners"] == "EXTERNAL://127.0.0.1:9001,INTERNAL://127.0.0.1:9201"
@@ -183,3 +184,80 @@ def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) 
     assert wait_gone([daemon, *pids.values()]) == []
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", int(bootstrap.split(",")[0].rsplit(":", 1)[1]))) != 0
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_logins(tmp_path: Path) -> None:
+    """SASL_PLAINTEXT with SCRAM-SHA-256 on one real broker, through the daemon: no file of the
+    state dir but the client properties holds a password; started again from its state dir with
+    other --user options, a login no longer named is refused and loses its ACLs, a new one works;
+    started a third time with TLS alone, a client that trusts the CA may change configs (no
+    authorizer, as the emulator's TLS-only listener) and no login is left."""
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePatternFilter
+    from kafka.admin import ACLResourcePatternType, ResourceType
+
+    state = tmp_path / "sandbox"
+
+    def start(*users: str, security: tuple[str, ...] = ("sasl_plaintext", "--sasl-mechanism", "SCRAM-SHA-256")
+              ) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "kreassign.cli.main", "sandbox", "start", "--engine", "kafka", "--daemon",
+                "--brokers", "1", "--racks", "0", "--log-dirs", "1", "--topics", "none", "--heap", "256m",
+                "--start-timeout", "400s", "--state-dir", str(state), "--security", *security,
+                *(a for u in users for a in ("--user", u))]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+
+    def show(user: str, *more: str) -> subprocess.CompletedProcess[str]:
+        props = state / (f"client-{user}.properties" if user else "client.properties")
+        return kreassign("throttle", *(more or ("show",)), "--bootstrap-server", bootstrap, "--command-config",
+                         str(props), "--request-timeout", "30s", "--journal-dir", str(tmp_path / "journal"))
+
+    first = start("ops:0ps-First:admin", "gone:g0ne-First")
+    try:
+        assert first.returncode == 0, first.stderr
+        bootstrap = first.stdout.strip()
+        status = json.loads(kreassign("sandbox", "status", "--state-dir", str(state), "-o", "json").stdout)
+        assert status["extra"]["security_protocol"] == "SASL_PLAINTEXT"
+        assert status["extra"]["sasl_mechanism"] == "SCRAM-SHA-256"
+        assert show("gone").returncode == 0
+        kept = [p for p in state.rglob("*") if p.is_file() and not p.name.startswith("client-")]
+        assert (state / "options.json") in kept and (state / "config" / "broker-1.properties") in kept
+        for path in kept:
+            text = path.read_bytes().decode(errors="replace")
+            assert "0ps-First" not in text and "g0ne-First" not in text, path
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
+    gone_login = (state / "client-gone.properties").read_text()
+
+    second = start("ops:0ps-Second:admin", "newbie:n3wbie")
+    try:
+        assert second.returncode == 0, second.stderr
+        assert second.stdout.strip() == bootstrap
+        assert show("newbie").returncode == 0 and show("ops").returncode == 0
+        (state / "client-gone.properties").write_text(gone_login)
+        refused = show("gone")
+        assert refused.returncode == 5 and refused.stderr.startswith(
+            f"Error: SASL authentication failed at {bootstrap} (SCRAM-SHA-256): Authentication failed"), refused.stderr
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
+                                 sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="ops",
+                                 sasl_plain_password="0ps-Second", request_timeout_ms=30000)
+        try:
+            acls, _ = admin.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                                    ResourcePatternFilter(ResourceType.ANY, None,
+                                                                          ACLResourcePatternType.ANY)))
+        finally:
+            admin.close()
+        assert {a.principal for a in acls} == {"User:newbie"}
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
+
+    third = start(security=("tls",))
+    try:
+        assert third.returncode == 0, third.stderr
+        assert third.stdout.strip() == bootstrap and f"# {state / 'client.properties'}\n" in third.stderr
+        changed = show("", "set", "--rate", "1MB/s", "--brokers", "1")
+        assert changed.returncode == 0, changed.stderr
+        assert show("", "clear").returncode == 0
+        assert json.loads((state / "kafka.json").read_text())["logins"] == []
+    finally:
+        assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0

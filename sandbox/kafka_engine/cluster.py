@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.kafka_engine import jvm
 from kreassign.sandbox.kafka_engine.data import PartitionLoad, Writer, create_topics, fill, plan_topics, scaled_defaults
 from kreassign.sandbox.kafka_engine.dist import KafkaDist, find_java_for
+from kreassign.sandbox.kafka_engine.secured import KEYSTORE_FILE, KafkaLogin, apply_logins, client_listener, keystore_pem
 from kreassign.sandbox.kafka_engine.node_config import (
     CONTROLLER_ID,
     LOOPBACK,
@@ -96,13 +97,6 @@ class _Node:
     proc: subprocess.Popen[bytes] | None = None
 
 
-@dataclass(frozen=True)
-class ScramUser:
-    mechanism: str
-    name: str
-    password: str = field(repr=False)
-
-
 class KafkaCluster:
     """A local KRaft cluster of real Kafka brokers.
 
@@ -118,8 +112,9 @@ class KafkaCluster:
         fresh: start over even if the state dir holds a cluster.
         port_base: broker i listens on port_base+i-1, the controller on port_base+N (0: free ports).
         heap: each broker's heap; the controller gets CONTROLLER_HEAP.
-        client: the client listener's security (default PLAINTEXT).
-        scram_users: SCRAM credentials written into the metadata log at format time.
+        security: the client listener's security (`sandbox.security.build_security`; default
+            PLAINTEXT). Secured, the brokers replicate over an internal PLAINTEXT listener.
+        logins: the SASL logins (`secured.KafkaLogin`), put on the cluster at every start.
         overrides: broker settings that replace the defaults (node_config).
         start_timeout_s: how long start() waits for every broker to register.
     """
@@ -127,7 +122,7 @@ class KafkaCluster:
     def __init__(self, dist: KafkaDist, *, brokers: int = DEFAULT_BROKERS, racks: int = 2,
                  log_dirs: int = DEFAULT_LOG_DIRS, topics: Sequence[TopicSpec] | None = (),
                  state_dir: str | os.PathLike[str] | None = None, fresh: bool = False, port_base: int = 0,
-                 heap: str = DEFAULT_HEAP, client: Listener | None = None, scram_users: Sequence[ScramUser] = (),
+                 heap: str = DEFAULT_HEAP, security: Security | None = None, logins: Sequence[KafkaLogin] = (),
                  overrides: Mapping[str, str] | None = None, seed: int = 0, start_timeout_s: float = 120.0) -> None:
         check_shape(brokers, racks, log_dirs)
         if port_base and not 1024 <= port_base <= 65535 - 2 * brokers - 1:
@@ -137,7 +132,8 @@ class KafkaCluster:
         self.heap = heap
         self.seed = seed
         self.start_timeout_s = start_timeout_s
-        self.scram_users = tuple(scram_users)
+        self.settings = security or Security()
+        self.logins = tuple(logins)
         self.topic_specs = scaled_defaults() if topics is None else tuple(topics)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         if state_dir is None:
@@ -151,7 +147,8 @@ class KafkaCluster:
             raise InputError(f"{self.state_dir} holds a Kafka {saved.get('version')} cluster, not {dist.version}: "
                              "start it with that version, or with --fresh to start over")
         self.fresh = saved is None
-        client = client or Listener()
+        self._previous_logins: list[str] = list(saved.get("logins", ())) if saved is not None else []
+        client = client_listener(self.settings, self.logins, self.state_dir / "config" / KEYSTORE_FILE)
         if saved is not None:
             self.cluster_id = str(saved["cluster_id"])
             self.layout = Layout(racks={int(b): r for b, r in saved["racks"].items()},
@@ -160,6 +157,9 @@ class KafkaCluster:
                                  data_dir=self.state_dir / "data", log_dirs=int(saved["log_dirs"]),
                                  internal_ports={int(b): int(p) for b, p in saved.get("internal_ports", {}).items()},
                                  client=client, overrides=dict(overrides or {}))
+            if client.secured and not self.layout.internal_ports:  # secured now, plaintext before
+                self.layout = replace(self.layout, internal_ports=dict(zip(self.layout.brokers,
+                                                                           free_ports(len(self.layout.brokers)))))
         else:
             self.cluster_id = new_cluster_id()
             self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {})
@@ -195,6 +195,9 @@ class KafkaCluster:
         self.layout = replace(self.layout, data_dir=self.state_dir / "data")
         config = self.state_dir / "config"
         config.mkdir(parents=True, exist_ok=True)
+        if self.settings.tls:
+            assert self.settings.tls_dir is not None
+            write_private(config / KEYSTORE_FILE, keystore_pem(self.settings.tls_dir))
         for node in [CONTROLLER_ID, *self.layout.brokers]:
             name = "controller" if node == CONTROLLER_ID else f"broker-{node}"
             props = config / f"{name}.properties"
@@ -215,7 +218,7 @@ class KafkaCluster:
                  "ports": {str(b): p for b, p in self.layout.ports.items()},
                  "internal_ports": {str(b): p for b, p in self.layout.internal_ports.items()},
                  "controller_port": self.layout.controller_port, "log_dirs": self.layout.log_dirs,
-                 "topics": sorted(self.topics)}
+                 "topics": sorted(self.topics), "logins": sorted(login.name for login in self.logins)}
         write_private(self.state_dir / STATE_FILE, json.dumps(state, indent=1))
 
     def _format(self) -> None:
@@ -224,13 +227,11 @@ class KafkaCluster:
             for d in self.layout.log_dir_paths(node.node_id):
                 if d.exists():
                     shutil.rmtree(d)
-        scram = [f"{u.mechanism}=[name={u.name},password={u.password}]" for u in self.scram_users]
         config = self.state_dir / "config"
         running = []
         for node in self._nodes.values():
             name = "controller" if node.node_id == CONTROLLER_ID else f"broker-{node.node_id}"
-            argv = format_command(self.dist.classpath, self.java, self.cluster_id, config / f"{name}.properties",
-                                  scram=scram if node.node_id == CONTROLLER_ID else ())
+            argv = format_command(self.dist.classpath, self.java, self.cluster_id, config / f"{name}.properties")
             running.append((node, subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                    stderr=subprocess.STDOUT, text=True)))
         for node, proc in running:
@@ -266,6 +267,9 @@ class KafkaCluster:
         for b in self.layout.brokers:
             self._spawn(b)
         self.wait_ready(self.layout.brokers)
+        if self.settings.sasl or self._previous_logins:
+            apply_logins([self.internal_port(b) for b in self.brokers], self.logins, self._previous_logins,
+                         acls=self.layout.client.authorizer, timeout_s=self.start_timeout_s)
         if self.fresh:
             self.topics = plan_topics(self.topic_specs, self.layout.racks, self.seed)
             with self.admin() as port:
@@ -306,7 +310,8 @@ class KafkaCluster:
                 return
             time.sleep(0.25)
         raise ClusterUnreachable(f"Kafka brokers {sorted(wanted - seen)} did not register within "
-                                 f"{timeout_s or self.start_timeout_s:.0f}s; see the logs under {self.state_dir / 'logs'}")
+                                 f"{timeout_s or self.start_timeout_s:.0f}s; see the logs under {self.state_dir / 'logs'} "
+                                 "(a busy machine starts JVMs slowly: give more time with --start-timeout)")
 
     def _registered(self) -> set[int]:
         """Broker ids in the metadata of the first broker that answers (empty if none does)."""
@@ -423,8 +428,8 @@ class KafkaCluster:
 
     @property
     def security(self) -> Security:
-        """The client listener's protocol and mechanism, as the emulator reports its own."""
-        return Security(self.layout.client.protocol, self.layout.client.mechanism)  # type: ignore[arg-type]
+        """The client listener's security, as the emulator reports its own."""
+        return self.settings
 
     def internal_port(self, broker: int) -> int:
         """The PLAINTEXT port of a broker (its client port unless the client listener is secured)."""

@@ -9,9 +9,11 @@ throttled copy here behaves as on an operator's cluster.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kreassign.sandbox.security import properties_escape
 
 CONTROLLER_ID = 0
 LOOPBACK = "127.0.0.1"
@@ -48,6 +50,9 @@ class Listener:
     """ssl.* settings of the listener (PEM key store and trust store)"""
     super_users: tuple[str, ...] = ()
     """principals besides the brokers' own that the StandardAuthorizer lets do everything"""
+    authorizer: bool = False
+    """Kafka's StandardAuthorizer on (SASL listeners: logins have ACLs); off, every client may do
+    everything, as on a broker without an authorizer"""
 
     @property
     def secured(self) -> bool:
@@ -163,7 +168,7 @@ def _authorizer(layout: Layout) -> dict[str, str]:
     """Kafka's StandardAuthorizer when clients must log in: the brokers and the controller talk
     PLAINTEXT among themselves (principal User:ANONYMOUS), so that principal is a super user, as
     are the listener's admin users."""
-    if not layout.client.secured:
+    if not layout.client.authorizer:
         return {}
     supers = ["User:ANONYMOUS", *(f"User:{u}" for u in layout.client.super_users)]
     return {
@@ -180,12 +185,7 @@ def _render(lines: Mapping[str, str], overrides: Mapping[str, str], *, controlle
         if controller and key in {"listeners", "advertised.listeners", "inter.broker.listener.name"}:
             continue
         merged[key] = value
-    return "".join(f"{key}={_escape(value)}\n" for key, value in merged.items())
-
-
-def _escape(value: str) -> str:
-    """A .properties value: backslashes doubled, line breaks escaped (JAAS texts span no lines)."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
+    return "".join(f"{key}={properties_escape(value)}\n" for key, value in merged.items())
 
 
 def log4j2_properties(log_file: Path, *, level: str = "INFO") -> str:
@@ -231,17 +231,7 @@ def jvm_flags(*, heap: str, log_config: Path, log4j2: bool, logs_dir: Path) -> l
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", f"-Dkafka.logs.dir={logs_dir}", logging]
 
 
-def scram_argument(mechanism: str, user: str, password: str) -> str:
-    """StorageTool's --add-scram value, e.g. `SCRAM-SHA-512=[name=alice,password=secret]`.
-    Kafka's parser splits on commas and '=', so neither may appear in the name or password."""
-    return f"{mechanism}=[name={user},password={password}]"
-
-
-def format_command(classpath: str, java: str, cluster_id: str, config: Path, *,
-                   scram: Sequence[str] = ()) -> list[str]:
+def format_command(classpath: str, java: str, cluster_id: str, config: Path) -> list[str]:
     """StorageTool format of one node (static voters: the same command on 3.9 and 4.x)."""
-    argv = [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "kafka.tools.StorageTool", "format",
+    return [java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "kafka.tools.StorageTool", "format",
             "-t", cluster_id, "-c", str(config)]
-    for item in scram:
-        argv += ["--add-scram", item]
-    return argv

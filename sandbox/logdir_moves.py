@@ -41,7 +41,9 @@ class LogDirMoves:
         if path not in b.log_dirs:
             return codes.LOG_DIR_NOT_FOUND
         p = self.engine.partition(topic, index)
-        if p is None or broker_id not in p.replicas:
+        if p is None:
+            return codes.UNKNOWN_TOPIC_OR_PARTITION
+        if broker_id not in p.replicas:
             return codes.REPLICA_NOT_AVAILABLE
         key = (broker_id, topic, index)
         if p.log_dirs.get(broker_id, b.log_dirs[0]) == path:

@@ -823,10 +823,11 @@ def moved_target(replicas: tuple[int, ...], brokers: range = range(1, 7)) -> lis
 def test_e2e_describe_brokers_and_topics(sandbox: Any, live: KafkaAdmin) -> None:
     info = live.describe_brokers()
     with sandbox.locked() as engine:
-        cluster_id, controller = engine.cluster_id, engine.controller_id
+        cluster_id = engine.cluster_id
     assert [(b.id, b.rack, b.port) for b in info.brokers] == [
         (b, f"rack-{(b - 1) % 3 + 1}", sandbox.ports[b]) for b in range(1, 7)]
-    assert (info.cluster_id, info.controller_id, info.fenced) == (cluster_id, controller, ())
+    # a KRaft broker names a random live broker as the controller
+    assert (info.cluster_id, info.controller_id in sandbox.ports, info.fenced) == (cluster_id, True, ())
     everything = live.describe_topics()
     assert len(everything) == 50
     orders = live.describe_topics(["orders"])
@@ -852,8 +853,9 @@ def test_e2e_describe_cluster_v0_falls_back_to_metadata(sandbox_factory: Callabl
     try:
         info = admin.describe_brokers()
         assert [b.id for b in info.brokers] == [1, 2, 3, 4, 5, 6]
-        assert info.brokers[0].rack == "rack-1" and info.controller_id == 1 and info.cluster_id
-        assert admin.describe_brokers() == info
+        assert info.brokers[0].rack == "rack-1" and info.controller_id in sb.ports and info.cluster_id
+        again = admin.describe_brokers()
+        assert (again.brokers, again.cluster_id) == (info.brokers, info.cluster_id)
     finally:
         admin.close()
 
@@ -914,7 +916,8 @@ def test_e2e_throttle_configs_round_trip(sandbox: Any, live: KafkaAdmin) -> None
     assert applied.ok, applied.failures()
     brokers = live.describe_broker_configs([1, 2, 3], [LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE])
     assert brokers.errors == {}
-    assert brokers.configs[1][LEADER_THROTTLED_RATE] == ConfigEntry("10000000", "DYNAMIC_BROKER_CONFIG", True)
+    # dynamic and not read-only on Kafka 4.x (3.9 called them read-only)
+    assert brokers.configs[1][LEADER_THROTTLED_RATE] == ConfigEntry("10000000", "DYNAMIC_BROKER_CONFIG", False)
     assert brokers.configs[3] == {}  # absent until set, as on a real broker
     topics = live.describe_topic_configs(["orders", "payments", "nope"], TOPIC_KEYS)
     assert topics.configs["orders"][FOLLOWER_THROTTLED_REPLICAS].value == "0:3"

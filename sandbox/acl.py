@@ -47,9 +47,9 @@ class AclOperation(IntEnum):
 # is not what these ACLs guard).
 NOT_ADMIN = frozenset({AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.READ, AclOperation.WRITE})
 # What Kafka's AclEntry.supportedOperations lists for each resource type.
+# the operations Kafka reports on the CLUSTER resource (the token operations belong to USER resources)
 CLUSTER_OPERATIONS = (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
-                      AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
-                      AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS)
+                      AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE)
 TOPIC_OPERATIONS = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE,
                     AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
                     AclOperation.ALTER_CONFIGS)

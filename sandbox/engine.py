@@ -306,7 +306,10 @@ class Engine:
             p.lagging.pop(b, None)
             p.log_dirs.pop(b, None)
         p.adding, p.removing = [], []
+        leader, epoch = p.leader, p.leader_epoch
         self._elect_if_needed(p, order=replicas)
+        if adding and (p.leader, p.leader_epoch) == (leader, epoch):
+            p.leader_epoch += 1  # replicas left: PartitionChangeBuilder bumps the leader epoch
         p.partition_epoch += 1
         return OK
 

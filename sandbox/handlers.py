@@ -178,7 +178,9 @@ def _created(ctx: Context, v: int, t: Any, code: int, msg: str | None, validate_
                 else (e.value, e.source)
             configs.append(C(version=v, name=e.name, value=value, read_only=e.read_only, config_source=int(source),
                              is_sensitive=e.sensitive))
-    return T(version=v, name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=code,
+    # a validated topic gets an id of its own too, as the controller draws one before it validates
+    topic_id = topic.topic_id if topic else uuid.uuid4() if code == codes.NONE else ZERO_UUID
+    return T(version=v, name=t.name, topic_id=topic_id, error_code=code,
              error_message=msg, topic_config_error_code=0, num_partitions=shape[0], replication_factor=shape[1],
              configs=configs)
 

@@ -45,8 +45,9 @@ class KafkaPool:
 
             try:
                 # 384 MB heaps: the tests move megabytes, and several suites may run on one machine
+                # a generous start deadline: several suites may start clusters on 2 cores at once
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m")
+                                       topics=(), heap="384m", start_timeout_s=360.0)
                 cluster.start()
             except BaseException as exc:
                 self.failures[version] = exc

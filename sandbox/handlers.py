@@ -134,7 +134,6 @@ def describe_topic_partitions(ctx: Context, v: int, req: Any) -> Any:
 
 def create_topics(ctx: Context, v: int, req: Any) -> Any:
     R = response_class(19)
-    T = R.CreatableTopicResult
     eng = ctx.engine
     out = []
     seen = [t.name for t in req.topics]
@@ -172,7 +171,7 @@ def _created(ctx: Context, v: int, t: Any, code: int, msg: str | None, validate_
                  else t.replication_factor)
     configs = []
     if code == codes.NONE:
-        overrides = {c.name: c.value for c in t.configs}
+        overrides = {c.name: c.value for c in t.configs} if topic is None else {}  # a created topic has its own
         for e in eng.configs.describe_topic(t.name if topic is not None else "", None, ctx.broker_id):
             value, source = (overrides[e.name], codes.ConfigSource.DYNAMIC_TOPIC_CONFIG) if e.name in overrides \
                 else (e.value, e.source)

@@ -80,7 +80,7 @@ BROKER_CONFIGS: dict[str, BrokerConfig] = {
     "unclean.leader.election.enable": BrokerConfig(ConfigType.BOOLEAN, "false", dynamic=True),
     TIME_SCALE_KEY: BrokerConfig(ConfigType.DOUBLE, None),
 }
-# Kafka 3.9 still had defaults for the two settings 4.0 made mandatory.
+# Kafka 3.9 still had defaults for the two settings 4.0 made mandatory, and called log.dirs a STRING.
 _BROKER_CONFIGS_3_9 = {"node.id": BrokerConfig(ConfigType.INT, "-1"),
                        "process.roles": BrokerConfig(ConfigType.LIST, ""),
                        "log.dirs": BrokerConfig(ConfigType.STRING, None)}
@@ -288,8 +288,8 @@ class ConfigStore:
             self.topic[topic] = {k: _render(k, v, TOPIC_CONFIGS[k][0]) for k, v in current.items()}
         return OK
 
-    def incremental_alter_broker(self, broker_id: int | None, static_keys: Iterable[str],
-                                 ops: Iterable[tuple[str, int, str | None]], validate_only: bool) -> Result:
+    def incremental_alter_broker(self, broker_id: int | None, ops: Iterable[tuple[str, int, str | None]],
+                                 validate_only: bool) -> Result:
         """Alter one broker's dynamic configs (`broker_id` None = the cluster default)."""
         target = self.broker_default if broker_id is None else self.broker.get(broker_id, {})
         current = dict(target)
@@ -323,8 +323,8 @@ class ConfigStore:
             self.topic[topic] = new
         return OK
 
-    def alter_broker(self, broker_id: int | None, static_keys: Iterable[str],
-                     entries: Iterable[tuple[str, str | None]], validate_only: bool) -> Result:
+    def alter_broker(self, broker_id: int | None, entries: Iterable[tuple[str, str | None]],
+                     validate_only: bool) -> Result:
         new = {}
         for name, value in entries:
             if value is None:

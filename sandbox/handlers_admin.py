@@ -118,12 +118,11 @@ def _alter_configs(ctx: Context, v: int, req: Any, incremental: bool) -> Any:
         elif r.resource_type == ResourceType.BROKER:
             broker_id, (code, msg) = _broker_target(ctx, r.resource_name, describe=False)
             if code == codes.NONE:
-                static = eng.static_broker_configs(ctx.broker_id)
                 if incremental:
                     code, msg = eng.configs.incremental_alter_broker(
-                        broker_id, static, [(c.name, c.config_operation, c.value) for c in r.configs], validate_only)
+                        broker_id, [(c.name, c.config_operation, c.value) for c in r.configs], validate_only)
                 else:
-                    code, msg = eng.configs.alter_broker(broker_id, static, [(c.name, c.value) for c in r.configs],
+                    code, msg = eng.configs.alter_broker(broker_id, [(c.name, c.value) for c in r.configs],
                                                          validate_only)
         elif r.resource_type == ResourceType.CLIENT_METRICS and incremental:
             code, msg = eng.client_metrics.alter(

@@ -34,7 +34,7 @@ def two_brokers(size: float, write_bps: float = 0.0, **kwargs: float) -> Engine:
 def throttle(engine: Engine, rate: float, leader_list: str = "0:1", follower_list: str = "0:2") -> None:
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(int(rate))), (FOLLOWER_RATE, AlterOp.SET, str(int(rate)))]
-        assert engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False) == (0, None)
+        assert engine.configs.incremental_alter_broker(b, ops, False) == (0, None)
     ops = [(LEADER_REPLICAS, AlterOp.SET, leader_list), (FOLLOWER_REPLICAS, AlterOp.SET, follower_list)]
     assert engine.configs.incremental_alter_topic("t", ops, False) == (0, None)
     engine.config_changed()
@@ -102,7 +102,7 @@ def test_in_sync_replication_uses_up_the_leader_quota() -> None:
     engine.create_topic("t", assignments={0: [1, 2]}, sizes=[300 * MB], rates=[4 * MB])
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(10 * MB))]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     engine.configs.incremental_alter_topic("t", [(LEADER_REPLICAS, AlterOp.SET, "0:1,0:2")], False)
     engine.config_changed()
     engine.alter_reassignment("t", 0, [1, 3])
@@ -146,7 +146,7 @@ def throttle_all(engine: Engine) -> None:
     """A tiny throttle so moves stay in flight while a test looks at them."""
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, "1"), (FOLLOWER_RATE, AlterOp.SET, "1")]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     engine.configs.incremental_alter_topic("t", [(FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)
     engine.config_changed()
 
@@ -408,7 +408,7 @@ def test_each_leader_is_a_separate_fetcher_session() -> None:
 def test_more_fetcher_threads_split_the_partitions_by_kafkas_hash() -> None:
     engine = fan_in(40, 50 * MiB)
     ops = [(NUM_REPLICA_FETCHERS, AlterOp.SET, "2")]
-    assert engine.configs.incremental_alter_broker(9, engine.static_broker_configs(9), ops, False) == (0, None)
+    assert engine.configs.incremental_alter_broker(9, ops, False) == (0, None)
     engine.config_changed()
     threads = [fetcher_id("t", i, 2) for i in range(40)]
     assert threads.count(0) == threads.count(1) == 20

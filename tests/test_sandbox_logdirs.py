@@ -36,7 +36,7 @@ def test_a_move_copies_at_the_configured_rate_and_stays_active_until_done() -> N
     eng = two_dirs_engine()
     moves = LogDirMoves(eng)
     moves.advance(0.0)
-    eng.configs.alter_broker(1, {}, [(ALTER_LOG_DIRS_RATE, "1000")], validate_only=False)
+    eng.configs.alter_broker(1, [(ALTER_LOG_DIRS_RATE, "1000")], validate_only=False)
     assert moves.start(1, DIRS[1], "t", 0) == codes.NONE
     assert moves.start(1, DIRS[1], "t", 1) == codes.NONE
     moves.advance(10.0)   # 10 kB shared by two moves
@@ -50,7 +50,7 @@ def test_a_move_copies_at_the_configured_rate_and_stays_active_until_done() -> N
     assert f1 is not None and f1.copied == 10_000.0
     moves.advance(30.0)   # alone now, it gets the whole 10 kB
     assert f1.copied == 20_000.0
-    assert eng.configs.alter_broker(1, {}, [], validate_only=False) == (codes.NONE, None)  # legacy: replaces all
+    assert eng.configs.alter_broker(1, [], validate_only=False) == (codes.NONE, None)  # legacy: replaces all
     moves.advance(30.1)   # unthrottled: done at the next step
     assert moves.moves == {}
     assert dirs_of(eng, 1)[DIRS[1]] == [("t", 0, 10_000), ("t", 1, 30_000)]

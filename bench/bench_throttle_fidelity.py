@@ -36,7 +36,7 @@ def throttled_engine(sources: list[int], dests: list[int], size: float, rate: fl
     engine.create_topic("t", assignments={i: [b] for i, b in enumerate(sources)}, sizes=[size] * len(sources))
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(int(rate))), (FOLLOWER_RATE, AlterOp.SET, str(int(rate)))]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     engine.configs.incremental_alter_topic("t", [
         (LEADER_REPLICAS, AlterOp.SET, ",".join(f"{i}:{b}" for i, b in enumerate(sources))),
         (FOLLOWER_REPLICAS, AlterOp.SET, ",".join(f"{i}:{d}" for i, d in enumerate(dests)))], False)
@@ -99,7 +99,7 @@ def big_engine(throttle: float | None):  # type: ignore[no-untyped-def]
     if throttle is not None:
         for b in engine.brokers:
             ops = [(LEADER_RATE, AlterOp.SET, str(int(throttle))), (FOLLOWER_RATE, AlterOp.SET, str(int(throttle)))]
-            engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+            engine.configs.incremental_alter_broker(b, ops, False)
         for t in engine.topics:
             engine.configs.incremental_alter_topic(t, [(LEADER_REPLICAS, AlterOp.SET, "*"),
                                                        (FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)

@@ -34,7 +34,9 @@ EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quo
               help="With --engine kafka: an unpacked Kafka distribution to run (the folder holding libs/); default: "
                    "the jars `kreassign sandbox fetch-kafka` (or `make kafka`) fetched.")
 @click.option("--kafka-version", default=None, metavar="X.Y.Z",
-              help="With --engine kafka: which fetched release to run (default: the newest tested, see fetch-kafka).")
+              help="With --engine kafka: which fetched release to run (default: the newest tested, see fetch-kafka). "
+                   "For the emulator: which release to imitate, 4.4.0 or 3.9.2 (default 4.4.0): the API versions "
+                   "its brokers advertise and the controller and config rules that changed between them.")
 @click.option("--heap", default="512m", show_default=True, metavar="SIZE",
               help="With --engine kafka: each broker's JVM heap (java -Xmx syntax, e.g. 512m or 1g).")
 @click.option("--start-timeout", default="120s", show_default=True, type=DURATION,
@@ -152,8 +154,12 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
             raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
                              "real Kafka brokers run in real time on this machine's network, without the emulator's "
                              "quotas or metrics endpoints")
-    elif kafka_home or kafka_version:
-        raise InputError("--kafka-home and --kafka-version need --engine kafka")
+    elif kafka_home:
+        raise InputError("--kafka-home needs --engine kafka")
+    else:
+        from kreassign.sandbox.kafka_profiles import profile
+
+        profile(kafka_version)  # one line now for a release the emulator cannot imitate
     if start_timeout <= 0:
         raise InputError("--start-timeout must be positive")
     specs: tuple[str, ...] | None = tuple(s for item in topics for s in item.replace(" ", ",").split(",") if s) or None
@@ -216,8 +222,9 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
                        f"{summary['controller']}, {summary['topics']} topics, {summary['partitions']} partitions; "
                        f"state in {sb.state_dir}. Press Ctrl-C to stop.", err=True)
         else:
-            click.echo(f"Sandbox running: {summary['brokers']} brokers, {summary['topics']} topics, "
-                       f"{summary['partitions']} partitions, speed {speed:g}x. Press Ctrl-C to stop.", err=True)
+            click.echo(f"Sandbox running: {summary['brokers']} brokers (Kafka {summary['kafka_version']}), "
+                       f"{summary['topics']} topics, {summary['partitions']} partitions, speed {speed:g}x. "
+                       "Press Ctrl-C to stop.", err=True)
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
@@ -285,7 +292,7 @@ def status(state_dir: str | None, output: str) -> None:
                 click.echo("jvms:      " + ", ".join(f"{'controller' if k == '0' else 'broker ' + k} pid {v}"
                                                       for k, v in sorted(pids.items(), key=lambda kv: int(kv[0]))))
         else:
-            click.echo("engine:    emulator")
+            click.echo(f"engine:    emulator (imitates Kafka {info.extra.get('kafka_version', '?')})")
             click.echo(f"speed:     {info.speed:g}x")
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))

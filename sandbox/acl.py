@@ -56,6 +56,7 @@ TOPIC_OPERATIONS = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, 
                     AclOperation.ALTER_CONFIGS)
 METADATA = 3
 DESCRIBE_CLUSTER = 60
+DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def _allowed(principal: Principal | None, supported: tuple[AclOperation, ...]) -
 
 def report_operations(principal: Principal | None, api_key: int, version: int, request: Any, response: Any) -> None:
     """Fill the authorized-operations fields a client asked for (KIP-430): DescribeCluster's,
-    and Metadata's cluster (v8-10) and per-topic ones."""
+    and Metadata's cluster (v8-10) and per-topic ones; DescribeTopicPartitions always reports
+    every topic's, even a missing one's (KIP-966)."""
     if api_key == DESCRIBE_CLUSTER and request.include_cluster_authorized_operations:
         response.authorized_operations = _allowed(principal, CLUSTER_OPERATIONS)
     elif api_key == METADATA and version >= 8:
@@ -94,6 +96,10 @@ def report_operations(principal: Principal | None, api_key: int, version: int, r
             for topic in response.topics:
                 if topic.error_code == 0:
                     topic.authorized_operations = _allowed(principal, TOPIC_OPERATIONS)
+    elif api_key == DESCRIBE_TOPIC_PARTITIONS:  # a plain int32 bit set in this schema
+        bits = sum(1 << op for op in _allowed(principal, TOPIC_OPERATIONS))
+        for topic in response.topics:
+            topic.topic_authorized_operations = bits
 
 
 def refusal(principal: Principal | None, api_key: int, version: int, request: Any) -> Any | None:

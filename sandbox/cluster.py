@@ -26,6 +26,7 @@ from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import DEFAULT_NETWORK_BPS, Engine
 from kreassign.sandbox.faults import Faults, Rule, api_key
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.kafka_profiles import profile
 from kreassign.sandbox.private_files import write_private
 from kreassign.sandbox.prometheus import MetricsEndpoints, Sources
 from kreassign.sandbox.security import Security
@@ -53,7 +54,6 @@ class SandboxCluster:
         state_dir: where the state is saved (and restored from on start).
         network_bps: per-broker network capacity that bounds unthrottled copying.
         tick: the fixed step of simulated time, in sandbox seconds.
-        controller: the controller broker id (default: lowest live id).
         describe_cluster_v0_only: advertise only DescribeCluster v0, as Kafka 2.8-3.6 did.
         fetch: follower fetch limits (default: Kafka's; a saved state keeps its own unless given).
         security: TLS and SASL for every listener (default: plaintext, no authentication).
@@ -64,6 +64,8 @@ class SandboxCluster:
         telemetry: run the KIP-714 telemetry receiver (`self.telemetry`) and advertise APIs 71 and 72.
         metrics_port: serve each broker's Prometheus `/metrics` (`prometheus.py`) on 127.0.0.1,
             broker i on metrics_port + i - 1 (0: free ports; None: no endpoints).
+        kafka_version: the Apache Kafka release to imitate (`kafka_profiles`: its ApiVersions and
+            the controller and config rules that changed between releases); None: the newest.
 
     Consumer groups and client quota configs are saved next to the state (groups.json,
     client_quotas.json) and restored with it.
@@ -78,11 +80,12 @@ class SandboxCluster:
     def __init__(self, brokers: int = 6, racks: int = 3, topics: Sequence[TopicSpec] | None = None, *,
                  speed: float = 60.0, clock: Clock | None = None, seed: int = 0, port_base: int = 0,
                  state_dir: str | os.PathLike[str] | None = None, network_bps: float = DEFAULT_NETWORK_BPS,
-                 tick: float = 0.1, controller: int | None = None, describe_cluster_v0_only: bool = False,
+                 tick: float = 0.1, describe_cluster_v0_only: bool = False,
                  fresh: bool = False, fetch: FetchConfig | None = None,
                  client_quotas: ClientQuotaHook | None = None, log_dirs: int = 1,
                  default_client_quotas: Mapping[str, float] | None = None, telemetry: bool = False,
-                 metrics_port: int | None = None, security: Security | None = None) -> None:
+                 metrics_port: int | None = None, security: Security | None = None,
+                 kafka_version: str | None = None) -> None:
         check_shape(brokers, racks, log_dirs)
         if port_base and not 1024 <= port_base <= 65535 - brokers:
             raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
@@ -90,10 +93,13 @@ class SandboxCluster:
         self.clock: Clock = clock if clock is not None else ScaledClock(speed)
         self.lock = threading.RLock()
         self.faults = Faults()
-        self.ranges = advertised_versions(describe_cluster_v0_only=describe_cluster_v0_only, telemetry=telemetry)
+        self.kafka = profile(kafka_version)
+        self.ranges = advertised_versions(self.kafka, describe_cluster_v0_only=describe_cluster_v0_only,
+                                          telemetry=telemetry)
         saved = self.state_path if self.state_path is not None and self.state_path.exists() and not fresh else None
         if saved is not None:
             self.engine = _load(saved)
+            self.engine.imitate(self.kafka)
         else:
             specs = list(DEFAULT_TOPICS if topics is None else topics)
             spec_names_unique(specs)
@@ -102,8 +108,7 @@ class SandboxCluster:
                     raise InputError(f"topic {s.name} wants {s.replication_factor} replicas but the sandbox has "
                                      f"only {brokers} brokers")
             self.engine = Engine(rack_names(brokers, racks), seed=seed, tick=tick, network_bps=network_bps,
-                                 log_dirs_per_broker=log_dirs,
-                                 controller=controller, fetch=fetch)
+                                 log_dirs_per_broker=log_dirs, fetch=fetch, kafka=self.kafka)
             self.engine.add_topics(specs)
         if fetch is not None:
             self.engine.set_fetch(fetch)
@@ -315,7 +320,7 @@ class SandboxCluster:
             return {"brokers": len(e.brokers), "alive": sum(b.alive for b in e.brokers.values()),
                     "topics": len(e.topics), "partitions": len(e.rows),
                     "reassigning": sum(p.reassigning for p in e.rows), "bytes": int(e.log_end.sum()),
-                    "sandbox_seconds": round(e.now, 3), "controller": e.controller_id}
+                    "sandbox_seconds": round(e.now, 3), "kafka_version": self.kafka.release}
 
 
 def _load(path: Path) -> Engine:

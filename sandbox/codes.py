@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+UNKNOWN_SERVER_ERROR = -1
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
@@ -39,6 +40,7 @@ NO_REASSIGNMENT_IN_PROGRESS = 85
 INVALID_RECORD = 87
 THROTTLING_QUOTA_EXCEEDED = 89
 UNKNOWN_TOPIC_ID = 100
+MISMATCHED_ENDPOINT_TYPE = 114
 UNKNOWN_SUBSCRIPTION_ID = 117
 TELEMETRY_TOO_LARGE = 118
 
@@ -59,7 +61,9 @@ MEMBER_ID_REQUIRED = 79
 class ResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
     CLIENT_METRICS = 16
+    GROUP = 32
 
 
 class ConfigSource(IntEnum):
@@ -72,6 +76,7 @@ class ConfigSource(IntEnum):
 
 
 class ConfigType(IntEnum):
+    UNKNOWN = 0
     BOOLEAN = 1
     STRING = 2
     INT = 3

@@ -34,7 +34,3 @@ class Context:
     telemetry: TelemetryReceiver | None = None
     principal: Principal | None = None
     """The authenticated user (None on listeners without SASL, where everything is allowed)."""
-
-    @property
-    def is_controller(self) -> bool:
-        return self.engine.controller_id == self.broker_id

@@ -68,6 +68,7 @@ class SandboxOptions:
     engine: str = "emulator"
     kafka_home: str | None = None
     kafka_version: str | None = None
+    """engine kafka: the fetched release to run; emulator: the release to imitate (kafka_profiles)"""
     heap: str = "512m"
     """each real broker's heap (engine kafka)"""
     start_timeout_s: float = 120.0
@@ -113,7 +114,7 @@ class SandboxOptions:
                               fetch=self.fetch, log_dirs=self.log_dirs,
                               default_client_quotas=self.default_client_quotas,
                               telemetry=self.metrics_port is not None, metrics_port=self.metrics_port,
-                              security=Security.from_json(self.security))
+                              security=Security.from_json(self.security), kafka_version=self.kafka_version)
 
     @property
     def kafka_overrides(self) -> dict[str, str]:
@@ -170,7 +171,7 @@ def kafka_extra(cluster: Any) -> dict[str, Any]:
     """What `sandbox.json` and `status` show about a real Kafka cluster."""
     summary = cluster.summary()
     if summary.get("engine") != "kafka":
-        return {}
+        return {"kafka_version": summary["kafka_version"]}
     return {"kafka_version": summary["version"], "controller": summary["controller"],
             "kafka_jars": str(cluster.dist.libs), "pids": {str(k): v for k, v in cluster.pids().items()}}
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import math
+import random
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +26,9 @@ import numpy as np
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, Reassignment, ThrottleConfigs, TopicPartition
 from kreassign.sandbox import codes
 from kreassign.sandbox.client_metrics import ClientMetricsStore
-from kreassign.sandbox.configs import BROKER_STATIC, ConfigStore, Result
+from kreassign.sandbox.configs import NUM_REPLICA_FETCHERS, TIME_SCALE_KEY, ConfigStore, Result
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.kafka_profiles import DEFAULT_PROFILE, KafkaProfile
 from kreassign.sandbox.replication import Replication
 from kreassign.sandbox.traffic import Traffic
 from kreassign.sandbox.state import NO_LEADER, BrokerState, PartitionState, TopicState
@@ -37,6 +40,7 @@ SESSION_TIMEOUT_S = 9.0
 """broker.session.timeout.ms (Kafka's default, 9 s): how long a KRaft controller keeps a broker
 that stopped heartbeating (kill -9) registered and unfenced"""
 DEFAULT_DISK_BYTES = 1_000_000_000_000
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,18 @@ class Engine:
     """A simulated Kafka cluster driven by `advance(seconds)` in fixed ticks.
 
     `fetch` holds the follower fetch limits (Kafka's defaults unless given); `time_scale` is what
-    the brokers advertise as sandbox seconds per wall second (the cluster sets it from its clock).
+    the brokers advertise as sandbox seconds per wall second (the cluster sets it from its clock);
+    `kafka` the release whose controller rules it follows (`imitate`).
+
+    The controller is a KRaft quorum outside the brokers: every broker accepts the controller's
+    requests (KRaft brokers forward them), and Metadata and DescribeCluster name a random live
+    broker as the controller, as KRaft brokers do.
     """
 
     def __init__(self, brokers: Mapping[int, str | None], *, seed: int = 0, tick: float = 0.1,
                  network_bps: float = DEFAULT_NETWORK_BPS, disk_bytes: int = DEFAULT_DISK_BYTES,
                  log_dirs_per_broker: int = 1, cluster_id: str | None = None,
-                 controller: int | None = None, fetch: FetchConfig | None = None) -> None:
+                 fetch: FetchConfig | None = None, kafka: KafkaProfile = DEFAULT_PROFILE) -> None:
         if not brokers:
             raise ValueError("a cluster needs at least one broker")
         self.seed = seed
@@ -68,7 +77,7 @@ class Engine:
         self.network_bps = network_bps
         self.disk_bytes = disk_bytes
         self.cluster_id = cluster_id or _cluster_id(seed)
-        self.preferred_controller = controller
+        self.controller_rng = random.Random(seed)
         self.now = 0.0
         self.brokers: dict[int, BrokerState] = {
             b: BrokerState(b, rack, _log_dirs(log_dirs_per_broker)) for b, rack in sorted(brokers.items())}
@@ -76,7 +85,11 @@ class Engine:
         self.rows: list[PartitionState] = []
         self.log_end = np.zeros(0)
         self.produce_bps = np.zeros(0)
-        self.configs = ConfigStore()
+        self.kafka = kafka
+        self.configs = ConfigStore(kafka=kafka)
+        if kafka.cluster_min_insync:
+            # `kafka-storage format` writes it when eligible leader replicas are on (KIP-966)
+            self.configs.broker_default["min.insync.replicas"] = "1"
         self.client_metrics = ClientMetricsStore()
         self.traffic = Traffic()
         self.fetch = fetch if fetch is not None else FetchConfig()
@@ -91,13 +104,15 @@ class Engine:
         self.tick_listeners: list[Callable[[float], None]] = []
 
     # ---- cluster facts ----------------------------------------------------------------
-    @property
-    def controller_id(self) -> int:
-        """The preferred controller if it serves, else the lowest serving broker id (-1 if none)."""
-        serving = [b for b, s in self.brokers.items() if s.serving]
-        if self.preferred_controller in serving:
-            return self.preferred_controller
-        return min(serving) if serving else -1
+    def imitate(self, kafka: KafkaProfile) -> None:
+        """Follow the rules of another Kafka release (a saved state started as that release)."""
+        self.kafka = self.configs.kafka = kafka
+
+    def reported_controller(self) -> int:
+        """The controller id a client is given: a random live broker (KRaftMetadataCache's
+        getRandomAliveBrokerId), -1 when none is alive."""
+        alive = [b for b, s in self.brokers.items() if s.alive]
+        return self.controller_rng.choice(alive) if alive else -1
 
     def alive_brokers(self) -> list[BrokerState]:
         return [b for b in self.brokers.values() if b.alive]
@@ -111,10 +126,23 @@ class Engine:
         return t.partitions[index] if t is not None and 0 <= index < len(t.partitions) else None
 
     def static_broker_configs(self, broker_id: int) -> dict[str, str]:
-        fields = {"id": broker_id, "dir": ",".join(self.brokers[broker_id].log_dirs), "scale": f"{self.time_scale:g}",
-                  "fetch_max": self.fetch.partition_max_bytes, "response_max": self.fetch.response_max_bytes,
-                  "fetchers": self.fetch.num_fetchers}
-        return {k: v.format(**fields) for k, (_, v) in BROKER_STATIC.items()}
+        """What the broker's server.properties would set: its ids, dirs and rack, the fetch limits
+        that differ from Kafka's defaults, and no automatic leader rebalancing (the emulator never
+        moves leaders by itself)."""
+        b = self.brokers[broker_id]
+        static = {"broker.id": str(broker_id), "node.id": str(broker_id), "log.dirs": ",".join(b.log_dirs),
+                  "process.roles": "broker", "auto.leader.rebalance.enable": "false",
+                  TIME_SCALE_KEY: f"{self.time_scale:g}"}
+        if b.rack is not None:
+            static["broker.rack"] = b.rack
+        defaults = FetchConfig()
+        for key, value, default in (
+                ("replica.fetch.max.bytes", self.fetch.partition_max_bytes, defaults.partition_max_bytes),
+                ("replica.fetch.response.max.bytes", self.fetch.response_max_bytes, defaults.response_max_bytes),
+                (NUM_REPLICA_FETCHERS, self.fetch.num_fetchers, defaults.num_fetchers)):
+            if value != default:
+                static[key] = str(value)
+        return static
 
     def _dirty(self) -> None:
         self.replication.flush()
@@ -135,9 +163,9 @@ class Engine:
                      sizes: Sequence[int] | np.ndarray | None = None,
                      rates: Sequence[float] | np.ndarray | None = None) -> Result:
         """CreateTopics for one topic, with Kafka's checks and messages."""
-        if not name or name in (".", "..") or len(name) > 249 or not all(c.isalnum() or c in "._-" for c in name):
-            return codes.INVALID_TOPIC_EXCEPTION, (f"Topic name \"{name}\" is illegal, it contains a character "
-                                                   "other than ASCII alphanumerics, '.', '_' and '-'")
+        invalid = _invalid_topic_name(name)
+        if invalid is not None:
+            return codes.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {invalid}"
         if name in self.topics:
             return codes.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         live = {b.id: b.rack for b in self.alive_brokers()}
@@ -159,9 +187,10 @@ class Engine:
                 return codes.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to "
                                                           "use the default value.")
             if rf > len(live):
+                cordoned = " or some brokers have all their log directories cordoned" if self.kafka.cordoned_log_dirs else ""
                 return codes.INVALID_REPLICATION_FACTOR, (
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                    f"cannot be reached because only {len(live)} broker(s) are registered.")
+                    f"cannot be reached because only {len(live)} broker(s) are registered{cordoned}.")
             plan = assign_replicas(live, n, rf, self.rng)
         if configs:
             probe = ConfigStore()
@@ -246,22 +275,28 @@ class Engine:
         original = [r for r in p.replicas if r not in set(p.adding)]
         if not allow_rf_change and len(target) != len(original):
             return codes.INVALID_REPLICATION_FACTOR, (
-                f"The replication factor is changed from {len(original)} to {len(target)} but "
-                "AllowReplicationFactorChange is false.")
-        self._dirty()
+                f"The replication factor is changed from {len(original)} to {len(target)}")
+        # ReplicationControlManager.changePartitionReassignment: the difference is taken against
+        # every current replica, those being added included, and an empty adding or removing
+        # list leaves the one in flight as it was (so re-targeting a move can keep a replica in
+        # both lists: see `_maybe_complete`)
         current = list(p.replicas)
         removing = sorted(set(current) - set(target))
         adding = sorted(set(target) - set(current))
-        p.partition_epoch += 1
-        if not adding and not removing:
-            p.replicas = list(target)
-            p.adding, p.removing = [], []
+        merged = list(target) + removing
+        if merged == current and not removing and not adding:
+            self._maybe_complete(p)
             return OK
+        self._dirty()
+        p.partition_epoch += 1
         for b in adding:
             p.lagging[b] = 0.0
             self._place(p, b)
-        p.replicas = list(target) + removing
-        p.adding, p.removing = adding, removing
+        p.replicas = merged
+        if removing:
+            p.removing = removing
+        if adding:
+            p.adding = adding
         self._maybe_complete(p)
         return OK
 
@@ -305,7 +340,7 @@ class Engine:
 
     def _cancel(self, p: PartitionState) -> Result:
         if not p.reassigning:
-            return codes.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+            return codes.NO_REASSIGNMENT_IN_PROGRESS, None
         adding = set(p.adding)
         replicas = [r for r in p.replicas if r not in adding]
         isr = [r for r in p.isr if r not in adding]
@@ -322,7 +357,10 @@ class Engine:
             p.lagging.pop(b, None)
             self._unplace(p, b)
         p.adding, p.removing = [], []
+        leader, epoch = p.leader, p.leader_epoch
         self._elect_if_needed(p, order=replicas)
+        if adding and (p.leader, p.leader_epoch) == (leader, epoch):
+            p.leader_epoch += 1  # replicas left: PartitionChangeBuilder bumps the leader epoch
         p.partition_epoch += 1
         return OK
 
@@ -346,12 +384,20 @@ class Engine:
         p.leader_epoch += 1
 
     def _maybe_complete(self, p: PartitionState) -> bool:
+        """PartitionReassignmentReplicas.maybeCompleteReassignment of the imitated release."""
         if not p.reassigning:
             return False
         removing = set(p.removing)
         target = [r for r in p.replicas if r not in removing]
         new_isr = [r for r in p.isr if r not in removing]
-        if not new_isr or not set(target) <= set(new_isr):
+        if not new_isr or not target:
+            return False
+        if self.kafka.completion == "target_in_isr":
+            done = set(target) <= set(new_isr)
+        else:
+            done = set(p.adding) <= set(new_isr) and (
+                len(p.adding) >= len(p.removing) or set(target) <= set(new_isr))
+        if not done:
             return False
         p.replicas, p.isr = target, new_isr
         for b in removing:
@@ -392,7 +438,8 @@ class Engine:
         for topic, index in pairs:
             p = self.partition(topic, index)
             if p is None:
-                code, msg = codes.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+                code, msg = codes.UNKNOWN_TOPIC_OR_PARTITION, (
+                    f"No such partition as {topic}-{index}" if topic in self.topics else f"No such topic as {topic}")
             elif election_type == 0:
                 code, msg = self._elect_preferred(p)
             elif election_type == 1:
@@ -579,7 +626,7 @@ class Engine:
             "format": "kreassign-sandbox/1", "seed": self.seed, "tick": self.tick, "now": self.now,
             "network_bps": self.network_bps, "disk_bytes": self.disk_bytes, "cluster_id": self.cluster_id,
             "fetch": self.fetch.to_json(),
-            "controller": self.preferred_controller, "completed_moves": self.completed_moves,
+            "completed_moves": self.completed_moves,
             "brokers": [b.to_json() for b in self.brokers.values()],
             "topics": [{"name": t.name, "id": str(t.topic_id),
                         "partitions": [dict(p.to_json(), size=float(self.log_end[p.row]),
@@ -596,8 +643,7 @@ class Engine:
         brokers = [BrokerState.from_json(b) for b in data["brokers"]]
         engine = cls({b.id: b.rack for b in brokers}, seed=int(data["seed"]), tick=float(data["tick"]),
                      network_bps=float(data["network_bps"]), disk_bytes=int(data["disk_bytes"]),
-                     cluster_id=data["cluster_id"], controller=data.get("controller"),
-                     fetch=FetchConfig.from_json(data.get("fetch")))
+                     cluster_id=data["cluster_id"], fetch=FetchConfig.from_json(data.get("fetch")))
         engine.brokers = {b.id: b for b in brokers}
         engine.now = float(data["now"])
         engine.completed_moves = int(data.get("completed_moves", 0))
@@ -615,11 +661,25 @@ class Engine:
         engine.log_end = np.array(sizes, dtype=float)
         engine.produce_bps = np.array(rates, dtype=float)
         engine.configs = ConfigStore.from_json(data["configs"])
+        engine.configs.kafka = engine.kafka
         engine.client_metrics.subscriptions = {str(n): {str(k): str(v) for k, v in cfg.items()}
                                                for n, cfg in data.get("client_metrics", {}).items()}
         # Draw fresh randomness for later topic creation without replaying the start-up draws.
         engine.rng = np.random.default_rng([engine.seed, len(engine.rows), int(math.floor(engine.now))])
         return engine
+
+
+def _invalid_topic_name(name: str) -> str | None:
+    """Why Kafka's Topic.validate refuses a name (None: it is valid)."""
+    if not name:
+        return "the empty string is not allowed"
+    if name in (".", ".."):
+        return f"'{name}' is not allowed"
+    if len(name) > 249:
+        return f"the length of '{name}' is longer than the max allowed length 249"
+    if not _TOPIC_NAME.match(name):
+        return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
 
 
 def _log_dirs(n: int) -> tuple[str, ...]:

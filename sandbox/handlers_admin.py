@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING, Any
 from kreassign.sandbox import codes
 from kreassign.sandbox.codes import ResourceType
 from kreassign.sandbox.configs import ConfigEntry, Result
-from kreassign.sandbox.topic_deletion import ZERO_UUID, TopicResult
+from kreassign.sandbox.topic_deletion import ZERO_UUID
 from kreassign.sandbox.topic_deletion import delete_topics as delete_topics_of
 from kreassign.sandbox.wire import APIS
 
 if TYPE_CHECKING:
     from kreassign.sandbox.context import Context
-
-NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
-
 
 def _resp(key: int) -> Any:
     return APIS[key][1]
@@ -39,7 +36,7 @@ def _broker_target(ctx: Context, name: str, *, describe: bool) -> tuple[int | No
     try:
         broker_id = int(name)
     except ValueError:
-        return None, (codes.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}")
+        return None, (codes.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
     if broker_id != ctx.broker_id:
         suffix = " or empty string" if describe else ""
         return None, (codes.INVALID_REQUEST,
@@ -64,23 +61,27 @@ def describe_configs(ctx: Context, v: int, req: Any) -> Any:
     for r in req.resources:
         keys = r.configuration_keys
         entries: list[ConfigEntry] = []
-        code, msg = codes.NONE, None
+        # Kafka's message is empty, not null, on success and for a missing topic
+        code, msg = codes.NONE, ""
         if r.resource_type == ResourceType.TOPIC:
             if r.resource_name in eng.topics:
-                entries = eng.configs.describe_topic(r.resource_name, keys)
+                entries = eng.configs.describe_topic(r.resource_name, keys, ctx.broker_id)
             else:
                 code, msg = _topic_missing(r.resource_name)
+                if code == codes.UNKNOWN_TOPIC_OR_PARTITION:
+                    msg = ""
         elif r.resource_type == ResourceType.BROKER:
             broker_id, (code, msg) = _broker_target(ctx, r.resource_name, describe=True)
             if code == codes.NONE:
-                entries = (eng.configs.describe_broker_default(keys) if broker_id is None else
-                           eng.configs.describe_broker(broker_id, eng.static_broker_configs(broker_id), keys))
+                msg = ""
+                static = eng.static_broker_configs(broker_id) if broker_id is not None else {}
+                entries = eng.configs.describe_broker(broker_id, static, keys)
         elif r.resource_type == ResourceType.CLIENT_METRICS:
             entries = eng.client_metrics.describe(r.resource_name, keys)
         else:
             code, msg = codes.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}"
         configs = [Ent(version=v, name=e.name, value=e.value, read_only=e.read_only, config_source=int(e.source),
-                       is_default=e.is_default, is_sensitive=False, config_type=int(e.type), documentation=None,
+                       is_default=e.is_default, is_sensitive=e.sensitive, config_type=int(e.type), documentation=None,
                        synonyms=[Syn(version=v, name=n, value=val, source=int(s)) for n, val, s in e.synonyms]
                        if synonyms else [])
                    for e in entries]
@@ -117,12 +118,11 @@ def _alter_configs(ctx: Context, v: int, req: Any, incremental: bool) -> Any:
         elif r.resource_type == ResourceType.BROKER:
             broker_id, (code, msg) = _broker_target(ctx, r.resource_name, describe=False)
             if code == codes.NONE:
-                static = eng.static_broker_configs(ctx.broker_id)
                 if incremental:
                     code, msg = eng.configs.incremental_alter_broker(
-                        broker_id, static, [(c.name, c.config_operation, c.value) for c in r.configs], validate_only)
+                        broker_id, [(c.name, c.config_operation, c.value) for c in r.configs], validate_only)
                 else:
-                    code, msg = eng.configs.alter_broker(broker_id, static, [(c.name, c.value) for c in r.configs],
+                    code, msg = eng.configs.alter_broker(broker_id, [(c.name, c.value) for c in r.configs],
                                                          validate_only)
         elif r.resource_type == ResourceType.CLIENT_METRICS and incremental:
             code, msg = eng.client_metrics.alter(
@@ -151,9 +151,6 @@ def alter_partition_reassignments(ctx: Context, v: int, req: Any) -> Any:
     T = R.ReassignableTopicResponse
     P = T.ReassignablePartitionResponse
     allow = bool(getattr(req, "allow_replication_factor_change", True)) if v >= 1 else True
-    if not ctx.is_controller:
-        return R(version=v, throttle_time_ms=0, allow_replication_factor_change=allow,
-                 error_code=codes.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[])
     topics = []
     for t in req.topics:
         parts = []
@@ -169,9 +166,6 @@ def list_partition_reassignments(ctx: Context, v: int, req: Any) -> Any:
     R = _resp(46)
     T = R.OngoingTopicReassignment
     P = T.OngoingPartitionReassignment
-    if not ctx.is_controller:
-        return R(version=v, throttle_time_ms=0, error_code=codes.NOT_CONTROLLER,
-                 error_message=NOT_CONTROLLER_MESSAGE, topics=[])
     grouped: dict[str, list[Any]] = defaultdict(list)
     for topic, index, replicas, adding, removing in ctx.engine.list_reassignments(
             _wanted(req.topics, "name", "partition_indexes")):
@@ -185,18 +179,12 @@ def elect_leaders(ctx: Context, v: int, req: Any) -> Any:
     R = _resp(43)
     T = R.ReplicaElectionResult
     P = T.PartitionResult
-    if not ctx.is_controller:
-        if v >= 1:
-            return R(version=v, throttle_time_ms=0, error_code=codes.NOT_CONTROLLER, replica_election_results=[])
-        wanted = _wanted(req.topic_partitions, "topic", "partitions") or {}
-        return R(version=v, throttle_time_ms=0, replica_election_results=[
-            T(version=v, topic=t, partition_result=[
-                P(version=v, partition_id=i, error_code=codes.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE)
-                for i in idx]) for t, idx in wanted.items()])
     election = int(req.election_type) if v >= 1 else 0
+    wanted = _wanted(req.topic_partitions, "topic", "partitions")
     grouped: dict[str, list[Any]] = defaultdict(list)
-    for topic, index, code, msg in ctx.engine.elect_leaders(election, _wanted(req.topic_partitions, "topic",
-                                                                               "partitions")):
+    if wanted is None:  # every topic is answered for, even one whose partitions all needed no election
+        grouped.update({name: [] for name in ctx.engine.topics})
+    for topic, index, code, msg in ctx.engine.elect_leaders(election, wanted):
         grouped[topic].append(P(version=v, partition_id=index, error_code=code, error_message=msg))
     results = [T(version=v, topic=t, partition_result=parts) for t, parts in grouped.items()]
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, replica_election_results=results)
@@ -209,12 +197,7 @@ def delete_topics(ctx: Context, v: int, req: Any) -> Any:
     # kafka-python decodes the zero id (no id given) as None
     entries = ([(t.name, t.topic_id or ZERO_UUID) for t in req.topics] if v >= 6
                else [(name, ZERO_UUID) for name in req.topic_names])
-    if not ctx.is_controller:
-        results = [TopicResult(name, topic_id, codes.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE)
-                   for name, topic_id in entries]
-    else:
-        results = delete_topics_of(ctx.engine, entries, req.timeout_ms, ctx.principal, data=ctx.data,
-                                   groups=ctx.groups)
+    results = delete_topics_of(ctx.engine, entries, req.timeout_ms, ctx.principal, data=ctx.data, groups=ctx.groups)
     return R(version=v, throttle_time_ms=0, responses=[
         Res(version=v, name=r.name, topic_id=r.topic_id, error_code=r.code, error_message=r.message)
         for r in results])
@@ -288,15 +271,25 @@ def alter_replica_log_dirs(ctx: Context, v: int, req: Any) -> Any:
              results=[T(version=v, topic_name=t, partitions=ps) for t, ps in grouped.items()])
 
 
+LISTABLE = (ResourceType.BROKER_LOGGER, ResourceType.BROKER, ResourceType.TOPIC, ResourceType.CLIENT_METRICS,
+            ResourceType.GROUP)
+
+
 def list_config_resources(ctx: Context, v: int, req: Any) -> Any:
-    """ListConfigResources (KIP-714's ListClientMetricsResources at v0): the client-metrics
-    subscriptions, the only listable type the sandbox has."""
+    """ListConfigResources: at v0 (KIP-714's ListClientMetricsResources) the client-metrics
+    subscriptions; from v1 on (Kafka 4.1+) the resources of the asked types, every type when none
+    is given. Group configs are not modelled, so GROUP lists nothing."""
     R = _resp(74)
-    wanted = list(getattr(req, "resource_types", None) or []) if v >= 1 else []
-    if wanted and any(t != ResourceType.CLIENT_METRICS for t in wanted):
+    wanted = set(getattr(req, "resource_types", None) or LISTABLE) if v >= 1 else {ResourceType.CLIENT_METRICS}
+    if not wanted <= set(LISTABLE):
         return R(version=v, throttle_time_ms=0, error_code=codes.UNSUPPORTED_VERSION, config_resources=[])
-    items = [R.ConfigResource(version=v, resource_name=n, resource_type=int(ResourceType.CLIENT_METRICS))
-             for n in ctx.engine.client_metrics.names()]
+    eng = ctx.engine
+    names: dict[ResourceType, list[str]] = {
+        ResourceType.BROKER_LOGGER: [str(b) for b in eng.brokers], ResourceType.BROKER: [str(b) for b in eng.brokers],
+        ResourceType.TOPIC: list(eng.topics), ResourceType.CLIENT_METRICS: eng.client_metrics.names(),
+        ResourceType.GROUP: []}
+    items = [R.ConfigResource(version=v, resource_name=n, resource_type=int(kind))
+             for kind in LISTABLE if kind in wanted for n in names[kind]]
     return R(version=v, throttle_time_ms=0, error_code=codes.NONE, config_resources=items)
 
 

@@ -76,7 +76,9 @@ class LogDirMoves:
             return codes.LOG_DIR_NOT_FOUND
         key = (broker_id, topic, index)
         p = self.engine.partition(topic, index)
-        if p is None or broker_id not in p.replicas:
+        if p is None:
+            return codes.UNKNOWN_TOPIC_OR_PARTITION  # as Kafka 3.9.2 and 4.4.0 answer
+        if broker_id not in p.replicas:
             self.engine.preferred_dirs[key] = path
             return codes.REPLICA_NOT_AVAILABLE
         if p.log_dirs.get(broker_id, b.log_dirs[0]) == path:

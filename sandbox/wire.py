@@ -42,6 +42,7 @@ from kafka.protocol.sasl import (
 ZERO_UUID = uuid.UUID(int=0)
 """the null topic id: a topic named by name, or none (KIP-516)"""
 
+from kreassign.sandbox.kafka_profiles import DEFAULT_PROFILE, KafkaProfile
 from kreassign.sandbox.telemetry_messages import (
     GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
 )
@@ -95,13 +96,18 @@ APIS: dict[int, tuple[Any, Any]] = {
 }
 
 
-def advertised_versions(*, describe_cluster_v0_only: bool = False,
+def advertised_versions(kafka: KafkaProfile = DEFAULT_PROFILE, *, describe_cluster_v0_only: bool = False,
                         telemetry: bool = False) -> dict[int, tuple[int, int]]:
-    """The JSON `validVersions` of every served API (not `min_version`, which kafka-python forces to 0);
-    the KIP-714 APIs only with a telemetry receiver (`ApiVersionManager.clientTelemetryEnabled`)."""
-    ranges: dict[int, tuple[int, int]] = {key: (int(req._valid_versions[0]), int(req._valid_versions[1]))
-                                          for key, (req, _) in APIS.items()
-                                          if telemetry or key not in TELEMETRY_APIS}
+    """The ranges the imitated release advertises for every served API, within the JSON
+    `validVersions` of kafka-python's classes (not `min_version`, which kafka-python forces to 0):
+    versions those classes cannot encode are not served. The KIP-714 APIs only with a telemetry
+    receiver (`ApiVersionManager.clientTelemetryEnabled`)."""
+    ranges: dict[int, tuple[int, int]] = {}
+    for key, (req, _) in APIS.items():
+        if key in TELEMETRY_APIS and not telemetry:
+            continue
+        lo, hi = kafka.api_versions[key]
+        ranges[key] = (max(lo, int(req._valid_versions[0])), min(hi, int(req._valid_versions[1])))
     if describe_cluster_v0_only:
         ranges[DESCRIBE_CLUSTER] = (0, 0)
     return ranges
@@ -132,10 +138,11 @@ def encode_response(response: Any, correlation_id: int) -> bytes:
 
 
 def unsupported_api_versions(correlation_id: int, ranges: dict[int, tuple[int, int]]) -> bytes:
-    """KIP-511: an ApiVersions version we do not know gets a v0 body with error 35 and our ranges."""
+    """KIP-511: an ApiVersions version we do not know gets a v0 body with error 35 and the range
+    of ApiVersions alone, so that the client can retry with a version we speak."""
     from kreassign.sandbox.codes import UNSUPPORTED_VERSION
 
-    keys = [ApiVersionsResponse.ApiVersion(version=0, api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in sorted(ranges.items())]
+    lo, hi = ranges[API_VERSIONS]
+    keys = [ApiVersionsResponse.ApiVersion(version=0, api_key=API_VERSIONS, min_version=lo, max_version=hi)]
     resp = ApiVersionsResponse(version=0, error_code=UNSUPPORTED_VERSION, api_keys=keys)
     return encode_response(resp, correlation_id)

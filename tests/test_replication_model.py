@@ -389,7 +389,7 @@ def sandbox_completion_times(leader_rate: float, follower_rate: float, network: 
         ops = [(name, AlterOp.SET, str(int(rate))) for name, rate in ((LEADER_RATE, leader_rate),
                                                                         (FOLLOWER_RATE, follower_rate))
                if math.isfinite(rate)]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     leaders = ",".join(f"{i}:{m[0]}" for i, m in enumerate(moves))
     followers = ",".join(f"{i}:{m[1]}" for i, m in enumerate(moves))
     engine.configs.incremental_alter_topic("t", [(LEADER_REPLICAS, AlterOp.SET, leaders),

@@ -18,6 +18,7 @@ from kreassign.sandbox.configs import (
 )
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.fetch import NO_FETCH_LIMITS, FetchConfig, fetcher_id, java_string_hash
+from kreassign.sandbox.kafka_profiles import profile
 from kreassign.sandbox.quota import SampledRates
 from kreassign.throttle.replication_model import FetchLimits
 
@@ -33,7 +34,7 @@ def two_brokers(size: float, write_bps: float = 0.0, **kwargs: float) -> Engine:
 def throttle(engine: Engine, rate: float, leader_list: str = "0:1", follower_list: str = "0:2") -> None:
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(int(rate))), (FOLLOWER_RATE, AlterOp.SET, str(int(rate)))]
-        assert engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False) == (0, None)
+        assert engine.configs.incremental_alter_broker(b, ops, False) == (0, None)
     ops = [(LEADER_REPLICAS, AlterOp.SET, leader_list), (FOLLOWER_REPLICAS, AlterOp.SET, follower_list)]
     assert engine.configs.incremental_alter_topic("t", ops, False) == (0, None)
     engine.config_changed()
@@ -101,7 +102,7 @@ def test_in_sync_replication_uses_up_the_leader_quota() -> None:
     engine.create_topic("t", assignments={0: [1, 2]}, sizes=[300 * MB], rates=[4 * MB])
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, str(10 * MB))]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     engine.configs.incremental_alter_topic("t", [(LEADER_REPLICAS, AlterOp.SET, "0:1,0:2")], False)
     engine.config_changed()
     engine.alter_reassignment("t", 0, [1, 3])
@@ -124,8 +125,8 @@ def test_describe_log_dirs_shows_the_new_replica_growing() -> None:
 
 
 # ---- KRaft reassignment rules -------------------------------------------------------------------
-def six() -> Engine:
-    engine = Engine({b: None for b in range(1, 7)}, network_bps=1e12)
+def six(release: str | None = None) -> Engine:
+    engine = Engine({b: None for b in range(1, 7)}, network_bps=1e12, kafka=profile(release))
     engine.create_topic("t", assignments={0: [1, 2, 3], 1: [2]}, sizes=[10 * MB, 10 * MB])
     return engine
 
@@ -145,7 +146,7 @@ def throttle_all(engine: Engine) -> None:
     """A tiny throttle so moves stay in flight while a test looks at them."""
     for b in engine.brokers:
         ops = [(LEADER_RATE, AlterOp.SET, "1"), (FOLLOWER_RATE, AlterOp.SET, "1")]
-        engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False)
+        engine.configs.incremental_alter_broker(b, ops, False)
     engine.configs.incremental_alter_topic("t", [(FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)
     engine.config_changed()
 
@@ -177,11 +178,30 @@ def test_pure_removal_and_reorder_apply_at_once() -> None:
 
 
 def test_new_target_replaces_an_ongoing_one_against_the_union() -> None:
+    # ReplicationControlManager.changePartitionReassignment, as Kafka 3.9.2 and 4.4.0 answer it:
+    # nothing is added against the union [4, 5, 6, 1, 2, 3], and an empty adding list leaves the
+    # one in flight as it was, so 6 is both adding and removing
     engine = six()
     throttle_all(engine)
     engine.alter_reassignment("t", 0, [4, 5, 6])
     engine.alter_reassignment("t", 0, [4, 5, 1])
-    assert engine.list_reassignments() == [("t", 0, [4, 5, 1, 2, 3, 6], [], [2, 3, 6])]
+    assert engine.list_reassignments() == [("t", 0, [4, 5, 1, 2, 3, 6], [4, 5, 6], [2, 3, 6])]
+
+
+@pytest.mark.parametrize("release, completes", [("3.9.2", True), ("4.4.0", False)])
+def test_a_retarget_that_drops_a_replica_being_added_completes_only_on_3_9(release: str, completes: bool) -> None:
+    # 4.x completes a move once the ISR without the removing replicas holds every adding one: 6
+    # is in both lists, so the move never completes (measured on Kafka 4.4.0); 3.9 asks only for
+    # the target replicas
+    engine = six(release)
+    engine.create_topic("big", assignments={0: [1, 2, 3]}, sizes=[20 * MB])
+    engine.alter_reassignment("big", 0, [4, 5, 6])
+    engine.alter_reassignment("big", 0, [4, 5, 1])
+    engine.advance(60)
+    p = engine.partition("big", 0)
+    assert p is not None
+    assert (p.replicas, p.reassigning) == (([4, 5, 1], False) if completes else ([4, 5, 1, 2, 3, 6], True))
+    assert sorted(p.isr) == ([1, 4, 5] if completes else [1, 2, 3, 4, 5, 6])
 
 
 def test_cancel_reverts_to_the_original_replicas() -> None:
@@ -194,25 +214,22 @@ def test_cancel_reverts_to_the_original_replicas() -> None:
     assert engine.describe_log_dirs(4, None)["/var/lib/kafka/data"] == []
 
 
-def test_cancel_after_a_retarget_keeps_the_union_minus_adding_as_kraft_does() -> None:
-    # KRaft (PartitionReassignmentReplicas, PartitionReassignmentRevert): a new target is computed
-    # against the union list, so the first target's replicas become "removing", and a cancel keeps
-    # replicas - adding: the original replicas AND the first target's. Not the original replicas:
-    # kreassign refuses to re-target a move it did not start, and its abort reports the plan back.
+def test_cancel_after_a_retarget_reverts_to_the_original_replicas() -> None:
+    # PartitionReassignmentRevert keeps replicas - adding; the retarget left adding [4, 5, 6]
+    # (see above), so the original replicas come back, as on Kafka 3.9.2 and 4.4.0
     engine = six()
     throttle_all(engine)
     engine.alter_reassignment("t", 0, [4, 5, 6])
     engine.alter_reassignment("t", 0, [4, 5, 1])
-    assert engine.list_reassignments() == [("t", 0, [4, 5, 1, 2, 3, 6], [], [2, 3, 6])]
     assert engine.alter_reassignment("t", 0, None) == (0, None)
     p = engine.rows[0]
-    assert (p.replicas, p.isr, p.reassigning) == ([4, 5, 1, 2, 3, 6], [1, 2, 3], False)
+    assert (p.replicas, p.isr, p.reassigning) == ([1, 2, 3], [1, 2, 3], False)
 
 
 @pytest.mark.parametrize("topic,partition,target,expected", [
     ("nope", 0, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope.")),
     ("t", 9, [1], (codes.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:9.")),
-    ("t", 0, None, (codes.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")),
+    ("t", 0, None, (codes.NO_REASSIGNMENT_IN_PROGRESS, None)),  # no message from Kafka 3.9.2 or 4.4.0
     ("t", 0, [], (codes.INVALID_REPLICA_ASSIGNMENT,
                   "The manual partition assignment includes an empty replica list.")),
     ("t", 0, [1, 9], (codes.INVALID_REPLICA_ASSIGNMENT,
@@ -274,7 +291,8 @@ def test_preferred_election() -> None:
     assert engine.elect_leaders(0, {"t": [0, 1], "x": [0]}) == [
         ("t", 0, codes.NONE, None),
         ("t", 1, codes.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."),
-        ("x", 0, codes.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")]
+        ("x", 0, codes.UNKNOWN_TOPIC_OR_PARTITION, "No such topic as x")]
+    assert engine.elect_leaders(0, {"t": [7]}) == [("t", 7, codes.UNKNOWN_TOPIC_OR_PARTITION, "No such partition as t-7")]
     assert engine.rows[0].leader == 1
     assert engine.elect_leaders(0, None) == []  # ELECTION_NOT_NEEDED results are omitted for "all"
 
@@ -291,11 +309,15 @@ def test_unclean_election_picks_a_live_replica() -> None:
     assert engine.elect_leaders(1, {"t": [0]})[0][2] == codes.ELECTION_NOT_NEEDED
 
 
-def test_controller_moves_when_it_stops() -> None:
-    engine = Engine({1: None, 2: None, 3: None})
-    assert engine.controller_id == 1
+def test_the_reported_controller_is_a_random_live_broker() -> None:
+    # KRaft brokers name a random live broker (KRaftMetadataCache.getRandomAliveBrokerId)
+    engine = Engine({1: None, 2: None, 3: None}, seed=3)
+    assert {engine.reported_controller() for _ in range(50)} == {1, 2, 3}
     engine.stop_broker(1)
-    assert engine.controller_id == 2
+    assert {engine.reported_controller() for _ in range(50)} == {2, 3}
+    engine.stop_broker(2)
+    engine.stop_broker(3)
+    assert engine.reported_controller() == -1
 
 
 # ---- topics, state -------------------------------------------------------------------------------
@@ -386,7 +408,7 @@ def test_each_leader_is_a_separate_fetcher_session() -> None:
 def test_more_fetcher_threads_split_the_partitions_by_kafkas_hash() -> None:
     engine = fan_in(40, 50 * MiB)
     ops = [(NUM_REPLICA_FETCHERS, AlterOp.SET, "2")]
-    assert engine.configs.incremental_alter_broker(9, engine.static_broker_configs(9), ops, False) == (0, None)
+    assert engine.configs.incremental_alter_broker(9, ops, False) == (0, None)
     engine.config_changed()
     threads = [fetcher_id("t", i, 2) for i in range(40)]
     assert threads.count(0) == threads.count(1) == 20

@@ -87,7 +87,7 @@ def test_topic_spec_with_size_and_rate() -> None:
 def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state = str(tmp_path / "sb")
     args = ["sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "3", "--racks", "0",
-            "--topics", "a:2:2,b:1:1", "--speed", "1"]
+            "--topics", "a:2:2,b:1:1", "--speed", "1", "--kafka-version", "3.9.2"]
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and "Sandbox running in the background" in err
     bootstrap = out.strip()
@@ -95,6 +95,9 @@ def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, cap
         code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state, "-o", "json")
         status: dict[str, Any] = json.loads(out)
         assert code == 0 and status["running"] and status["bootstrap"] == bootstrap
+        assert status["extra"] == {"kafka_version": "3.9.2"}
+        assert "engine:    emulator (imitates Kafka 3.9.2)\n" in run_cli(capsys, "sandbox", "status", "--state-dir",
+                                                                        state)[1]
         code, _, err = run_cli(capsys, *args)
         assert code == 1 and "already running" in err
         moves = start_move(bootstrap)
@@ -117,6 +120,16 @@ def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, cap
 def test_stop_without_a_sandbox_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "sandbox", "stop", "--state-dir", str(tmp_path))
     assert (code, out) == (0, "") and "No sandbox is running" in err
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--kafka-version", "2.8.0"], "Error: the emulator imitates Kafka 4.4.0, 3.9.2, not 2.8.0: pick one of those, or "
+                                   "run --engine kafka --kafka-version 2.8.0 for real brokers\n"),
+    (["--kafka-home", "/opt/kafka"], "Error: --kafka-home needs --engine kafka\n")])
+def test_cli_refuses_what_the_emulator_cannot_imitate(args: list[str], error: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "sandbox", "start", *args, "--state-dir", str(tmp_path))
+    assert (code, out, err) == (1, "", error)
 
 
 def test_cli_rejects_a_bad_topic_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,7 +33,7 @@ def set_rates(engine: Engine, rate: float, brokers: Sequence[int] | None = None,
     for b in brokers if brokers is not None else engine.brokers:
         ops = ([(LEADER_RATE, AlterOp.SET, str(int(rate)))] if leader else []) + (
             [(FOLLOWER_RATE, AlterOp.SET, str(int(rate)))] if follower else [])
-        assert engine.configs.incremental_alter_broker(b, engine.static_broker_configs(b), ops, False) == (0, None)
+        assert engine.configs.incremental_alter_broker(b, ops, False) == (0, None)
     engine.config_changed()
 
 

@@ -243,10 +243,11 @@ def check_retarget(request: ExecuteRequest, in_flight: Mapping[TopicPartition, R
             "Re-targeting them would override that run; wait for it or cancel it, or add --retarget-in-flight")
 
 
-def execute_needs(request: ExecuteRequest) -> dict[str, str]:
-    """The operations on the CLUSTER an execute of `request` needs, and what each is for."""
+def execute_needs(throttled: bool) -> dict[str, str]:
+    """The operations on the CLUSTER a run that submits moves needs (and sets throttles, when
+    `throttled`), and what each is for."""
     needed = {ALTER: "to submit the reassignment"}
-    if request.throttled:
+    if throttled:
         needed[ALTER_CONFIGS] = "to set the throttles"
     return needed
 
@@ -270,7 +271,7 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
         raise ReassignmentInProgress(CANNOT_EXECUTE_MESSAGE)
     check_retarget(request, in_flight, owned)
     info = port.describe_brokers()
-    require_cluster_operations(info, execute_needs(request))
+    require_cluster_operations(info, execute_needs(request.throttled))
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:

@@ -108,7 +108,7 @@ def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalSto
     info = port.describe_brokers()
     cluster_id = info.cluster_id
     # before the lock: a login without the rights leaves no trace, not even the lock's marker
-    require_cluster_operations(info, execute_needs(request))
+    require_cluster_operations(info, execute_needs(request.throttled))
 
     def owned() -> list[TopicPartition]:
         found = store.find(cluster_id, request.targets)
@@ -253,7 +253,7 @@ def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, 
     info = port.describe_brokers()
     cluster_id = info.cluster_id
     # before the lock: a login without the rights leaves no trace, not even the lock's marker
-    require_cluster_operations(info, execute_needs(request))
+    require_cluster_operations(info, execute_needs(request.throttled))
     with _lock(port, store, cluster_id, request.targets, "watch --pace", control).acquire(force=control.force) as held:
         return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit,
                      guard=_guard(held, control.crash))

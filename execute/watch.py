@@ -100,6 +100,11 @@ class WatchRequest:
     before the first poll for the baseline and at every poll after"""
 
     @property
+    def throttled(self) -> bool:
+        """Whether the run sets replication throttles (a rate given, or the auto-throttle)."""
+        return self.leader_rate is not None or self.follower_rate is not None or self.auto is not None
+
+    @property
     def stall_window_s(self) -> float:
         return self.stall_after_s if self.stall_after_s is not None else max(3 * self.interval_s, 30.0)
 

@@ -251,8 +251,10 @@ def test_e2e_describe_cluster_v0_falls_back_to_metadata(sandbox_factory: Callabl
     try:
         info = admin.describe_brokers()
         assert [b.id for b in info.brokers] == [1, 2, 3, 4, 5, 6]
-        assert info.brokers[0].rack == "rack-1" and info.controller_id == 1 and info.cluster_id
-        assert admin.describe_brokers() == info
+        # KRaft brokers name a random live broker as the controller, so only that is stable
+        assert info.brokers[0].rack == "rack-1" and info.controller_id in sb.ports and info.cluster_id
+        again = admin.describe_brokers()
+        assert (again.brokers, again.cluster_id) == (info.brokers, info.cluster_id)
     finally:
         admin.close()
 

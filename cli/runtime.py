@@ -106,18 +106,15 @@ def journal_store(journal_dir: str | None) -> JournalStore:
 
 
 def read_text(path: str) -> str:
-    """Read a JSON file given on the command line; Kafka reports I/O errors as `Error: <msg>`."""
+    """Read a JSON file given on the command line; a file that cannot be read is Kafka's
+    `Error: Unable to read file <path>` (3.9 and 4.x alike)."""
     from kreassign.cluster.errors import AdminCommandFailed, clip
 
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
-    except FileNotFoundError:
-        raise AdminCommandFailed(f"{path} (No such file or directory)") from None
-    except IsADirectoryError:
-        raise AdminCommandFailed(f"{path} (Is a directory)") from None
-    except PermissionError:
-        raise AdminCommandFailed(f"{path} (Permission denied)") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise AdminCommandFailed(f"Unable to read file {path}") from None
     except UnicodeDecodeError:
         raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file") from None
     except (OSError, ValueError) as exc:

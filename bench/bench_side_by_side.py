@@ -9,10 +9,10 @@ bench/results/side_by_side_<version>.md (scenario | step | Kafka's tool | kreass
 two or more releases also bench/results/side_by_side_kafka_versions.md: where Kafka's own tool
 prints differently from one release to the next.
 
-    python -m bench.bench_side_by_side [--kafka-version V]... [--scenario NAME]... [--state-dir DIR] [--note TEXT]
+    python -m bench.bench_side_by_side [--kafka-version V]... [--scenario NAME]... [--state-dir DIR]... [--note TEXT]
 
 --state-dir uses a cluster `kreassign sandbox start --engine kafka --topics none` keeps running
-(one release) instead of starting one.
+instead of starting one (repeat it for one cluster per release).
 """
 from __future__ import annotations
 
@@ -41,14 +41,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_side_by_side")
     parser.add_argument("--kafka-version", action="append", dest="versions")
     parser.add_argument("--scenario", action="append", dest="scenarios")
-    parser.add_argument("--state-dir", type=Path)
+    parser.add_argument("--state-dir", type=Path, action="append", dest="state_dirs")
     parser.add_argument("--note", default="")
     args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
     scenarios = [s for s in SCENARIOS if not args.scenarios or s.name in args.scenarios]
     kafka_runs: dict[str, dict[str, Run]] = {}
-    if args.state_dir is not None:
-        target = Target.from_state_dir(args.state_dir)
-        kafka_runs[target.version] = bench_version(target, scenarios, args.note)
+    if args.state_dirs:
+        for state_dir in args.state_dirs:
+            target = Target.from_state_dir(state_dir)
+            kafka_runs[target.version] = bench_version(target, scenarios, args.note)
     else:
         from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
         from kreassign.sandbox.kafka_engine.dist import locate

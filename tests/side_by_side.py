@@ -415,8 +415,8 @@ class Run:
         want = self.expected.get(step, _MISSING)
         deadline = time.monotonic() + 10.0
         value = read()
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
+        while value != want and time.monotonic() < deadline:
+            time.sleep(0.5)
             again = read()
             if (want is _MISSING and again == value) or (want is not _MISSING and again == want):
                 value = again

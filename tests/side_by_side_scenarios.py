@@ -54,15 +54,22 @@ def generate_then_verify(r: Run) -> None:
     r.assignment()
 
 
+def _held_move(r: Run, moves: dict[tuple[str, int], list[int]]) -> str:
+    """The topics, HOLD records in each moving partition, and `--execute --throttle 1`: moves
+    that stay in flight for the steps that follow."""
+    r.topics()
+    for topic, partition in moves:
+        r.produce(topic, partition, HOLD)
+    plan = r.plan(moves)
+    r.tool("--execute --throttle 1", *r.bootstrap, "--execute", "--reassignment-json-file", plan, "--throttle", "1")
+    r.throttles("throttles at 1 B/s")
+    return plan
+
+
 def alter_throttle(r: Run) -> None:
     """testAlterReassignmentThrottle: start at 1 B/s, then --additional at 300 kB/s finishes it,
     and --verify clears the throttles."""
-    r.topics()
-    r.produce("foo", 0, HOLD)
-    r.produce("baz", 2, HOLD)
-    plan = r.plan({("foo", 0): [1, 4, 3], ("baz", 2): [4, 3, 2]})
-    r.tool("--execute --throttle 1", *r.bootstrap, "--execute", "--reassignment-json-file", plan, "--throttle", "1")
-    r.throttles("throttles at 1 B/s")
+    plan = _held_move(r, {("foo", 0): [1, 4, 3], ("baz", 2): [4, 3, 2]})
     r.tool("--list while moving", *r.bootstrap, "--list")
     r.tool("--execute --additional --throttle 300000", *r.bootstrap, "--execute", "--additional",
            "--reassignment-json-file", plan, "--throttle", "300000")
@@ -115,12 +122,7 @@ def produce_and_consume(r: Run) -> None:
 
 
 def _cancellation(r: Run, via: list[str]) -> None:
-    r.topics()
-    r.produce("foo", 0, HOLD)
-    r.produce("baz", 1, HOLD)
-    plan = r.plan({("foo", 0): [1, 2, 4], ("baz", 1): [1, 3, 4]})
-    r.tool("--execute --throttle 1", *r.bootstrap, "--execute", "--reassignment-json-file", plan, "--throttle", "1")
-    r.throttles("throttles at 1 B/s")
+    plan = _held_move(r, {("foo", 0): [1, 2, 4], ("baz", 1): [1, 3, 4]})
     r.tool("--verify --preserve-throttles while moving", *r.bootstrap, "--verify", "--preserve-throttles",
            "--reassignment-json-file", plan)
     r.tool("--execute again without --additional", *r.bootstrap, "--execute", "--reassignment-json-file", plan)

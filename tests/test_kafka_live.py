@@ -106,6 +106,29 @@ def test_execute_additional_throttles_in_flight_moves_too(run: KafkaRunner, fake
     assert set(b for b, c in fake.broker_configs.items() if c) == {1, 2, 3, 4}
 
 
+def test_disallow_replication_factor_change_refuses_each_change_with_the_controllers_text(
+        run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
+    # bar-0 moves [3,4] -> [3,1]: headed for 2 replicas while 4 is still listed, so a target of 2
+    # keeps its factor and one of 3 changes it (KIP-860 counts replicas + adding - removing)
+    fake.alter_reassignments({TopicPartition("bar", 0): [3, 1]})
+    plan = plan_file(tmp_path, {"foo-0": [1], "foo-1": [2, 4], "bar-0": [3, 1, 2]})
+    code, out, err = run("--reassignment-json-file", plan, "--execute", "--additional", "--retarget-in-flight",
+                         "--disallow-replication-factor-change")
+    assert code == 1 and err == ""
+    assert out.endswith(ROLLBACK + "Error reassigning partition(s):\n"
+                        "bar-0: The replication factor is changed from 2 to 3\n"
+                        "foo-0: The replication factor is changed from 2 to 1\n")
+    assert fake.list_reassignments()[FOO1].replicas == (2, 4, 3)  # the other partition was submitted
+    assert fake.list_reassignments()[TopicPartition("bar", 0)].replicas == (3, 1, 4)
+
+
+def test_disallow_replication_factor_change_is_an_execute_option(run: KafkaRunner, tmp_path: Path) -> None:
+    code, out, err = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 2]}), "--verify",
+                         "--disallow-replication-factor-change")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == 'Option "[disallow-replication-factor-change]" can\'t be used with action "[verify]"'
+
+
 @pytest.mark.parametrize(("moves", "message"), [
     ({"foo-0": [1, 5]}, "Error: Unknown broker id 5\n"),
     ({"foo-0": [1, 6], "foo-1": [5, 2]}, "Error: Unknown broker id 5\n"),

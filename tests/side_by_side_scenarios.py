@@ -299,6 +299,18 @@ def operator_mistakes(r: Run) -> None:
     r.tool("--generate without --broker-list", *r.bootstrap, "--generate", "--topics-to-move-json-file", topics)
     r.tool("--throttle with --generate", *r.bootstrap, "--generate", "--topics-to-move-json-file", topics,
            "--broker-list", "1,2", "--throttle", "100")
+    r.tool("a blank argument", " ")
+    r.tool("--execute with --topics-to-move-json-file", *execute, good, "--topics-to-move-json-file", topics)
+    r.tool("--execute with --broker-list", *execute, good, "--broker-list", "1,2")
+    r.tool("--generate with --reassignment-json-file", *r.bootstrap, "--generate", "--topics-to-move-json-file",
+           topics, "--broker-list", "1,2,3", "--reassignment-json-file", good)
+    r.tool("--verify with --broker-list", *verify, good, "--broker-list", "1,2")
+    r.tool("--verify with --topics-to-move-json-file", *verify, good, "--topics-to-move-json-file", topics)
+    r.tool("--cancel without a file", *r.bootstrap, "--cancel")
+    r.tool("--list with a file", *r.bootstrap, "--list", "--reassignment-json-file", good)
+    r.tool("--bootstrap-controller with --generate", *r.controller, "--generate", "--topics-to-move-json-file",
+           topics, "--broker-list", "1,2,3")
+    r.tool("--bootstrap-controller with --verify", *r.controller, "--verify", "--reassignment-json-file", good)
     r.tool("--preserve-throttles with --execute", *execute, good, "--preserve-throttles")
     r.tool("--additional with --verify", *verify, good, "--additional")
     r.tool("abbreviated option", *r.bootstrap, "--exec", "--reassignment-json-file", good)
@@ -473,7 +485,9 @@ KNOWN_3_9: dict[str, list[Known]] = {
         *_rules("kafka-3.9-messages", {"no bootstrap": ("error line",),
                                        "--generate: replication factor above the broker count": _STDOUT}),
         *_rules("kafka-3.9-options", {"both bootstraps": ("error line",),
-                                      "--bootstrap-controller with --execute": ("error line",)}),
+                                      "--bootstrap-controller with --execute": ("error line",),
+                                      "--bootstrap-controller with --generate": ("error line",),
+                                      "--bootstrap-controller with --verify": ("error line",)}),
         *_rules("kafka-3.9-jackson", {f"--execute: {what}": _STDOUT for what in (
             "malformed JSON", "unquoted field name", "trailing comma in an object", "trailing comma in an array",
             "no colon", "no comma between fields", "no comma between values", "bad literal",

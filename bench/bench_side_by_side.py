@@ -107,8 +107,6 @@ def _value(row: Row, side: Any, other: Any) -> str:
     first line when they agree), or a state in short."""
     if row.field == "exit":
         return f"exit {side}"
-    if isinstance(side, bool):
-        return str(side).lower()
     if isinstance(side, str):
         mine, theirs = side.split("\n"), str(other).split("\n")
         at = next((i for i, line in enumerate(mine) if i >= len(theirs) or line != theirs[i]), 0)
@@ -159,7 +157,7 @@ def write_version_table(kafka_runs: dict[str, dict[str, Run]]) -> None:
         for e_old, e_new in zip(run_old.entries, run_new.entries):
             f_old, f_new = fields(e_old, run_old.names), fields(e_new, run_new.names)
             for key in f_old:
-                if f_old[key] != f_new.get(key) and key != "stack trace":
+                if f_old[key] != f_new.get(key):
                     row = Row(name, e_old.step, key, f_old[key], f_new.get(key))
                     lines.append(f"| {_cell(name)} | {_cell(e_old.step)} | {key} | "
                                  f"{_value(row, row.kafka, row.kreassign)} | {_value(row, row.kreassign, row.kafka)} |")

@@ -76,8 +76,10 @@ def bench_version(target: Target, scenarios: Sequence[Scenario], note: str) -> d
         for scenario in scenarios:
             work = Path(tmp) / scenario.name.replace(" ", "_").replace("/", "_")
             print(f"{target.version}: {scenario.name}", flush=True)
-            kafka, ours = run_both(target, scenario.run, tool, KreassignTool(work / "journal", in_process=False), work)
-            rows += compare(scenario.name, kafka, ours, known_differences(target.version, scenario.name))
+            known = known_differences(target.version, scenario.name)
+            kafka, ours = run_both(target, scenario.run, tool, KreassignTool(work / "journal", in_process=False), work,
+                                   known)
+            rows += compare(scenario.name, kafka, ours, known)
             kafka_runs[scenario.name] = kafka
             if not scenario.runs_on(target.version):
                 skipped.append(scenario.name)

@@ -398,7 +398,7 @@ class Scenario:
 
 
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("unthrottled move", unthrottled_move, matrix=True),
+    Scenario("unthrottled move", unthrottled_move),
     Scenario("--generate then --verify", generate_then_verify),
     Scenario("throttle 1 B/s then --additional 300 kB/s", alter_throttle),
     Scenario("--preserve-throttles", preserve_throttles),

@@ -74,8 +74,8 @@ def test_side_by_side(kafka_matrix: Any, kafka_tools: dict[str, KafkaTool], scen
         pytest.skip(f"Kafka {version}'s tool has no such feature")
     target = Target.of(kafka_matrix)
     tool = tool_for(kafka_tools, kafka_matrix, tmp_path_factory)
-    kafka, ours = run_both(target, scenario.run, tool, KreassignTool(tmp_path / "journal"), tmp_path)
     known = known_differences(version, scenario.name)
+    kafka, ours = run_both(target, scenario.run, tool, KreassignTool(tmp_path / "journal"), tmp_path, known)
     rows = compare(scenario.name, kafka, ours, known)
     unexplained = [f"[{r.step}] {r.field}:\n  kafka:     {r.kafka!r}\n  kreassign: {r.kreassign!r}"
                    for r in rows if not r.same and r.reason is None]

@@ -25,7 +25,7 @@ def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tupl
     Like Kafka, this lays every listed topic out anew and ignores where data is now; use
     `kreassign rebalance` for a minimal-movement plan."""
     from kreassign.cli.console import emit_json
-    from kreassign.cli.kafka_actions import render_generate
+    from kreassign.cli.kafka_actions import current_assignment_json, render_generate
     from kreassign.cli.runtime import read_text
     from kreassign.cluster.errors import InputError
     from kreassign.cluster.kafka_json import format_reassignment, parse_topics_to_move
@@ -40,7 +40,9 @@ def generate(topics_file: str | None, topics: tuple[str, ...], broker_list: tupl
     result = generate_assignment(state, names, list(broker_list), rack_aware=not disable_rack_aware, seed=seed)
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
-    current, proposed = format_reassignment(result.current), format_reassignment(result.proposed)
+    current = current_assignment_json(result.current, bootstrap_server=bootstrap_server,
+                                      command_config=command_config, timeout_s=request_timeout)
+    proposed = format_reassignment(result.proposed)
     if write_plan:
         from kreassign.cli.runtime import write_text
 

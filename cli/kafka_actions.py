@@ -1,11 +1,15 @@
 """The actions behind the Kafka-compatible front door, printing exactly what Kafka's tool prints."""
 from __future__ import annotations
 
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from kreassign.cli.kafka_args import KafkaArgs
 from kreassign.cli.runtime import read_text
 from kreassign.cluster.errors import AdminCommandFailed
+
+if TYPE_CHECKING:
+    from kreassign.cluster.model import TopicPartition
 
 
 def dispatch(args: KafkaArgs, *, out: TextIO, err: TextIO) -> int:
@@ -41,8 +45,22 @@ def generate(args: KafkaArgs, *, out: TextIO, err: TextIO) -> int:
     )
     for warning in result.warnings:
         err.write(f"Warning: {warning}\n")
-    out.write(render_generate(format_reassignment(result.current), format_reassignment(result.proposed)))
+    current = current_assignment_json(result.current, bootstrap_server=args.value("bootstrap-server"),
+                                      command_config=args.value("command-config"))
+    out.write(render_generate(current, format_reassignment(result.proposed)))
     return 0
+
+
+def current_assignment_json(current: Mapping[TopicPartition, Sequence[int]], *, bootstrap_server: str | None,
+                            command_config: str | None, timeout_s: float | None = None) -> str:
+    """The current assignment --generate prints: each replica's log dir, read from the cluster as
+    Kafka 4.2+ does (KAFKA-19582); "any" when planning from a snapshot."""
+    from kreassign.cluster.kafka_json import format_reassignment, with_log_dirs
+    from kreassign.cluster.source import read_replica_log_dirs
+
+    dirs = read_replica_log_dirs(current, bootstrap_server=bootstrap_server, command_config=command_config,
+                                 timeout_s=timeout_s)
+    return format_reassignment(with_log_dirs(current, dirs))
 
 
 def render_generate(current_json: str, proposed_json: str) -> str:

@@ -2,7 +2,7 @@
 
 Parsing follows jopt-simple as Kafka configures it: long options only, no abbreviations,
 `--opt value` and `--opt=value`, any order. Validation follows `validateAndParseArgs` in
-Kafka 4.0 (reference §1.2).
+Kafka 4.4 (reference §1.2; checked side by side with the real tool, tests/test_side_by_side_kafka.py).
 """
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ OPTIONS: dict[str, Opt] = {o.name: o for o in (
     Opt("cancel", False, "Cancel an active reassignment."),
     Opt("command-config", True, "Property file containing configs to be passed to Admin Client."),
     Opt("disable-rack-aware", False, "Disable rack aware replica assignment"),
+    Opt("disallow-replication-factor-change", False, "Denies the ability to change a partition's replication "
+        "factor as part of this reassignment through adding validation against it."),
     Opt("execute", False, "Kick off the reassignment as specified by the --reassignment-json-file option."),
     Opt("generate", False, "Generate a candidate partition reassignment configuration. Note that this "
         "only generates a candidate assignment, it does not execute it."),
@@ -83,7 +85,8 @@ PERMITTED: dict[str, tuple[str, ...]] = {
     "generate": ("bootstrap-server", "broker-list", "command-config", "disable-rack-aware",
                  "snapshot", "seed"),
     "execute": ("additional", "bootstrap-server", "command-config", "throttle",
-                "replica-alter-log-dirs-throttle", "timeout", "journal-dir", "force", "retarget-in-flight"),
+                "replica-alter-log-dirs-throttle", "timeout", "disallow-replication-factor-change", "journal-dir",
+                "force", "retarget-in-flight"),
     "cancel": ("command-config", "preserve-throttles", "timeout", "journal-dir"),
     "list": ("command-config",),
 }
@@ -112,11 +115,20 @@ class KafkaArgs:
         return next(a for a in ACTIONS if self.has(a))
 
     def long(self, name: str, default: int = -1) -> int:
-        """A Long-typed option (throttles, timeout); units are a kreassign extension."""
+        """A Long-typed option (throttles, timeout); units are a kreassign extension.
+
+        Like jopt-simple's `valueOf`, which Kafka's tool calls when an action needs the value
+        (after reading the JSON file), a bad value fails then, as `Error: Cannot parse argument
+        ...` on stdout.
+
+        Raises:
+            AdminCommandFailed: not a number (nor a rate with a unit), or beyond Java's long.
+            UnitError: an ambiguous unit (`Mb`).
+        """
         raw = self.values.get(name)
         if raw is None:
             return default
-        from kreassign.cluster.errors import JAVA_LONG_MAX, clip
+        from kreassign.cluster.errors import JAVA_LONG_MAX, AdminCommandFailed, clip
 
         try:
             value = int(raw)
@@ -124,7 +136,7 @@ class KafkaArgs:
             pass
         else:
             if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:  # jopt-simple's Long conversion fails
-                raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}")
+                raise AdminCommandFailed(f"Cannot parse argument '{clip(raw)}' of option {name}")
             return value
         from kreassign.cluster.errors import InputError
         from kreassign.cluster.units import UnitError, parse_rate
@@ -134,7 +146,7 @@ class KafkaArgs:
         except UnitError:
             raise
         except InputError:
-            raise UsageError(f"Cannot parse argument '{clip(raw)}' of option {name}") from None
+            raise AdminCommandFailed(f"Cannot parse argument '{clip(raw)}' of option {name}") from None
 
 
 def parse_argv(argv: Sequence[str]) -> KafkaArgs:
@@ -173,10 +185,15 @@ def parse_argv(argv: Sequence[str]) -> KafkaArgs:
 
 
 def validate(args: KafkaArgs) -> None:
-    """Kafka 4.0's validateAndParseArgs, in order (the help and version checks come first)."""
-    for name in args.present:
-        if OPTIONS[name].long_value or name == "seed":
-            args.long(name)  # jopt-simple converts typed values while parsing
+    """Kafka 4.4's validateAndParseArgs, in order (the help and version checks come first). Typed values
+    (--throttle, --timeout) are converted when an action reads them, as jopt-simple does."""
+    if args.has("seed"):  # a kreassign option: checked up front (Kafka's own typed values fail when used)
+        from kreassign.cluster.errors import AdminCommandFailed
+
+        try:
+            args.long("seed")
+        except AdminCommandFailed as exc:
+            raise UsageError(str(exc)) from None
     actions = [a for a in ACTIONS if args.has(a)]
     if len(actions) != 1:
         raise UsageError("Command must include exactly one action: --generate, --execute, --verify, "

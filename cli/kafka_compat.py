@@ -28,7 +28,7 @@ def run_kafka_style(argv: Sequence[str], out: TextIO | None = None, err: TextIO 
         if args.has("version"):
             from importlib.metadata import version
 
-            out.write(f"{version('kreassign')} (kafka-reassign-partitions compatible, Kafka 4.0)\n")
+            out.write(f"{version('kreassign')} (kafka-reassign-partitions compatible, Kafka 4.4)\n")
             return 0
         validate(args)
     except UsageError as exc:

@@ -1,7 +1,7 @@
 """The live Kafka-compatible actions: `--execute`, `--verify`, `--cancel`, `--list`.
 
 Each action builds a typed request, calls the library in `kreassign.throttle`, and prints
-exactly what Kafka 4.0's tool prints on stdout (reference §2.4-§2.7). What kreassign adds
+exactly what Kafka 4.4's tool prints on stdout (reference §2.4-§2.7). What kreassign adds
 (warnings about brokers that did not answer, restored throttle values, the journal) goes to
 stderr so scripts that parse Kafka's output keep working. The renderers are pure functions
 that the `execute`/`verify`/`cancel`/`list` subcommands reuse.
@@ -43,11 +43,12 @@ def _s(count: int) -> str:
 
 
 # ---- renderers (pure) ------------------------------------------------------------------------
-def render_current_assignment(current: Mapping[TopicPartition, Sequence[int]]) -> str:
-    """The rollback JSON block that `--execute` prints first."""
-    from kreassign.cluster.kafka_json import format_reassignment
+def render_current_assignment(current: Mapping[TopicPartition, Sequence[int]],
+                              dirs: Mapping[TopicPartitionReplica, str] | None = None) -> str:
+    """The rollback JSON block that `--execute` prints first, with each replica's log dir (Kafka 4.2+)."""
+    from kreassign.cluster.kafka_json import format_reassignment, with_log_dirs
 
-    return (f"Current partition replica assignment\n\n{format_reassignment(current)}\n\n"
+    return (f"Current partition replica assignment\n\n{format_reassignment(with_log_dirs(current, dirs or {}))}\n\n"
             f"Save this to use as the {ROLLBACK_HINT}\n")
 
 
@@ -69,10 +70,13 @@ def render_errors(header: str, errors: Mapping[TopicPartition, ApiError]) -> str
 
 
 def render_clear(clear: ClearResult) -> str:
+    """Kafka's two clearing lines, brokers and topics in the order of the Java HashSets it prints."""
+    from kreassign.cluster.java_order import broker_set_order, topic_set_order
+
     return (f"Clearing broker-level throttles on broker{_s(len(clear.brokers))} "
-            + ",".join(str(b) for b in clear.brokers) + "\n"
+            + ",".join(str(b) for b in broker_set_order(clear.brokers)) + "\n"
             + f"Clearing topic-level throttles on topic{_s(len(clear.topics))} "
-            + ",".join(clear.topics) + "\n")
+            + ",".join(topic_set_order(clear.topics)) + "\n")
 
 
 def _log_dir_line(status: object) -> str:
@@ -150,10 +154,19 @@ def clear_warnings(clear: ClearResult | None) -> list[str]:
 
 
 # ---- plumbing ---------------------------------------------------------------------------------
+CONTROLLER_UNSUPPORTED = (
+    "--bootstrap-controller {address}: kreassign reaches the cluster through its brokers only (its Kafka "
+    "client, kafka-python, cannot use a KRaft controller's listener, and a controller does not say where the "
+    "brokers are); give --bootstrap-server with a broker's address instead")
+
+
 def _connector(args: KafkaArgs, err: TextIO, connect: Connect | None) -> Connect:
     if connect is not None:
         return connect
-    bootstrap = args.value("bootstrap-server") or args.value("bootstrap-controller")
+    controller = args.value("bootstrap-controller")
+    if controller is not None:
+        raise InputError(CONTROLLER_UNSUPPORTED.format(address=controller))
+    bootstrap = args.value("bootstrap-server")
     return lambda: open_port(bootstrap, args.value("command-config"), None,
                              warn=lambda line: err.write(f"Warning: {line}\n"))
 
@@ -245,25 +258,28 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
 
     from kreassign.execute.run import RunControl, run_execute
 
-    parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
-    validate_execute_entries(parsed)
-    throttle = args.long("throttle")
+    text = read_text(args.value("reassignment-json-file") or "")
+    throttle = args.long("throttle")  # Kafka's order: the file, then each typed option, then the JSON
     log_dir = args.long("replica-alter-log-dirs-throttle")
+    timeout_ms = args.long("timeout", 10000)
+    parsed = parse_reassignment(text)
+    validate_execute_entries(parsed)
     for name, value in (("--throttle", throttle), ("--replica-alter-log-dirs-throttle", log_dir)):
         if value == 0:
             raise InputError(f"{name} 0 would stop replication: give a positive rate, or leave the option out")
     request = ExecuteRequest.from_parsed(
         parsed, additional=args.has("additional"),
         leader_rate=throttle if throttle >= 0 else None, follower_rate=throttle if throttle >= 0 else None,
-        log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=args.long("timeout", 10000) / 1000,
-        retarget_in_flight=args.has("retarget-in-flight"))
+        log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=timeout_ms / 1000,
+        retarget_in_flight=args.has("retarget-in-flight"),
+        allow_rf_change=not args.has("disallow-replication-factor-change"))
     journals = _store(store, args)
     shown: list[ExecutePlan] = []
 
     def show_plan(plan: ExecutePlan) -> None:
         shown.append(plan)
         _write_lines(err, [f"Warning: {w}" for w in plan.warnings])
-        out.write(render_current_assignment(plan.current))
+        out.write(render_current_assignment(plan.current, plan.current_dirs))
         if throttle >= 0 or log_dir >= 0:
             out.write(VERIFY_WARNING + "\n")
 
@@ -317,9 +333,11 @@ def cancel(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | None
     from kreassign.execute.run import refuse_while_running
     from kreassign.execute.logdir_moves import timed_out_message
 
-    parsed = parse_reassignment(read_text(args.value("reassignment-json-file") or ""))
+    text = read_text(args.value("reassignment-json-file") or "")
+    timeout_ms = args.long("timeout", 10000)
+    parsed = parse_reassignment(text)
     request = CancelRequest(targets=parsed.entries, preserve_throttles=args.has("preserve-throttles"),
-                            timeout_s=args.long("timeout", 10000) / 1000)
+                            timeout_s=timeout_ms / 1000)
     with _connector(args, err, connect)() as port:
         refuse_while_running(port, "cancel")
         result = run_cancel(port, request, store=_store(store, args), clock=clock, sleep=sleep,

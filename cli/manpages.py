@@ -118,7 +118,8 @@ def main_page() -> str:
                   f"See \\fBkreassign\\-{esc(name)}\\fR(1)."]
     lines += [".SH KAFKA-COMPATIBLE MODE", esc(
         "When the first argument is an option rather than a command, kreassign behaves like "
-        "kafka-reassign-partitions.sh from Kafka 4.0: the same options, validation order, messages, "
+        "kafka-reassign-partitions.sh from Kafka 4.4 (the newest release tested; against every cluster "
+        "version): the same options, validation order, messages, "
         "JSON and exit codes. Options:")]
     for name in sorted(OPTIONS):
         lines += [".TP", f"\\fB{esc(_option_label(OPTIONS[name]))}\\fR", esc(OPTIONS[name].description)]

@@ -68,6 +68,9 @@ def _emit(data: dict[str, Any]) -> None:
               help="With pacing: time between polls for finished moves (default 10s).")
 @click.option("--retarget-in-flight", is_flag=True, help="Re-target partitions whose reassignment in "
               "flight another run started (refused by default).")
+@click.option("--disallow-replication-factor-change", "disallow_rf_change", is_flag=True,
+              help="Refuse each partition whose target changes its replication factor, as Kafka 4.1's flag "
+              "(unpaced runs).")
 @click.option("--force", is_flag=True, help="Take the cluster's execution lock from a run that is proven dead "
               "(same host: its process is gone; other host: its lease expired) although it ran another plan.")
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
@@ -76,8 +79,8 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
             journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
             follower_rate: int | None, log_dir_throttle: int | None, additional: bool,
             max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
-            interval: float | None, retarget_in_flight: bool, force: bool, dry_run: bool, output: str,
-            timeout: float) -> int:
+            interval: float | None, retarget_in_flight: bool, disallow_rf_change: bool, force: bool, dry_run: bool,
+            output: str, timeout: float) -> int:
     """Start a reassignment under throttles, recording every step in the execution journal.
 
     With --max-moves-per-broker, --max-inflight-bytes or --order the plan is paced: it is
@@ -99,13 +102,16 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     if interval is not None and not paced:
         raise click.UsageError("--interval sets the polls of a paced execute: add --max-moves-per-broker, "
                                "--max-inflight-bytes or --order")
+    if disallow_rf_change and paced:
+        raise click.UsageError("--disallow-replication-factor-change goes with an unpaced execute")
     parsed = read_plan(plan_file)
     validate_execute_entries(parsed)
     request = ExecuteRequest.from_parsed(
         parsed, additional=additional,
         leader_rate=leader_rate if leader_rate is not None else throttle,
         follower_rate=follower_rate if follower_rate is not None else throttle,
-        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout, retarget_in_flight=retarget_in_flight)
+        log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout, retarget_in_flight=retarget_in_flight,
+        allow_rf_change=not disallow_rf_change)
     store = journal_store(journal_dir)
     control = run_control(force)
     if paced:
@@ -124,7 +130,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
         shown.append(plan)
         _echo_err([f"Warning: {w}" for w in plan.warnings])
         if text and dry_run:
-            out.write(kafka_live.render_current_assignment(plan.current))
+            out.write(kafka_live.render_current_assignment(plan.current, plan.current_dirs))
             out.write(render_would_execute(plan))
 
     with connect(bootstrap_server, command_config, request_timeout) as port:

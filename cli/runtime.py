@@ -106,8 +106,9 @@ def journal_store(journal_dir: str | None) -> JournalStore:
 
 
 def read_text(path: str) -> str:
-    """Read a JSON file given on the command line (bounded, `cluster.files`); Kafka reports I/O
-    errors as `Error: <path> (<reason>)`."""
+    """Read a JSON file given on the command line (bounded, `cluster.files`). A file that is not
+    there or cannot be opened is Kafka's `Error: Unable to read file <path>` (3.9 and 4.x alike);
+    other failures name the reason."""
     import errno
 
     from kreassign.cluster.errors import AdminCommandFailed, clip
@@ -116,12 +117,8 @@ def read_text(path: str) -> str:
 
     try:
         return read_bounded(path, limit=PLAN_LIMIT)
-    except FileNotFoundError:
-        raise AdminCommandFailed(f"{clip(path)} (No such file or directory)") from None
-    except IsADirectoryError:
-        raise AdminCommandFailed(f"{clip(path)} (Is a directory)") from None
-    except PermissionError:
-        raise AdminCommandFailed(f"{clip(path)} (Permission denied)") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise AdminCommandFailed(f"Unable to read file {clip(path)}") from None
     except OSError as exc:
         if exc.errno == errno.EILSEQ:
             raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file ({exc.strerror})") from None

@@ -2,8 +2,10 @@
 
 Kafka parses these files with Jackson and decodes them with `DecodeJson`; operators keep the
 files in source control and feed them to either tool, so the messages for bad input and the bytes
-of the output match Kafka 4.0 (reference/kafka-reassign-tool.md §2, §5). Jackson's syntax errors
-are imitated from Python's JSON error positions: same wording and line/column, not every corner.
+of the output match Kafka 4.4 (reference/kafka-reassign-tool.md §2, §5). Jackson's syntax errors
+are imitated from Python's JSON error positions: Kafka 4.4's wording and line/column (its Jackson
+2.21 points at the offending character; Kafka 3.9's Jackson 2.16 one column further on), not every
+corner.
 
 Where Kafka reports several duplicates in Java HashSet order, we report them sorted.
 """
@@ -87,8 +89,8 @@ def parse_reassignment(text: str) -> ParsedReassignment:
         AdminCommandFailed: with Kafka's message for invalid JSON, a bad or missing field, an
             unsupported version, or a log_dirs list whose length differs from replicas.
     """
-    if text == "":
-        raise AdminCommandFailed("The input string shouldn't be empty")
+    if text == "":  # Jackson's JsonParseException, with its location (Kafka 3.9 and 4.x)
+        raise AdminCommandFailed("The input string shouldn't be empty\n at [Source: UNKNOWN; byte offset: #UNKNOWN]")
     try:
         root = _parse_json(text)
     except _JsonSyntaxError as exc:
@@ -200,6 +202,18 @@ def format_reassignment(
         parts.append(f'{{"topic":{topic},"partition":{int(t.partition)},'
                      f'"replicas":[{replicas}],"log_dirs":[{dirs}]}}')
     return '{"version":1,"partitions":[' + ",".join(parts) + "]}"
+
+
+def with_log_dirs(assignment: Mapping[TopicPartition, Sequence[int]],
+                  dirs: Mapping[TopicPartitionReplica, str]) -> list[PartitionTarget]:
+    """An assignment as reassignment entries naming each replica's log dir ("any" where `dirs`
+    has none), as Kafka 4.2+ prints the current assignment."""
+    out = []
+    for tp, replicas in assignment.items():
+        named = tuple(dirs.get(TopicPartitionReplica(tp.topic, tp.partition, b), ANY_LOG_DIR) for b in replicas)
+        out.append(PartitionTarget(tp.topic, tp.partition, tuple(replicas),
+                                   None if all(d == ANY_LOG_DIR for d in named) else named))
+    return out
 
 
 def format_topics_to_move(topics: Iterable[str]) -> str:
@@ -450,26 +464,29 @@ def _jackson_message(text: str, msg: str, pos: int) -> str:
         return (f"Unexpected end-of-input: expected close marker for {kind} "
                 f"(start marker at {marker}){_location(text, len(text))}")
     ch = text[pos]
-    here = _location(text, pos + 1)
+    here = _location(text, pos)  # Kafka 4.4's Jackson (2.21) points at the offending character itself
     if msg.startswith("Illegal trailing comma"):  # Python 3.13+ reports the comma itself
         closer = _WHITESPACE.match(text, pos + 1)
         pos = closer.end() if closer else pos + 1
         if pos >= len(text):
             return "Unexpected end-of-input" + _location(text, len(text))
-        ch, here = text[pos], _location(text, pos + 1)
+        ch, here = text[pos], _location(text, pos)
         msg = "Expecting property name" if ch == "}" else "Expecting value"
+    if ch == "/":
+        return (f"Unexpected character ({_char_desc(ch)}): maybe a (non-standard) comment? (not recognized as one "
+                f"since Feature 'ALLOW_COMMENTS' not enabled for parser){here}")
     if msg.startswith("Invalid control character"):
         return (f"Illegal unquoted character ({_char_desc(ch)}): has to be escaped using "
                 f"backslash to be included in string value{here}")
     if msg.startswith("Invalid \\escape"):
         escaped = text[pos + 1:pos + 2] or " "
-        return f"Unrecognized character escape {_char_desc(escaped)}{_location(text, pos + 2)}"
+        return f"Unrecognized character escape {_char_desc(escaped)}{_location(text, pos + 1)}"
     if msg.startswith("Invalid \\uXXXX"):
         digits = text[pos + 2:pos + 6]
         bad = next((i for i, c in enumerate(digits) if c not in "0123456789abcdefABCDEF"), 0)
         bad_ch = digits[bad] if digits else " "
         return (f"Unexpected character ({_char_desc(bad_ch)}): expected a hex-digit for "
-                f"character escape sequence{_location(text, pos + 3 + bad)}")
+                f"character escape sequence{_location(text, pos + 2 + bad)}")
     if msg.startswith("Expecting property name"):
         return (f"Unexpected character ({_char_desc(ch)}): was expecting double-quote to start "
                 f"field name{here}")
@@ -484,18 +501,15 @@ def _jackson_message(text: str, msg: str, pos: int) -> str:
             follow = text[pos + 1:pos + 2] or " "
             what = "Decimal point" if ch == "." else "Exponent indicator"
             return (f"Unexpected character ({_char_desc(follow)}) in numeric value: {what} not "
-                    f"followed by a digit{_location(text, pos + 2)}")
+                    f"followed by a digit{here}")
         return (f"Unexpected character ({_char_desc(ch)}): was expecting comma to separate "
                 f"{kind} entries{here}")
-    if ch in "]}":
-        return f"Unexpected character ({_char_desc(ch)}): expected a value{here}"
     if ch == "-":
         follow = text[pos + 1:pos + 2] or " "
         return (f"Unexpected character ({_char_desc(follow)}) in numeric value: expected digit "
-                f"(0-9) to follow minus sign, for valid numeric value{_location(text, pos + 2)}")
+                f"(0-9) to follow minus sign, for valid numeric value{_location(text, pos + 1)}")
     if ch.isalpha() or ch in "_$":
         token = re.match(r"[\w$]*", text[pos:pos + 256])
         word = token.group() if token else ch
-        return (f"Unrecognized token '{word}': was expecting {_VALID_VALUES}"
-                f"{_location(text, pos + len(word))}")
+        return f"Unrecognized token '{word}': was expecting {_VALID_VALUES}{here}"
     return f"Unexpected character ({_char_desc(ch)}): expected a valid value {_VALID_VALUES}{here}"

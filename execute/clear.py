@@ -17,7 +17,8 @@ from kreassign.execute.throttle_io import apply_configs, restore_ops, restored_v
 
 @dataclass(frozen=True)
 class ClearResult:
-    """What a clear did. `brokers`/`topics` are every resource it covered (as Kafka prints them)."""
+    """What a clear did. `brokers`/`topics` are every resource it covered, in the order Kafka adds
+    them to the sets it prints (`cluster.java_order` gives the printed order)."""
 
     brokers: tuple[int, ...]
     topics: tuple[str, ...]
@@ -53,8 +54,8 @@ def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[
         ClusterError: the cluster refused a change (already-applied changes stay applied and the
             journal records the failure).
     """
-    broker_ids = tuple(sorted(set(brokers)))
-    topic_names = tuple(sorted(set(topics)))
+    broker_ids = tuple(dict.fromkeys(brokers))  # in the order given: Kafka prints them in its sets' order
+    topic_names = tuple(dict.fromkeys(topics))
     broker_ops, topic_ops = restore_ops(
         broker_ids, topic_names,
         previous_brokers=journal.previous_brokers if journal else None,

@@ -34,6 +34,7 @@ from kreassign.cluster.model import (
     TopicPartitionReplica,
 )
 from kreassign.cluster.port import ApiError, ClusterPort
+from kreassign.cluster.source import replica_log_dirs
 from kreassign.throttle.configs import (
     FOLLOWER_RATE,
     LEADER_RATE,
@@ -84,6 +85,9 @@ class ExecuteRequest:
     log_dir_timeout_s: float = 10.0
     retarget_in_flight: bool = False
     """re-target partitions whose reassignment in flight this plan's journal did not start"""
+    allow_rf_change: bool = True
+    """False: refuse each partition whose target changes its replication factor (Kafka 4.1's
+    --disallow-replication-factor-change, KIP-860)"""
 
     @classmethod
     def from_parsed(cls, parsed: ParsedReassignment, **options: Any) -> ExecuteRequest:
@@ -108,12 +112,17 @@ class ExecutePlan:
     live_brokers: tuple[int, ...]
     current: Mapping[TopicPartition, tuple[int, ...]]
     """replicas now, for the partitions of the plan (the rollback plan)"""
+    current_dirs: Mapping[TopicPartitionReplica, str]
+    """the log dir of each current replica its broker reported (printed in the rollback plan)"""
     leaders: Mapping[TopicPartition, int | None]
     """leaders now, for the partitions of the plan (a move whose leader missed its throttle waits)"""
     in_flight: Mapping[TopicPartition, Reassignment]
     throttles: ThrottlePlan
     previous: ThrottleSnapshot
     warnings: tuple[str, ...] = ()
+    refused: Mapping[TopicPartition, ApiError] = field(default_factory=dict)
+    """partitions not to submit, with the error the controller would give (RF changes under
+    `allow_rf_change=False`)"""
 
     @property
     def inter_broker_ops(self) -> dict[int, dict[str, str]]:
@@ -289,8 +298,31 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
                               set(clear_topics) | set(throttles.topic_configs))
     warnings = [f"broker {b} did not answer ({e.message}); its throttles cannot be set now and will "
                 "be retried by `kreassign resume` once it is back" for b, e in sorted(previous.unreadable.items())]
+    refused = {} if request.allow_rf_change else replication_factor_changes(request.targets, current, in_flight)
     return ExecutePlan(request=request, cluster_id=info.cluster_id, live_brokers=live, current=current,
-                       leaders={tp: p.leader for tp, p in described.items()}, in_flight=in_flight, throttles=throttles, previous=previous, warnings=tuple(warnings))
+                       current_dirs=replica_log_dirs(port, current, live=live),
+                       leaders={tp: p.leader for tp, p in described.items()}, in_flight=in_flight,
+                       throttles=throttles, previous=previous, warnings=tuple(warnings), refused=refused)
+
+
+INVALID_REPLICATION_FACTOR = 38
+
+
+def replication_factor_changes(targets: Iterable[PartitionTarget], current: Mapping[TopicPartition, Sequence[int]],
+                               in_flight: Mapping[TopicPartition, Reassignment]) -> dict[TopicPartition, ApiError]:
+    """The partitions whose target has another replication factor than the replica set they are
+    headed for (their replicas, less those a reassignment in flight removes), with the message a
+    Kafka 4.1+ controller gives when a reassignment disallows the change (KIP-860)."""
+    out = {}
+    for t in targets:
+        replicas = set(current.get(t.tp, ()))
+        moving = in_flight.get(t.tp)
+        if moving is not None:
+            replicas = (replicas | set(moving.adding)) - set(moving.removing)
+        if len(replicas) != len(t.replicas):
+            out[t.tp] = ApiError(code=INVALID_REPLICATION_FACTOR, name="INVALID_REPLICATION_FACTOR",
+                                 message=f"The replication factor is changed from {len(replicas)} to {len(t.replicas)}")
+    return out
 
 
 # ---- applying --------------------------------------------------------------------------------
@@ -338,7 +370,8 @@ def _execute_options(request: ExecuteRequest) -> dict[str, Any]:
     """The options of an execute, as its journal records them."""
     return {"additional": request.additional, "leader_rate": request.leader_rate,
             "follower_rate": request.follower_rate, "log_dir_rate": request.log_dir_rate,
-            "log_dir_timeout_s": request.log_dir_timeout_s, "retarget_in_flight": request.retarget_in_flight}
+            "log_dir_timeout_s": request.log_dir_timeout_s, "retarget_in_flight": request.retarget_in_flight,
+            "allow_rf_change": request.allow_rf_change}
 
 
 def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
@@ -459,7 +492,7 @@ def apply_execute(
 
     held = tuple(sorted(t.tp for t in plan.request.targets if waits_for_throttle(
         plan.leaders.get(t.tp), set(t.replicas) - set(plan.current.get(t.tp, ())), skipped)))
-    targets = {t.tp: t.replicas for t in plan.request.targets if t.tp not in held}
+    targets = {t.tp: t.replicas for t in plan.request.targets if t.tp not in held and t.tp not in plan.refused}
     if journal is not None:
         journal.record("submit-reassignments", "intent", partitions=len(targets))
     try:
@@ -470,7 +503,7 @@ def apply_execute(
         if journal is not None:
             journal.record("submit-reassignments", "failed", error="interrupted")
         raise
-    errors = {tp: e for tp, e in results.items() if e is not None}
+    errors = dict(sorted({**plan.refused, **{tp: e for tp, e in results.items() if e is not None}}.items()))
     accepted = tuple(sorted(tp for tp in targets if tp not in errors))
     if journal is not None:
         journal.submitted = sorted(set(journal.submitted) | set(accepted))
@@ -482,7 +515,7 @@ def apply_execute(
         throttled = bool(plan.throttles.broker_rates or plan.throttles.topic_configs)
         if held and not errors:  # the throttles that were set stay: the held moves need them
             return ExecuteResult(plan, journal.path if journal else None, (), {}, skipped, held_back=held)
-        rolled = rollback_throttles(port, journal, plan) if throttled else True
+        rolled = rollback_throttles(port, journal, plan) if throttled else False  # nothing was set
         if journal is not None and not throttled:
             journal.set_state("rolled-back")
         return ExecuteResult(plan, journal.path if journal else None, (), errors, skipped, rolled_back=rolled)

@@ -15,6 +15,7 @@ from kreassign.cluster.errors import ClusterError
 from kreassign.cluster.port import (
     BROKER_THROTTLE_KEYS,
     TOPIC_THROTTLE_KEYS,
+    UNKNOWN_TOPIC_OR_PARTITION,
     ApiError,
     ClusterPort,
     ConfigEntry,
@@ -131,12 +132,15 @@ def apply_configs(port: ClusterPort, *, brokers: Mapping[int, Mapping[str, str |
         return ApplyOutcome()
     result = port.incremental_alter_configs(broker_ops or None, topic_ops or None)
     skipped = {b: e for b, e in result.brokers.items() if e is not None and e.unreachable}
-    failures = [(what, e) for what, e in result.failures() if not e.unreachable]
+    # a deleted topic has no throttle left to delete (Kafka's --verify fails on it after clearing the rest)
+    gone = {f"topic {t}" for t, e in result.topics.items()
+            if e is not None and e.code == UNKNOWN_TOPIC_OR_PARTITION and not any(topic_ops[t].values())}
+    failures = [(what, e) for what, e in result.failures() if not e.unreachable and what not in gone]
     if failures:
         detail = "; ".join(f"{what}: {e.message}" for what, e in failures)
         raise ConfigsRefused(f"the cluster refused the throttle change ({detail})",
                              [b for b, e in result.brokers.items() if e is not None and not e.unreachable],
-                             [t for t, e in result.topics.items() if e is not None])
+                             [t for t, e in result.topics.items() if e is not None and f"topic {t}" not in gone])
     return ApplyOutcome(brokers=tuple(sorted(b for b in broker_ops if b not in skipped)),
                         topics=tuple(sorted(topic_ops)), skipped=skipped)
 

@@ -143,7 +143,7 @@ def clear_scope(live_brokers: Iterable[int], targets: Iterable[PartitionTarget],
     journal shows we throttled: a broker that is down now still has our rate once it is back."""
     brokers, topics = clear_targets(live_brokers, [(t.tp, t.replicas) for t in targets])
     if journal is not None:
-        brokers = tuple(sorted(set(brokers) | set(journal.applied_brokers) | set(journal.pending_brokers)))
+        brokers = tuple(dict.fromkeys([*brokers, *sorted(set(journal.applied_brokers) | set(journal.pending_brokers))]))
     return brokers, topics
 
 

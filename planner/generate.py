@@ -74,9 +74,10 @@ def assign_replicas_to_brokers(
         raise AdminCommandFailed("Number of partitions must be larger than 0.")
     if rf <= 0:
         raise AdminCommandFailed("Replication factor must be larger than 0.")
-    if rf > len(brokers):
+    if rf > len(brokers):  # Kafka 4.4's text (3.9: "Replication factor: 3 larger than available brokers: 2.")
         raise AdminCommandFailed(
-            f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
+            f"The target replication factor of {rf} cannot be reached because only {len(brokers)} broker(s) are "
+            "registered or some brokers have all their log directories cordoned.")
     ids = [b for b, _ in brokers]
     if len(set(ids)) != len(ids):
         dup = sorted(b for b, c in Counter(ids).items() if c > 1)

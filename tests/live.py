@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -280,6 +280,35 @@ def batch_bytes(value_bytes: int) -> int:
     return 61 + varint(record) + record
 
 
+def await_topic(ports: Iterable[int], name: str, partitions: int) -> None:
+    """Until every broker's metadata has the topic with its leaders (CreateTopics returns when the
+    controller has it; brokers learn it a moment later)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    from kreassign.sandbox.rawclient import roundtrip
+
+    deadline = time.monotonic() + 30
+    for port in ports:
+        while True:
+            response = roundtrip(port, MetadataRequest(topics=[name], allow_auto_topic_creation=False), 4)
+            topic = response.topics[0]
+            if topic.error_code == 0 and len(topic.partitions) == partitions and all(
+                    p.leader_id >= 0 for p in topic.partitions):
+                break
+            assert time.monotonic() < deadline, f"the broker on port {port} does not know topic {name}"
+            time.sleep(0.05)
+
+
+def clear_broker_rates(port: Any, brokers: Iterable[int]) -> None:
+    """Delete every throttle rate set on these brokers."""
+    configs = port.describe_broker_configs(brokers, THROTTLE_KEYS).configs
+    ops = {b: {k: None for k, e in entries.items() if e.value is not None and e.is_override}
+           for b, entries in configs.items()}
+    ops = {b: o for b, o in ops.items() if o}
+    if ops:
+        assert port.incremental_alter_configs(ops).ok
+
+
 class _Base:
     engine = ""
     bootstrap = ""
@@ -433,23 +462,7 @@ class KafkaLive(_Base):
         return str(self.cluster.cluster_id)
 
     def _await_topic(self, name: str, partitions: int) -> None:
-        """Until every broker's metadata has the topic with its leaders (CreateTopics returns
-        when the controller has it; brokers learn it a moment later)."""
-        from kafka.protocol.metadata import MetadataRequest
-
-        from kreassign.sandbox.rawclient import roundtrip
-
-        deadline = time.monotonic() + 30
-        for b in self.cluster.brokers:
-            while True:
-                response = roundtrip(self.cluster.ports[b], MetadataRequest(topics=[name],
-                                                                            allow_auto_topic_creation=False), 4)
-                topic = response.topics[0]
-                if topic.error_code == 0 and len(topic.partitions) == partitions and all(
-                        p.leader_id >= 0 for p in topic.partitions):
-                    break
-                assert time.monotonic() < deadline, f"broker {b} does not know topic {name}"
-                time.sleep(0.05)
+        await_topic([self.cluster.ports[b] for b in self.cluster.brokers], name, partitions)
 
     def _pass(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -494,12 +507,7 @@ class KafkaLive(_Base):
             while port.list_reassignments():
                 assert time.monotonic() < deadline, "could not cancel the test's reassignments"
                 time.sleep(0.2)
-            configs = port.describe_broker_configs(self.cluster.brokers, THROTTLE_KEYS).configs
-            ops = {b: {k: None for k, e in entries.items() if e.value is not None and e.is_override}
-                   for b, entries in configs.items()}
-            ops = {b: o for b, o in ops.items() if o}
-            if ops:
-                assert port.incremental_alter_configs(ops).ok
+            clear_broker_rates(port, self.cluster.brokers)
             for name in self.created:
                 port.delete_topic(name)
             for name in port.list_client_metrics() or ():

@@ -112,7 +112,8 @@ def test_two_partitions_rf3_on_three_brokers_have_six_outcomes() -> None:
 @pytest.mark.parametrize(("brokers", "n", "rf", "message"), [
     (unaware(0, 1), 0, 1, "Number of partitions must be larger than 0."),
     (unaware(0, 1), 3, 0, "Replication factor must be larger than 0."),
-    (unaware(0, 1), 3, 3, "Replication factor: 3 larger than available brokers: 2."),
+    (unaware(0, 1), 3, 3, ("The target replication factor of 3 cannot be reached because only 2 broker(s) are registered or "
+                             "some brokers have all their log directories cordoned.")),
     ([(0, "a"), (1, None)], 3, 1, "Not all brokers have rack information for replica rack aware assignment."),
 ])
 def test_preconditions_use_kafka_messages(brokers: list[tuple[int, str | None]], n: int, rf: int,
@@ -249,7 +250,8 @@ def test_generate_drops_unknown_brokers_but_warns() -> None:
 def test_generate_with_only_unknown_brokers_fails_like_kafka() -> None:
     with pytest.raises(AdminCommandFailed) as err:
         generate_assignment(cluster(), ["foo"], [8, 9])
-    assert str(err.value) == "Replication factor: 2 larger than available brokers: 0."
+    assert str(err.value) == ("The target replication factor of 2 cannot be reached because only 0 broker(s) "
+                                "are registered or some brokers have all their log directories cordoned.")
 
 
 def test_generate_checks_broker_duplicates_before_topics() -> None:

@@ -93,11 +93,16 @@ def test_unknown_option_and_no_abbreviations() -> None:
     assert first_line(err) == "exec is not a recognized option"
 
 
-def test_bad_throttle_value() -> None:
-    code, _, err = run("--execute", "--bootstrap-server", "h", "--reassignment-json-file",
-                       "/nonexistent.json", "--throttle", "abc")
-    assert code == 1
-    assert first_line(err) == "Cannot parse argument 'abc' of option throttle"
+def test_bad_throttle_value_fails_when_used_after_the_file_is_read_like_kafka(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1}')
+    assert run("--execute", "--bootstrap-server", "h", "--reassignment-json-file", str(plan), "--throttle",
+               "abc") == (1, "Error: Cannot parse argument 'abc' of option throttle\n", "")
+    assert run("--execute", "--bootstrap-server", "h", "--reassignment-json-file", str(plan), "--timeout",
+               "soon") == (1, "Error: Cannot parse argument 'soon' of option timeout\n", "")
+    missing = tmp_path / "nope.json"
+    assert run("--execute", "--bootstrap-server", "h", "--reassignment-json-file", str(missing), "--throttle",
+               "abc") == (1, f"Error: Unable to read file {missing}\n", "")
 
 
 def test_equals_form_and_missing_file_reported_like_kafka(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -105,7 +110,7 @@ def test_equals_form_and_missing_file_reported_like_kafka(tmp_path) -> None:  # 
     code, out, err = run("--generate", f"--topics-to-move-json-file={missing}", "--broker-list=1,2",
                          "--snapshot", str(tmp_path / "s.json"))
     assert code == 1
-    assert out == f"Error: {missing} (No such file or directory)\n"
+    assert out == f"Error: Unable to read file {missing}\n"
 
 
 def test_routing_between_front_doors() -> None:
@@ -140,5 +145,5 @@ def test_a_stray_word_in_a_valid_command_is_ignored_with_a_warning(tmp_path) -> 
     missing = tmp_path / "nope.json"
     code, out, err = run("--generate", f"--topics-to-move-json-file={missing}", "typo.json", "--broker-list=1,2",
                          "--snapshot", str(tmp_path / "s.json"))
-    assert (code, out) == (1, f"Error: {missing} (No such file or directory)\n")
+    assert (code, out) == (1, f"Error: Unable to read file {missing}\n")
     assert err == "Warning: ignoring 'typo.json': it is not an option (Kafka's tool ignores it too)\n"

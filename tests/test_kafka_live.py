@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fake_cluster import FakeCluster, KafkaRunner, plan_file, timeout_error
 
-from kreassign.cluster.model import TopicPartition
+from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ApiError
 
 CURRENT_HEADER = "Current partition replica assignment\n\n"
@@ -43,14 +43,26 @@ def rollback_json(*entries: str) -> str:
 
 
 # ---- --execute -------------------------------------------------------------------------------
+def test_rollback_json_names_log_dirs_and_any_where_the_broker_is_down(
+        run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
+    fake.replica_dirs[TopicPartitionReplica("foo", 0, 2)] = "/data/b"
+    fake.stop_broker(1)
+    plan = plan_file(tmp_path, {"foo-0": [2, 3]})
+    code, out, _ = run("--reassignment-json-file", plan, "--execute")
+    assert code == 0
+    assert out.startswith(CURRENT_HEADER + rollback_json(
+        '{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","/data/b"]}') + ROLLBACK)
+
+
 def test_execute_with_throttle_prints_kafka_text_and_sets_kafka_throttles(
         run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [2, 3]})
     code, out, err = run("--reassignment-json-file", plan, "--execute", "--throttle", "1000")
     assert code == 0, out + err
+    # each current replica's log dir, as Kafka 4.2+ prints the rollback JSON (KAFKA-19582)
     assert out == (CURRENT_HEADER + rollback_json(
-        '{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}',
-        '{"topic":"foo","partition":1,"replicas":[2,3],"log_dirs":["any","any"]}') + ROLLBACK
+        '{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["/data/a","/data/a"]}',
+        '{"topic":"foo","partition":1,"replicas":[2,3],"log_dirs":["/data/a","/data/a"]}') + ROLLBACK
         + WARNING + "The inter-broker throttle limit was set to 1000 B/s\n"
         + "Successfully started partition reassignments for foo-0,foo-1\n")
     assert err == ""
@@ -92,6 +104,29 @@ def test_execute_additional_throttles_in_flight_moves_too(run: KafkaRunner, fake
     assert fake.topic_configs["bar"] == {"leader.replication.throttled.replicas": "0:3,0:4",
                                          "follower.replication.throttled.replicas": "0:1"}
     assert set(b for b, c in fake.broker_configs.items() if c) == {1, 2, 3, 4}
+
+
+def test_disallow_replication_factor_change_refuses_each_change_with_the_controllers_text(
+        run: KafkaRunner, fake: FakeCluster, tmp_path: Path) -> None:
+    # bar-0 moves [3,4] -> [3,1]: headed for 2 replicas while 4 is still listed, so a target of 2
+    # keeps its factor and one of 3 changes it (KIP-860 counts replicas + adding - removing)
+    fake.alter_reassignments({TopicPartition("bar", 0): [3, 1]})
+    plan = plan_file(tmp_path, {"foo-0": [1], "foo-1": [2, 4], "bar-0": [3, 1, 2]})
+    code, out, err = run("--reassignment-json-file", plan, "--execute", "--additional", "--retarget-in-flight",
+                         "--disallow-replication-factor-change")
+    assert code == 1 and err == ""
+    assert out.endswith(ROLLBACK + "Error reassigning partition(s):\n"
+                        "bar-0: The replication factor is changed from 2 to 3\n"
+                        "foo-0: The replication factor is changed from 2 to 1\n")
+    assert fake.list_reassignments()[FOO1].replicas == (2, 4, 3)  # the other partition was submitted
+    assert fake.list_reassignments()[TopicPartition("bar", 0)].replicas == (3, 1, 4)
+
+
+def test_disallow_replication_factor_change_is_an_execute_option(run: KafkaRunner, tmp_path: Path) -> None:
+    code, out, err = run("--reassignment-json-file", plan_file(tmp_path, {"foo-0": [1, 2]}), "--verify",
+                         "--disallow-replication-factor-change")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == 'Option "[disallow-replication-factor-change]" can\'t be used with action "[verify]"'
 
 
 @pytest.mark.parametrize(("moves", "message"), [

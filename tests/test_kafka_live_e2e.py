@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kreassign.cluster.kafka_json import format_reassignment
-from kreassign.cluster.model import TopicPartition
+from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
 
 from live import HOLD_BYTES, HOLD_RATE, RUN_RATE, LiveCli, rates, replicas, write_plan
 
@@ -47,10 +47,14 @@ def test_e2e_execute_verify_complete_restores_the_operators_rate(
         assert admin.incremental_alter_configs({1: {FOLLOWER: "12345"}}).ok
     tp = TopicPartition(topic, 0)
     plan = write_plan(tmp_path, {tp: [1, 2, 4]})
+    with live.admin() as admin:
+        dirs = {r: d.log_dir for r, d in admin.log_dir_sizes([1, 2, 3], partitions=[tp]).replicas.items()}
+    rollback = [PartitionTarget(topic, 0, (1, 2, 3), tuple(dirs[TopicPartitionReplica(topic, 0, b)] for b in (1, 2, 3)))]
 
     done = cli("--reassignment-json-file", plan, "--execute", "--throttle", str(HOLD_RATE))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout == ("Current partition replica assignment\n\n" + format_reassignment({tp: (1, 2, 3)})
+    # the rollback JSON names each replica's log dir, as Kafka 4.2+ does (KAFKA-19582)
+    assert done.stdout == ("Current partition replica assignment\n\n" + format_reassignment(rollback)
                            + ROLLBACK + WARNING + f"The inter-broker throttle limit was set to {HOLD_RATE} B/s\n"
                            f"Successfully started partition reassignment for {topic}-0\n")
     assert {b for b, v in rates(live).items() if v.get(LEADER) == str(HOLD_RATE)} == {1, 2, 3, 4}

@@ -153,10 +153,11 @@ def test_negative_rates_are_refused(kwargs: dict[str, int | None]) -> None:
 
 # ---- clearing ---------------------------------------------------------------------------------
 def test_clear_targets_union_of_cluster_and_file_brokers_and_only_file_topics() -> None:
-    brokers, topics = clear_targets([0, 1, 2], [(tp("foo", 0), (1, 7)), (tp("bar", 3), (2, 9)),
+    # in the order Kafka adds them to its sets: the cluster's brokers, then the file's, in file order
+    brokers, topics = clear_targets([2, 0, 1], [(tp("foo", 0), (1, 7)), (tp("bar", 3), (9, 2)),
                                                 (tp("foo", 1), (0, 1))])
     assert brokers == (0, 1, 2, 7, 9)
-    assert topics == ("bar", "foo")
+    assert topics == ("foo", "bar")
 
 
 # ---- the broker's validator and parser ----------------------------------------------------------

@@ -204,16 +204,17 @@ def clear_targets(
         file_targets: (partition, target replicas) of the reassignment file.
 
     Returns:
-        (brokers, topics), both ascending: every cluster broker plus every broker in the
-        file's target lists (these lose `BROKER_THROTTLE_KEYS`), and only the file's topics
-        (these lose `TOPIC_THROTTLE_KEYS`).
+        (brokers, topics) in the order Kafka adds them to its sets (which decides the order it
+        prints them in, `cluster.java_order`): every cluster broker, ascending, then the other
+        brokers of the file's target lists (these lose `BROKER_THROTTLE_KEYS`); the file's topics
+        in file order (these lose `TOPIC_THROTTLE_KEYS`).
     """
-    brokers = set(cluster_brokers)
-    topics: set[str] = set()
+    brokers = dict.fromkeys(sorted(set(cluster_brokers)))
+    topics: dict[str, None] = {}
     for tp, replicas in file_targets:
-        brokers.update(replicas)
-        topics.add(tp.topic)
-    return tuple(sorted(brokers)), tuple(sorted(topics))
+        brokers.update(dict.fromkeys(replicas))
+        topics.setdefault(tp.topic)
+    return tuple(brokers), tuple(topics)
 
 
 def _elements(value: str) -> list[str]:

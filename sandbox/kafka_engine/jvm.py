@@ -21,8 +21,9 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with(parent: int) -> None:
-    """Runs in the child between fork and exec."""
+def die_with(parent: int) -> None:
+    """Ask the kernel to kill this process when `parent` dies: the `preexec_fn` (run in the
+    child between fork and exec) of every JVM started here, and of the side-by-side tests' own."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -36,7 +37,7 @@ def spawn(argv: Sequence[str], *, log: Path, cwd: Path) -> subprocess.Popen[byte
     with open(log, "ab") as out:
         return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 cwd=cwd, close_fds=True, process_group=0,
-                                preexec_fn=lambda: _die_with(parent))
+                                preexec_fn=lambda: die_with(parent))
 
 
 def end(procs: Sequence[subprocess.Popen[bytes]], *, grace_s: float) -> None:

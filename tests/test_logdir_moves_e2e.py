@@ -69,8 +69,9 @@ def plan(tmp_path: Path, topic: str, replicas: list[int], log_dirs: list[str]) -
     return str(path)
 
 
-def current_json(topic: str, replicas: list[int]) -> str:
-    dirs = ",".join('"any"' for _ in replicas)
+def current_json(topic: str, replicas: list[int], log_dirs: list[str]) -> str:
+    """The rollback JSON: each replica's current log dir (Kafka 4.2+, KAFKA-19582)."""
+    dirs = ",".join(f'"{d}"' for d in log_dirs)
     return ('{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[%s],"log_dirs":[%s]}]}'
             % (topic, ",".join(map(str, replicas)), dirs))
 
@@ -95,11 +96,12 @@ def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable
         before = replica(port, topic, 1)
         assert (before.size_bytes, before.future_dir) == (size, None)
         target = other_dir(port, 1, before.log_dir)
+        current_dirs = [str(replica(port, topic, b).log_dir) for b in (1, 2, 3)]
     moves = plan(tmp_path, topic, [1, 2, 3], [target, "any", "any"])
 
     started = run("--reassignment-json-file", moves, "--execute", "--replica-alter-log-dirs-throttle", "1")
     assert started.code == 0, started.out + started.err
-    assert started.out == ("Current partition replica assignment\n\n" + current_json(topic, [1, 2, 3]) + ROLLBACK
+    assert started.out == ("Current partition replica assignment\n\n" + current_json(topic, [1, 2, 3], current_dirs) + ROLLBACK
                            + WARNING + "The replica-alter-dir throttle limit was set to 1 B/s\n"
                            f"Successfully started partition reassignment for {topic}-0\n"
                            f"Successfully started moving log directory to {target} for replica {topic}-0 with "

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from bench.common import record
-from kreassign.throttle.replication_model import ModelInput, lower_bound, simulate
-from kreassign.throttle.schedule import ORDERS, schedule_waves
+from kreassign.predict.model import ModelInput, lower_bound, simulate
+from kreassign.predict.schedule import ORDERS, schedule_waves
 
 MB = 1_000_000
 GB = 1_000_000_000

@@ -10,7 +10,7 @@ from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, plan_opt
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from kreassign.throttle.estimate import EstimateResult
+    from kreassign.predict.estimate import EstimateResult
 
 _MAX_STALLED_ROWS = 20
 _ORDERS = ("plan", "small-first", "large-first", "broker-balanced")
@@ -61,7 +61,7 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     from kreassign.cli.console import emit_json, stdout_console
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.estimate import RateRequest, estimate_plan
+    from kreassign.predict.estimate import RateRequest, estimate_plan
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)

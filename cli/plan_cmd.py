@@ -23,7 +23,7 @@ def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, com
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cli.plan_render import render_plan
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.plan_report import build_plan_report
+    from kreassign.predict.plan_report import build_plan_report
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)

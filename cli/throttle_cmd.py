@@ -20,7 +20,7 @@ from kreassign.cli.options import (
 from kreassign.cli.runtime import connect, journal_store, runtime
 
 if TYPE_CHECKING:
-    from kreassign.throttle.suggest import MeasuredImpact
+    from kreassign.predict.suggest import MeasuredImpact
 
 
 @click.group()
@@ -151,7 +151,7 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.cli.watch_render import render_suggestion
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.cli.runtime import load_state
-    from kreassign.throttle.suggest import SuggestRequest, check_capacities, suggest_throttle
+    from kreassign.predict.suggest import SuggestRequest, check_capacities, suggest_throttle
 
     if canary_topic and not canary_baseline:
         raise click.UsageError("--canary-topic names the topic of --canary-baseline; add --canary-baseline")

@@ -24,8 +24,8 @@ from kreassign.cluster.model import (
     TopicPartition,
 )
 from kreassign.cluster.snapshot import write_snapshot
-from kreassign.throttle.estimate import RateRequest, estimate_plan, resolve_rates
-from kreassign.throttle.replication_model import NO_FETCH_LIMITS, Limit
+from kreassign.predict.estimate import RateRequest, estimate_plan, resolve_rates
+from kreassign.predict.model import NO_FETCH_LIMITS, Limit
 
 MB = 1_000_000
 
@@ -175,7 +175,7 @@ def test_unknown_write_rates_are_said_in_text_and_json() -> None:
 
 
 def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: ClusterState) -> None:
-    from kreassign.throttle.plan_report import build_plan_report
+    from kreassign.predict.plan_report import build_plan_report
 
     state = stuck_state
     report = build_plan_report(state, PLAN, rate=50 * MB)

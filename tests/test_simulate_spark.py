@@ -43,7 +43,7 @@ from kreassign.simulate.schemas import (
     SCENARIO_SUMMARY,
 )
 from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
-from kreassign.throttle.estimate import RateRequest, estimate_plan
+from kreassign.predict.estimate import RateRequest, estimate_plan
 
 pytestmark = pytest.mark.spark
 

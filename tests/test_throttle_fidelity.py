@@ -20,7 +20,7 @@ from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_R
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.quota import SampledRates
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.throttle.replication_model import FetchLimits, ModelInput, simulate
+from kreassign.predict.model import FetchLimits, ModelInput, simulate
 from test_sandbox_time_scale import WallClock, cli, connect
 
 MB = 1_000_000
@@ -223,7 +223,7 @@ def session_copy(rate: float, carries: str) -> tuple[float, float]:
     or nothing ('none'). Copy rate / quota measured on the engine, and the model's follower share
     for the session `fetch_sessions` reads from the same partitions."""
     from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
-    from kreassign.throttle.replication_model import fetch_sessions
+    from kreassign.predict.model import fetch_sessions
 
     size = rate * 120
     engine = Engine({1: None, 2: None})

@@ -16,7 +16,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition, WriteRates
 from kreassign.cluster.units import format_rate
 from kreassign.cluster.write_sample import rates_to_dict
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     DEFAULT_TOLERANCE,
     INF,
     Critical,
@@ -28,7 +28,7 @@ from kreassign.throttle.replication_model import (
     from_moves,
     simulate,
 )
-from kreassign.throttle.schedule import Order, schedule_waves
+from kreassign.predict.schedule import Order, schedule_waves
 
 SCHEMA = "kreassign.estimate/2"
 """2 added write_rates (where the rates came from; never silently 0) and stalled[].suggested_rate."""

@@ -255,7 +255,7 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
     try:
         assert third.returncode == 0, third.stderr
         assert third.stdout.strip() == bootstrap and f"# {state / 'client.properties'}\n" in third.stderr
-        changed = show("", "set", "--rate", "1MB/s", "--brokers", "1")
+        changed = show("", "set", "--throttle", "1MB/s", "--brokers", "1")
         assert changed.returncode == 0, changed.stderr
         assert show("", "clear").returncode == 0
         assert json.loads((state / "kafka.json").read_text())["logins"] == []

@@ -270,7 +270,7 @@ def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[...
         spare = next(b for b in (1, 2) if b not in p.replicas)
         assert admin.alter_reassignments({p.tp: [spare]}) == {p.tp: None}
     journals = tmp_path / "j"
-    assert cli(sb, wall, journals, "throttle", "set", "--rate", str(rate)).exit_code == 0
+    assert cli(sb, wall, journals, "throttle", "set", "--throttle", str(rate)).exit_code == 0
     start = sb.now
     ran = cli(sb, wall, journals, "watch", "--interval", "5s", "--stop-after", "2000s", "--output", "json")
     assert ran.exit_code == 0, ran.output[-2000:]

@@ -33,6 +33,7 @@ from kreassign.throttle.configs import (
     throttle_plan,
 )
 from kreassign.throttle.rates import Rates, config_rate
+from kreassign.execute.errors import StillMoving
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.clear import ClearResult, clear_throttles
 from kreassign.execute.executor import journaled_step
@@ -305,10 +306,6 @@ class ThrottleClearResult:
     def to_dict(self) -> dict[str, Any]:
         return {"clears": [c.as_dict() for c in self.clears], "journals": [str(p) for p in self.journals],
                 "reassignments_in_flight": self.in_flight, "complete": self.complete, "dry_run": self.dry_run}
-
-
-class StillMoving(InputError):
-    """Clearing throttles while reassignments run lets them copy unthrottled."""
 
 
 def journal_resources(journal: Journal, live: Iterable[int]) -> tuple[set[int], set[str]]:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import KREASSIGN, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -73,9 +73,8 @@ def test_sandbox_load_ends_with_one_line_when_the_cluster_goes_away(sandbox_fact
 
     sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec("orders", 1, 1, 0, 0.0)], clock=ScaledClock(1.0))
     bootstrap = sb.bootstrap
-    proc = subprocess.Popen([sys.executable, "-m", "kreassign.cli.main", "sandbox", "load", "--bootstrap-server",
-                             bootstrap, "--topic", "orders:20kB/s", "--duration", "120s", "--interval", "1s",
-                             "--request-timeout", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = KREASSIGN.start("sandbox", "load", "--bootstrap-server", bootstrap, "--topic", "orders:20kB/s",
+                           "--duration", "120s", "--interval", "1s", "--request-timeout", "3s")
     try:
         deadline = time.monotonic() + 60
         while sb.engine.log_end.sum() == 0:  # the first records have landed

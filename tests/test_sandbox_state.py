@@ -9,17 +9,16 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from kreassign.cli.main import main
+from cli_helpers import KREASSIGN
 from kreassign.sandbox.clock import ManualClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec, parse_topic_spec
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(exit_info.value.code or 0), out, err
+    """The CLI in process (`cli_helpers.Kreassign.run`); `capsys` stays for the callers' sake."""
+    ran = KREASSIGN.run(*argv)
+    return ran.exit_code, ran.stdout, ran.stderr
 
 
 def start_move(bootstrap: str) -> dict[TopicPartition, list[int]]:

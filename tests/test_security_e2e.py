@@ -17,17 +17,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kafka.errors as Errors
 import pytest
+from cli_helpers import KREASSIGN
 import trustme
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
@@ -407,11 +406,8 @@ def test_tls_client_on_a_plaintext_port(live: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_daemon_prints_no_secret_and_keeps_its_files_private(tmp_path: Path) -> None:
     state = tmp_path / "sandbox"
-    env = {**os.environ, "COLUMNS": "160"}
-
     def kreassign(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *args], capture_output=True, text=True,
-                              timeout=60, check=False, env=env)
+        return KREASSIGN.subprocess(*args, timeout=60, env={"COLUMNS": "160"})
 
     started = kreassign("sandbox", "start", "--daemon", "--state-dir", str(state), "--brokers", "3", "--speed", "1",
                         "--security", "sasl_ssl", "--sasl-mechanism", "SCRAM-SHA-256",

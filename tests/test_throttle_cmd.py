@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
+from cli_helpers import KREASSIGN, Ran
 from fake_cluster import FakeCluster
-from kreassign.cli.boundary import run_guarded
-from kreassign.cli.main import cli
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
@@ -110,32 +103,10 @@ def test_set_needs_a_rate_and_known_brokers(fake: FakeCluster) -> None:
 
 
 # ---- CLI -------------------------------------------------------------------------------------
-@dataclass
-class Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
 def invoke(fake: FakeCluster | None, *args: str, runtime: Runtime | None = None) -> Ran:
-    """Run the CLI as `main` does (errors become messages and exit codes), with the fake (if any)
-    and the runtime injected."""
-    @contextmanager
-    def connect(*_: Any) -> Iterator[FakeCluster]:
-        yield fake
-
-    runner = CliRunner(env={"COLUMNS": "160"})
-    with runner.isolation() as (out, err, _):
-        code = run_guarded(lambda: cli.main(args=list(args), prog_name="kreassign", standalone_mode=False,
-                                            obj=Runtime(**{**vars(runtime or Runtime()),
-                                                           **({"connect": connect} if fake else {})})))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return Ran(code, out.getvalue().decode(), err.getvalue().decode())
+    """The CLI in process (`cli_helpers.Kreassign.run`), with the fake (if any) and the runtime
+    injected, at a 160-column terminal."""
+    return KREASSIGN.run(*args, runtime=runtime, connect=fake, columns=160)
 
 
 def test_cli_set_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path) -> None:

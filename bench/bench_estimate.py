@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from bench.common import best_of, record
-from kreassign.throttle.replication_model import DEFAULT_TOLERANCE, ModelInput, simulate
-from kreassign.throttle.schedule import schedule_waves
+from kreassign.predict.model import DEFAULT_TOLERANCE, ModelInput, simulate
+from kreassign.predict.schedule import schedule_waves
 
 MB = 1_000_000
 BUDGET_S = 2.0

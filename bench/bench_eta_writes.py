@@ -73,7 +73,7 @@ def run_trial(kind: str, *, seed: int = 3, throttle: int = THROTTLE) -> Trial:
     from kreassign.sandbox.clock import ManualClock
     from kreassign.sandbox.cluster import SandboxCluster
     from kreassign.sandbox.topics import TopicSpec
-    from kreassign.throttle.estimate import RateRequest, estimate_plan
+    from kreassign.predict.estimate import RateRequest, estimate_plan
 
     leader_on, follower_on = GENERATE_SIDES.get(kind, (True, True))
     if kind in GENERATE_SIDES:

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from bench.common import record
-from kreassign.throttle.replication_model import ModelInput, lower_bound, simulate
-from kreassign.throttle.schedule import ORDERS, schedule_waves
+from kreassign.predict.model import ModelInput, lower_bound, simulate
+from kreassign.predict.schedule import ORDERS, schedule_waves
 
 MB = 1_000_000
 GB = 1_000_000_000
@@ -145,7 +145,9 @@ def subset(inp: ModelInput, moves: np.ndarray) -> ModelInput:
     """The same cluster and throttles with only some of the moves."""
     return replace(inp, source=inp.source[moves], dest=inp.dest[moves], bytes=inp.bytes[moves],
                    write_bps=inp.write_bps[moves], start_s=inp.start_s[moves], fetcher=inp.fetcher[moves],
-                   released_bps=None if inp.released_bps is None else inp.released_bps[moves])
+                   released_bps=None if inp.released_bps is None else inp.released_bps[moves],
+                   session=None if inp.session is None else inp.session[moves],
+                   warm=None if inp.warm is None else inp.warm[moves])
 
 
 def fixed_batches(plan: Plan, size: int) -> float:

@@ -68,7 +68,7 @@ def fidelity() -> dict[str, object]:
 def model_agreement() -> dict[str, object]:
     """Estimate over sandbox makespan where the follower binds (moves from brokers 1-3 into broker
     4) and where the leader binds (moves from broker 1 to a broker each)."""
-    from kreassign.throttle.replication_model import ModelInput, simulate
+    from kreassign.predict.model import ModelInput, simulate
 
     out: dict[str, object] = {}
     shapes = {"": lambda n: ([i % 3 + 1 for i in range(n)], [4] * n),

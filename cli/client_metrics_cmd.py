@@ -70,9 +70,10 @@ def list_subscriptions(bootstrap_server: str | None, command_config: str | None,
                    "the producer and consumer request-latency and throttle-time metrics.")
 @click.option("--interval", type=DURATION, default=None, help="How often clients push, e.g. 10s (100ms to 1h).")
 @click.option("--match", default=None, help="Which clients: KEY=VALUE,... (client_id, client_software_name, ...).")
+@output_option
 def set_subscription(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
                      name: str | None, generate_name: bool, metrics: str | None, interval: float | None,
-                     match: str | None) -> None:
+                     match: str | None, output: str) -> None:
     """Create or change a subscription (only the keys given change)."""
     import uuid
 
@@ -90,14 +91,20 @@ def set_subscription(bootstrap_server: str | None, command_config: str | None, r
         error = admin.alter_client_metrics(target, ops)
     if error is not None:
         raise ClusterError(f"Could not set client-metrics subscription {target}: {error.message}")
+    if output == "json":
+        from kreassign.cli.console import emit_json
+
+        emit_json({"name": target, "set": dict(sorted(ops.items()))})
+        return
     click.echo(f"Set client-metrics subscription {target}: " + ", ".join(f"{k}={v}" for k, v in sorted(ops.items())))
 
 
 @client_metrics.command("delete")
 @_cluster
 @click.option("--name", required=True, help="The subscription to delete.")
+@output_option
 def delete_subscription(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
-                        name: str) -> None:
+                        name: str, output: str) -> None:
     """Delete a subscription (its clients stop pushing those metrics)."""
     from kreassign.cli.runtime import connect
     from kreassign.cluster.client_metrics import DELETE_ALL
@@ -107,4 +114,9 @@ def delete_subscription(bootstrap_server: str | None, command_config: str | None
         error = admin.alter_client_metrics(name, DELETE_ALL)
     if error is not None:
         raise ClusterError(f"Could not delete client-metrics subscription {name}: {error.message}")
+    if output == "json":
+        from kreassign.cli.console import emit_json
+
+        emit_json({"name": name, "deleted": True})
+        return
     click.echo(f"Deleted client-metrics subscription {name}.")

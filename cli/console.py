@@ -33,6 +33,12 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=_default) + "\n")
 
 
+def emit_json_line(data: Any) -> None:
+    """Machine output of a command that streams: one JSON document per line on stdout."""
+    sys.stdout.write(json.dumps(data, sort_keys=False, default=_default) + "\n")
+    sys.stdout.flush()
+
+
 def _default(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()

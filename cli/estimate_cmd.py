@@ -5,12 +5,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kreassign.cli.options import COUNT, SIZE, THROTTLE, output_option, plan_option, sample_option, source_options
+from kreassign.cli.options import (
+    COUNT, SIZE, THROTTLE, output_option, plan_option, rate_options, sample_option, source_options,
+)
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from kreassign.throttle.estimate import EstimateResult
+    from kreassign.predict.estimate import EstimateResult
+    from kreassign.throttle.rates import Rates
 
 _MAX_STALLED_ROWS = 20
 _ORDERS = ("plan", "small-first", "large-first", "broker-balanced")
@@ -38,10 +41,7 @@ class BrokerRateType(click.ParamType):
 @plan_option(help="Kafka reassignment JSON to estimate.")
 @source_options
 @sample_option
-@click.option("--throttle", type=THROTTLE, default=None,
-              help="Leader and follower rate on every broker (e.g. 50MB/s); default: the cluster's current throttles.")
-@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate on every broker (overrides --throttle).")
-@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate on every broker (overrides --throttle).")
+@rate_options(scope=" on every broker", default="; default: the cluster's current throttles")
 @click.option("--broker-rate", "broker_rates", type=BrokerRateType(), multiple=True,
               help="Both rates of one broker, ID=RATE (repeatable; overrides the others).")
 @click.option("--max-moves-per-broker", type=COUNT, default=None,
@@ -52,7 +52,7 @@ class BrokerRateType(click.ParamType):
 @output_option
 def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
              request_timeout: float | None, sample: float | None,
-             throttle: int | None, leader_rate: int | None, follower_rate: int | None,
+             rates: Rates,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
              max_inflight_bytes: int | None, order: str, output: str) -> None:
     """Estimate when a reassignment completes under replication throttles: the ETA, the lower
@@ -61,14 +61,13 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     from kreassign.cli.console import emit_json, stdout_console
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.estimate import RateRequest, estimate_plan
+    from kreassign.predict.estimate import RateRequest, estimate_plan
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
-    rates = RateRequest(throttle=throttle, leader_rate=leader_rate, follower_rate=follower_rate,
-                        broker_rates=dict(broker_rates))
-    result = estimate_plan(state, parsed.entries, rates=rates, max_moves_per_broker=max_moves_per_broker,
+    request = RateRequest(leader_rate=rates.leader, follower_rate=rates.follower, broker_rates=dict(broker_rates))
+    result = estimate_plan(state, parsed.entries, rates=request, max_moves_per_broker=max_moves_per_broker,
                            max_inflight_bytes=max_inflight_bytes, order=order)
     if output == "json":
         emit_json(result.to_dict())

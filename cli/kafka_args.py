@@ -138,8 +138,8 @@ class KafkaArgs:
             if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:  # jopt-simple's Long conversion fails
                 raise AdminCommandFailed(f"Cannot parse argument '{clip(raw)}' of option {name}")
             return value
-        from kreassign.cluster.errors import InputError
-        from kreassign.cluster.units import UnitError, parse_rate
+        from kreassign.cluster.errors import InputError, UnitError
+        from kreassign.cluster.units import parse_rate
 
         try:
             return parse_rate(raw)

@@ -257,6 +257,7 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
     from kreassign.execute.lock import LockConfig  # noqa: F811 (the runtime import of the annotation)
 
     from kreassign.execute.run import RunControl, run_execute
+    from kreassign.throttle.rates import Rates
 
     text = read_text(args.value("reassignment-json-file") or "")
     throttle = args.long("throttle")  # Kafka's order: the file, then each typed option, then the JSON
@@ -267,10 +268,10 @@ def execute(args: KafkaArgs, *, out: TextIO, err: TextIO, connect: Connect | Non
     for name, value in (("--throttle", throttle), ("--replica-alter-log-dirs-throttle", log_dir)):
         if value == 0:
             raise InputError(f"{name} 0 would stop replication: give a positive rate, or leave the option out")
+    rates = Rates.of(throttle if throttle >= 0 else None, log_dir=log_dir if log_dir >= 0 else None)  # Kafka's -1: none
     request = ExecuteRequest.from_parsed(
-        parsed, additional=args.has("additional"),
-        leader_rate=throttle if throttle >= 0 else None, follower_rate=throttle if throttle >= 0 else None,
-        log_dir_rate=log_dir if log_dir >= 0 else None, log_dir_timeout_s=timeout_ms / 1000,
+        parsed, additional=args.has("additional"), leader_rate=rates.leader, follower_rate=rates.follower,
+        log_dir_rate=rates.log_dir, log_dir_timeout_s=timeout_ms / 1000,
         retarget_in_flight=args.has("retarget-in-flight"),
         allow_rf_change=not args.has("disallow-replication-factor-change"))
     journals = _store(store, args)

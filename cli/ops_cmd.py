@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kreassign.cli.options import (
-    COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option, plan_option,
+    COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option, plan_option, rate_options,
 )
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
     from kreassign.execute.journal import Journal, JournalStore
+    from kreassign.throttle.rates import Rates
     from kreassign.execute.operations import ExecuteRequest, VerifyRequest
     from kreassign.execute.pacing import PaceLimits
     from kreassign.execute.run import RunControl
@@ -49,9 +50,7 @@ def _emit(data: dict[str, Any]) -> None:
 @cluster_options
 @log_dir_timeout_option
 @plan_option()
-@click.option("--throttle", type=THROTTLE, help="Leader and follower replication rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=THROTTLE, help="Leader-side rate (overrides --throttle for leaders).")
-@click.option("--follower-rate", type=THROTTLE, help="Follower-side rate (overrides --throttle for followers).")
+@rate_options()
 @click.option("--log-dir-throttle", "--replica-alter-log-dirs-throttle", "log_dir_throttle", type=THROTTLE,
               help="Rate of moves between log dirs of one broker (replica.alter.log.dirs.io.max.bytes."
                    "per.second on the brokers whose replicas move). Brokers copy up to 1 MiB a fetch and "
@@ -76,8 +75,7 @@ def _emit(data: dict[str, Any]) -> None:
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
 @output_option
 def execute(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
-            journal_dir: str | None, plan_file: str, throttle: int | None, leader_rate: int | None,
-            follower_rate: int | None, log_dir_throttle: int | None, additional: bool,
+            journal_dir: str | None, plan_file: str, rates: Rates, log_dir_throttle: int | None, additional: bool,
             max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
             interval: float | None, retarget_in_flight: bool, disallow_rf_change: bool, force: bool, dry_run: bool,
             output: str, timeout: float) -> int:
@@ -108,8 +106,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     validate_execute_entries(parsed)
     request = ExecuteRequest.from_parsed(
         parsed, additional=additional,
-        leader_rate=leader_rate if leader_rate is not None else throttle,
-        follower_rate=follower_rate if follower_rate is not None else throttle,
+        leader_rate=rates.leader, follower_rate=rates.follower,
         log_dir_rate=log_dir_throttle, log_dir_timeout_s=timeout, retarget_in_flight=retarget_in_flight,
         allow_rf_change=not disallow_rf_change)
     store = journal_store(journal_dir)

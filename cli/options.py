@@ -206,3 +206,47 @@ def plan_option(required: bool = True, help: str = "The reassignment JSON (Kafka
     """`--reassignment-json-file/-f`, the plan a command reads (Kafka's name, with a short form)."""
     return click.option("--reassignment-json-file", "-f", "plan_file", required=required,
                         type=click.Path(dir_okay=False), help=help)
+
+
+def rate_options(*, scope: str = "", default: str = "", alias: str | None = None) -> Callable[[F], F]:
+    """--throttle, --leader-rate and --follower-rate: the one declaration of the rate options,
+    for every command that takes a rate. The command gets one `rates` argument, a
+    `kreassign.throttle.rates.Rates` made by its one rule (`Rates.of`: a leader or follower rate
+    overrides --throttle on its side), instead of the three values.
+
+    Args:
+        scope: where the rates apply, for the help (" on every broker").
+        default: what happens without them, for the help ("; default: ...").
+        alias: an old name of --throttle kept for one release: it works, and says on stderr
+            (and in --help) that it is deprecated.
+    """
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            from kreassign.throttle.rates import Rates
+
+            throttle = kwargs.pop("throttle")
+            if alias is not None:
+                old = kwargs.pop("throttle_alias")
+                if old is not None:
+                    if throttle is not None:
+                        raise click.UsageError(f"{alias} is the old name of --throttle: give one of them")
+                    click.echo(f"Note: {click.get_current_context().command_path} {alias} is deprecated: use "
+                               f"--throttle (same meaning); {alias} will be removed in the next release", err=True)
+                    throttle = old
+            kwargs["rates"] = Rates.of(throttle, leader=kwargs.pop("leader_rate"), follower=kwargs.pop("follower_rate"))
+            return f(*args, **kwargs)
+
+        g: Any = command
+        g = click.option("--follower-rate", type=THROTTLE, default=None,
+                         help=f"Follower-side rate{scope} (overrides --throttle).")(g)
+        g = click.option("--leader-rate", type=THROTTLE, default=None,
+                         help=f"Leader-side rate{scope} (overrides --throttle).")(g)
+        if alias is not None:
+            g = click.option(alias, "throttle_alias", type=THROTTLE, default=None,
+                             help="Deprecated: the old name of --throttle, removed in the next release.")(g)
+        g = click.option("--throttle", "throttle", type=THROTTLE, default=None,
+                         help=f"Leader and follower replication rate{scope}, e.g. 50MB/s{default}.")(g)
+        return g  # type: ignore[no-any-return]
+
+    return decorate

@@ -3,33 +3,36 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import THROTTLE, output_option, plan_option, sample_option, source_options
+from typing import TYPE_CHECKING
+
+from kreassign.cli.options import output_option, plan_option, rate_options, sample_option, source_options
+
+if TYPE_CHECKING:
+    from kreassign.throttle.rates import Rates
 
 
 @click.command()
 @plan_option(help="Kafka reassignment JSON to examine.")
 @source_options
 @sample_option
-@click.option("--throttle", type=THROTTLE, default=None, help="Inter-broker rate to plan throttles for (e.g. 50MB/s).")
-@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (defaults to --throttle).")
-@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (defaults to --throttle).")
+@rate_options()
 @output_option
 def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
          request_timeout: float | None, sample: float | None,
-         throttle: int | None, leader_rate: int | None, follower_rate: int | None, output: str) -> None:
+         rates: Rates, output: str) -> None:
     """Summarise a reassignment: moves, bytes in and out per broker, leader changes, and the
     throttle configs that execution would set. Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cli.plan_render import render_plan
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
-    from kreassign.throttle.plan_report import build_plan_report
+    from kreassign.predict.plan_report import build_plan_report
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
-    report = build_plan_report(state, parsed.entries, rate=throttle, leader_rate=leader_rate,
-                               follower_rate=follower_rate, replica_log_dirs=parsed.replica_log_dirs)
+    report = build_plan_report(state, parsed.entries, leader_rate=rates.leader,
+                               follower_rate=rates.follower, replica_log_dirs=parsed.replica_log_dirs)
     if output == "json":
         emit_json(report.to_dict())
     else:

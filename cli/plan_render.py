@@ -7,7 +7,7 @@ from rich.text import Text
 
 from kreassign.cluster.units import format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
-from kreassign.throttle.plan_report import PlanReport
+from kreassign.predict.plan_report import PlanReport
 
 _MAX_PARTITION_ROWS = 20
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, SIZE, bootstrap_option, request_timeout_option
+from kreassign.cli.options import DURATION, RATE, SIZE, bootstrap_option, output_option, request_timeout_option
 
 
 def _state_dir_option(f: Any) -> Any:
@@ -90,13 +90,14 @@ EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quo
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
                    "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
+@output_option
 def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, start_timeout: float,
           brokers: int | None,
           racks: int | None, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
           port_base: int, network_bps: int, daemon: bool, fresh: bool, describe_cluster_v0_only: bool,
           replica_fetch_max_bytes: int, replica_fetch_response_max_bytes: int, num_replica_fetchers: int,
           log_dirs: int | None, client_quotas: tuple[str, ...], security: str, sasl_mechanism: str | None,
-          users: tuple[str, ...], metrics_port: int | None) -> None:
+          users: tuple[str, ...], metrics_port: int | None, output: str) -> None:
     """Start the sandbox and print its bootstrap servers (Ctrl-C stops it).
 
     \b
@@ -194,7 +195,14 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         options = replace(options, logins=tuple(KafkaLogin.make(u, secured.mechanism).to_json() for u in logins))
     if daemon:
         info = start_daemon(options, directory)
-        click.echo(info.bootstrap)
+        if output == "json":
+            from dataclasses import asdict
+
+            from kreassign.cli.console import emit_json
+
+            emit_json({"running": True, **asdict(info)})
+        else:
+            click.echo(info.bootstrap)
         for broker, url in info.extra.get("metrics", {}).items():
             click.echo(f"Broker {broker} metrics: {url}", err=True)
         _show_client_settings(secured, logins, info.bootstrap, directory)
@@ -212,7 +220,14 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         signal.signal(sig, lambda *_: stop.set())
 
     def ready(sb: Any) -> None:
-        click.echo(sb.bootstrap)
+        if output == "json":
+            from kreassign.cli.console import emit_json_line
+
+            emit_json_line({"running": True, "bootstrap": sb.bootstrap, "state_dir": str(sb.state_dir),
+                            "metrics": {str(b): f"http://127.0.0.1:{p}/metrics"
+                                        for b, p in sorted(sb.metrics_ports.items())}, **sb.summary()})
+        else:
+            click.echo(sb.bootstrap)
         for broker, port in sorted(sb.metrics_ports.items()):
             click.echo(f"Broker {broker} metrics: http://127.0.0.1:{port}/metrics", err=True)
         _show_client_settings(secured, logins, sb.bootstrap, directory)
@@ -248,7 +263,8 @@ def _show_client_settings(security: Any, users: tuple[Any, ...], bootstrap: str,
 
 @sandbox.command()
 @_state_dir_option
-def stop(state_dir: str | None) -> None:
+@output_option
+def stop(state_dir: str | None, output: str) -> None:
     """Stop a sandbox started with --daemon."""
     from pathlib import Path
 
@@ -256,7 +272,12 @@ def stop(state_dir: str | None) -> None:
 
     directory = Path(state_dir) if state_dir else default_state_dir()
     info = stop_daemon(directory)
-    if info is None:
+    if output == "json":
+        from kreassign.cli.console import emit_json
+
+        emit_json({"stopped": info is not None, "state_dir": str(directory),
+                   **({"pid": info.pid} if info is not None else {})})
+    elif info is None:
         click.echo(f"No sandbox is running from {directory}.", err=True)
     else:
         click.echo(f"Stopped the sandbox (pid {info.pid}); its state is saved in {directory}.", err=True)
@@ -264,8 +285,7 @@ def stop(state_dir: str | None) -> None:
 
 @sandbox.command()
 @_state_dir_option
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Human-readable text, or JSON with a stable schema.")
+@output_option
 def status(state_dir: str | None, output: str) -> None:
     """Show whether a background sandbox runs, where it listens and what it holds."""
     from dataclasses import asdict
@@ -310,8 +330,7 @@ def status(state_dir: str | None, output: str) -> None:
 @click.option("--kafka-version", "versions", multiple=True, metavar="X.Y.Z",
               help="A Kafka release to fetch (repeatable; default: every release kreassign is tested with).")
 @click.option("--force", is_flag=True, help="Fetch again even if the jars are cached.")
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Human-readable text, or JSON with a stable schema.")
+@output_option
 def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
     """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
     binding) from Maven Central with Maven, into a cache outside any repository
@@ -341,8 +360,9 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
 @click.option("--client-id", default="kreassign-load", show_default=True,
               help="The producer's client id (the consumer's is CLIENT_ID-consumer): what quotas and "
                    "metrics are keyed by.")
+@output_option
 def load(bootstrap_server: str | None, request_timeout: float | None, topics: tuple[str, ...], message_size: int,
-         duration: float, interval: float, client_id: str) -> None:
+         duration: float, interval: float, client_id: str, output: str) -> None:
     """Run real clients (kafka-python producers, acks=all, and a consumer group) against a cluster
     and print, per interval, produce latency percentiles (send to acknowledgement), the throttle
     time brokers gave the producer and the consumer, and the group's lag: watch clients live
@@ -362,6 +382,14 @@ def load(bootstrap_server: str | None, request_timeout: float | None, topics: tu
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    if output == "json":
+        from dataclasses import asdict
+
+        from kreassign.cli.console import emit_json_line
+
+        for sample in generator.run(duration, interval, stop):
+            emit_json_line(asdict(sample))
+        return
     click.echo(HEADER)
     for sample in generator.run(duration, interval, stop):
         click.echo(sample.line())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import sample_option, source_options
+from kreassign.cli.options import output_option, sample_option, source_options
 
 
 @click.command()
@@ -14,19 +14,26 @@ from kreassign.cli.options import sample_option, source_options
               help="File format (default: from the file name).")
 @sample_option
 @click.option("--no-sizes", is_flag=True, help="Skip DescribeLogDirs (partition sizes are then 0).")
+@output_option
 def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
-             output_file: str, fmt: str | None, sample: float | None, no_sizes: bool) -> None:
+             output_file: str, fmt: str | None, sample: float | None, no_sizes: bool, output: str) -> None:
     """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
     reassignments and throttle configs to a snapshot file, with each partition's write rate
     measured over --sample. With --snapshot, convert a file."""
     from kreassign.cluster.snapshot import write_snapshot
     from kreassign.cli.runtime import load_state
     from kreassign.cluster.units import format_bytes
-    from kreassign.cluster.write_sample import rates_line
+    from kreassign.cluster.write_sample import rates_line, rates_to_dict
 
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample, with_sizes=not no_sizes)
     write_snapshot(state, output_file, format=fmt)  # type: ignore[arg-type]
     facts = state.describe()
+    if output == "json":
+        from kreassign.cli.console import emit_json
+
+        emit_json({"file": output_file, **facts, "reassignments_in_flight": len(state.reassignments),
+                   "write_rates": rates_to_dict(state.rates_origin())})
+        return
     click.echo(
         f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
         f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "

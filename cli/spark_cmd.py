@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from kreassign.cli.options import output_option
+
 
 def _state_dir_option(f: Any) -> Any:
     return click.option("--state-dir", type=click.Path(file_okay=False),
@@ -33,8 +35,7 @@ def spark() -> None:
 @click.option("--start-timeout", "timeout", type=click.FloatRange(min=1), default=180.0, show_default=True,
               help="Seconds to wait for every process to come up.")
 @_state_dir_option
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Human-readable text, or JSON with a stable schema.")
+@output_option
 def start(workers: int, cores: int | None, memory: str, connect: bool, timeout: float, state_dir: str | None,
           output: str) -> None:
     """Start the cluster in the background; print the options that run `simulate` on it
@@ -66,7 +67,8 @@ def start(workers: int, cores: int | None, memory: str, connect: bool, timeout: 
 
 @spark.command()
 @_state_dir_option
-def stop(state_dir: str | None) -> None:
+@output_option
+def stop(state_dir: str | None, output: str) -> None:
     """Stop the cluster started with `kreassign spark start`."""
     from pathlib import Path
 
@@ -74,7 +76,14 @@ def stop(state_dir: str | None) -> None:
 
     directory = Path(state_dir) if state_dir else default_state_dir()
     cluster = stop_cluster(directory)
-    if cluster is None:
+    if output == "json":
+        from dataclasses import asdict
+
+        from kreassign.cli.console import emit_json
+
+        emit_json({"stopped": cluster is not None,
+                   **(asdict(cluster) if cluster is not None else {"state_dir": str(directory)})})
+    elif cluster is None:
         click.echo(f"No Spark cluster is running from {directory}.", err=True)
     else:
         click.echo(f"Stopped {', '.join(cluster.pids)} ({cluster.master_url}).", err=True)
@@ -82,8 +91,7 @@ def stop(state_dir: str | None) -> None:
 
 @spark.command()
 @_state_dir_option
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Human-readable text, or JSON with a stable schema.")
+@output_option
 def status(state_dir: str | None, output: str) -> None:
     """Show whether the cluster runs, its URLs and which of its processes are alive."""
     from dataclasses import asdict

@@ -10,17 +10,18 @@ from kreassign.cli.options import (
     COUNT,
     PERCENT,
     RATE,
-    THROTTLE,
     cluster_options,
     output_option,
     plan_option,
+    rate_options,
     sample_option,
     source_options,
 )
 from kreassign.cli.runtime import connect, journal_store, runtime
 
 if TYPE_CHECKING:
-    from kreassign.throttle.suggest import MeasuredImpact
+    from kreassign.predict.suggest import MeasuredImpact
+    from kreassign.throttle.rates import Rates
 
 
 @click.group()
@@ -56,9 +57,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
 
 @throttle.command(name="set")
 @cluster_options
-@click.option("--rate", type=THROTTLE, default=None, help="Leader and follower rate, e.g. 50MB/s.")
-@click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --rate).")
-@click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --rate).")
+@rate_options(alias="--rate")
 @click.option("--brokers", type=BROKER_LIST, default=None,
               help="Only these brokers (default: every broker in a reassignment in flight).")
 @click.option("--keep-lists", is_flag=True,
@@ -67,7 +66,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
 @click.option("--dry-run", is_flag=True, help="Say what would be set; change nothing.")
 @output_option
 def set_command(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
-                journal_dir: str | None, rate: int | None, leader_rate: int | None, follower_rate: int | None,
+                journal_dir: str | None, rates: Rates,
                 brokers: tuple[int, ...] | None, keep_lists: bool, dry_run: bool, output: str) -> None:
     """Change the throttle of a running move, without restarting anything. Every change is
     journaled with the values it replaces, so `throttle clear` restores them."""
@@ -75,8 +74,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
     from kreassign.cli.watch_render import set_lines
     from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 
-    request = ThrottleSetRequest(leader_rate=leader_rate if leader_rate is not None else rate,
-                                 follower_rate=follower_rate if follower_rate is not None else rate,
+    request = ThrottleSetRequest(leader_rate=rates.leader, follower_rate=rates.follower,
                                  brokers=brokers, update_lists=not keep_lists)
     with connect(bootstrap_server, command_config, request_timeout) as port:
         change = plan_throttle_set(port, request)
@@ -151,7 +149,7 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     from kreassign.cli.watch_render import render_suggestion
     from kreassign.cluster.kafka_json import parse_reassignment
     from kreassign.cli.runtime import load_state
-    from kreassign.throttle.suggest import SuggestRequest, check_capacities, suggest_throttle
+    from kreassign.predict.suggest import SuggestRequest, check_capacities, suggest_throttle
 
     if canary_topic and not canary_baseline:
         raise click.UsageError("--canary-topic names the topic of --canary-baseline; add --canary-baseline")

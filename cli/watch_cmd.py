@@ -25,6 +25,7 @@ from kreassign.cli.options import (
     cluster_options,
     output_option,
     plan_option,
+    rate_options,
     units_option,
 )
 from kreassign.cli.runtime import connect, journal_store, run_control, runtime
@@ -32,16 +33,9 @@ from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 if TYPE_CHECKING:
     from kreassign.cluster.units import Units
     from kreassign.execute.watch import WatchResult
+    from kreassign.throttle.rates import Rates
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def rate_options(f: F) -> F:
-    f = click.option("--follower-rate", type=THROTTLE, default=None, help="Follower-side rate (overrides --throttle).")(f)
-    f = click.option("--leader-rate", type=THROTTLE, default=None, help="Leader-side rate (overrides --throttle).")(f)
-    f = click.option("--throttle", "rate", type=THROTTLE, default=None,
-                     help="Replication rate for both sides, e.g. 50MB/s.")(f)
-    return f
 
 
 @click.command()
@@ -55,7 +49,7 @@ def rate_options(f: F) -> F:
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="With --pace: bytes moving at once.")
 @click.option("--order", type=click.Choice(["small-first", "large-first", "plan", "broker-balanced"]), default="plan",
               show_default=True, help="With --pace: which partitions start first.")
-@rate_options
+@rate_options()
 @click.option("--additional", is_flag=True, help="With --pace: start although other reassignments run.")
 @click.option("--interval", type=DURATION, default=10.0, show_default=True, help="Time between polls.")
 @click.option("--stop-after", "stop_after", type=DURATION, default=None,
@@ -105,8 +99,7 @@ def rate_options(f: F) -> F:
 @output_option
 def watch(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
           journal_dir: str | None, plan_file: str | None, pace_file: str | None, max_moves_per_broker: int | None,
-          max_inflight_bytes: int | None, order: str, rate: int | None, leader_rate: int | None,
-          follower_rate: int | None, additional: bool, interval: float, stop_after: float | None,
+          max_inflight_bytes: int | None, order: str, rates: Rates, additional: bool, interval: float, stop_after: float | None,
           timeout_alias: float | None, stall_after: float | None, fail_on_stall: bool, keep_throttles: bool, auto_throttle: bool,
           target_headroom: float | None, deadline: str | None, max_impact: float | None, min_rate: int,
           max_rate: int | None,
@@ -171,8 +164,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
         targets=targets, interval_s=interval, timeout_s=stop_after, keep_throttles=keep_throttles,
         fail_on_stall=fail_on_stall, stall_after_s=stall_after,
         pace=PaceLimits(max_moves_per_broker, max_inflight_bytes, order) if pace_file else None,  # type: ignore[arg-type]
-        leader_rate=leader_rate if leader_rate is not None else rate,
-        follower_rate=follower_rate if follower_rate is not None else rate,
+        leader_rate=rates.leader, follower_rate=rates.follower,
         additional=additional, auto=policy, network_capacity=capacity, dry_run=dry_run, time_scale=time_scale,
         sample_s=sample, **metrics_request(metrics_urls, metrics_names))
     emit, close = event_printer(output, units)

@@ -16,7 +16,7 @@ from rich.text import Text
 from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
 from kreassign.cluster.client_latency import Impact
-from kreassign.throttle.suggest import Suggestion
+from kreassign.predict.suggest import Suggestion
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
 from kreassign.execute.live_eta import StallDiagnosis
 from kreassign.execute.progress import MoveKey

@@ -16,7 +16,10 @@ What this adapter hides:
 * Config changes use IncrementalAlterConfigs with raise_on_unknown=False, because the throttle
   rates are absent from DescribeConfigs until set and read-only afterwards.
 * Mixed error styles (returned classes, "Name: message" strings, raised exceptions) become
-  `ApiError` values or `ClusterError` exceptions.
+  `ApiError` values or `ClusterError` exceptions (`cluster/admin_results.py`).
+
+The config and marker calls are `cluster/admin_configs.py` (`ConfigCalls`, which `KafkaAdmin`
+extends).
 """
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ import functools
 
 import logging
 import random
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,15 +35,26 @@ from functools import partial
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition as KafkaTopicPartition
 from kafka.structs import TopicPartitionReplica as KafkaReplica
 
+from kreassign.cluster.admin_configs import ConfigCalls
+from kreassign.cluster.admin_results import (
+    alter_ops,
+    alter_result,
+    api_error,
+    config_entries,
+    int_or_none,
+    merge_log_dirs,
+    short,
+    translate,
+    unreachable,
+)
 from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
-from kreassign.cluster.authorization import LOCK_ACLS
-from kreassign.cluster.errors import ClusterError, InputError, NotAuthorized, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
 from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.model import (
     Broker,
@@ -54,12 +67,10 @@ from kreassign.cluster.port import (
     ELECTION_NOT_NEEDED,
     UNKNOWN_TOPIC_OR_PARTITION,
     UNREACHABLE,
-    AlterConfigsResult,
     ApiError,
     ClusterInfo,
     ConfigEntry,
     ConfigOps,
-    ConfigsResult,
     LogDir,
     LogDirReport,
     ReplicaLogDir,
@@ -77,63 +88,6 @@ _CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                       Errors.RequestTimedOutError, Errors.KafkaTimeoutError)
 
 
-_MARKER_PARTITION = KafkaTopicPartition("__consumer_offsets", 0)
-
-
-def api_error(error: type[Errors.KafkaError] | Errors.KafkaError, message: str | None = None) -> ApiError:
-    """An `ApiError` for a kafka.errors class or instance."""
-    cls = error if isinstance(error, type) else type(error)
-    code = getattr(cls, "errno", None)
-    name = getattr(cls, "message", None) or cls.__name__
-    if message is None and not isinstance(error, type):
-        message = _detail(error) or None
-    text = message or getattr(cls, "description", None) or cls.__name__
-    return ApiError(code=code if isinstance(code, int) else -1, name=str(name),
-                    message=str(text), retriable=bool(getattr(cls, "retriable", False)))
-
-
-def _detail(error: BaseException) -> str:
-    """The exception's own text, unless it is kafka-python's dump of a whole request."""
-    detail = str(error.args[0]) if error.args and error.args[0] is not None else ""
-    return "" if len(detail) > 300 or detail.startswith("Request '") else detail
-
-
-def _short(error: Errors.KafkaError) -> str:
-    """One readable line for an error: NAME (detail) or NAME: description."""
-    failure = api_error(type(error))
-    detail = _detail(error)
-    if detail:
-        return f"{failure.name} ({detail})"
-    return failure.name if failure.message == failure.name else f"{failure.name}: {failure.message}"
-
-
-_RESULT_TEXT = re.compile(r"^(?:\[Error (-?\d+)\] )?(\w+)(?:: (.*))?$", re.S)
-
-
-def _error_from_text(text: str) -> ApiError | None:
-    """Parse kafka-python's alter_configs result: 'OK' or '[Error <code>] <ErrorClass>: <message>'."""
-    if text == "OK":
-        return None
-    match = _RESULT_TEXT.match(text)
-    if match is None:
-        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
-    code, name, message = match.groups()
-    cls = getattr(Errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Errors.KafkaError)):
-        cls = Errors.for_code(int(code)) if code is not None else None
-    if cls is None:
-        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
-    return api_error(cls, None if message in (None, "", "None") else message)
-
-
-def _unreachable(broker: int, reason: str) -> ApiError:
-    return ApiError(code=-1, name=UNREACHABLE, message=f"broker {broker} did not answer: {reason}")
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None or value < 0 else int(value)
-
-
 def _recorded(make: Callable[..., Any], into: list[Any]) -> Callable[..., Any]:
     """`make`, keeping every client it returns in `into` (to close them if the connect fails)."""
     def build(**configs: Any) -> Any:
@@ -143,7 +97,7 @@ def _recorded(make: Callable[..., Any], into: list[Any]) -> Callable[..., Any]:
     return build
 
 
-class KafkaAdmin:
+class KafkaAdmin(ConfigCalls):
     """The cluster port over a `kafka.KafkaAdminClient` (public methods only).
 
     Build one with `open_admin` or `KafkaAdmin.connect`. The constructor takes any object with
@@ -208,7 +162,7 @@ class KafkaAdmin:
         except Errors.KafkaConfigurationError as exc:
             raise InputError(f"kafka-python rejected the client settings: {exc}") from None
         except Errors.KafkaError as exc:
-            raise _translate(exc, "connect to the cluster") from None
+            raise translate(exc, "connect to the cluster") from None
         finally:
             tap.detach()
             if client is None:
@@ -250,7 +204,7 @@ class KafkaAdmin:
                 return within(fn, deadline - self._clock())
             except NoAnswer:
                 who = f"broker {broker}" if per_broker else "the cluster"
-                before = f" (before that: {_short(last)})" if last else ""
+                before = f" (before that: {short(last)})" if last else ""
                 raise GaveUp(f"Could not {what}: no answer from {who} within {budget:g}s{before}. "
                               "Check that the brokers are running and reachable.",
                               f"no answer within {budget:g}s{before}") from last
@@ -262,20 +216,20 @@ class KafkaAdmin:
                 error = exc
             last = error
             if not should_retry(error):
-                raise _translate(error, what) from error
+                raise translate(error, what) from error
             now = self._clock()
             if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now
                 if now - first_connection_error >= t.connect_timeout_s:
-                    reason = f"{_short(error)} for {t.connect_timeout_s:g}s"
+                    reason = f"{short(error)} for {t.connect_timeout_s:g}s"
                     raise GaveUp(f"Could not {what}: broker {broker} did not answer: {reason}.",
                                   reason) from error
             delay = self._backoff(attempt)
             if now + delay >= deadline:
                 raise GaveUp(
                     f"Could not {what} within {budget:g}s; the last error was "
-                    f"{_short(error)}. Check that the brokers are running and reachable.",
-                    f"{_short(error)}, still after {budget:g}s") from error
+                    f"{short(error)}. Check that the brokers are running and reachable.",
+                    f"{short(error)}, still after {budget:g}s") from error
             _log.debug("%s: retrying in %.2fs after %s", what, delay, error)
             self._sleep(delay)
             attempt += 1
@@ -290,7 +244,7 @@ class KafkaAdmin:
         try:
             return self._call(what, fn, broker=broker, per_broker=True)
         except GaveUp as exc:
-            return _unreachable(broker, exc.reason)
+            return unreachable(broker, exc.reason)
         except ClusterError as exc:
             if isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
                 return ApiError(code=-1, name=UNREACHABLE, message=(
@@ -317,7 +271,7 @@ class KafkaAdmin:
                 fenced.append(broker_id)
                 continue
             brokers.append(Broker(id=broker_id, rack=b.get("rack"), host=b.get("host"), port=b.get("port")))
-        controller = _int_or_none(raw.get("controller_id"))
+        controller = int_or_none(raw.get("controller_id"))
         self._controller_id = controller
         ops = raw.get("authorized_operations")
         return ClusterInfo(brokers=tuple(sorted(brokers, key=lambda x: x.id)),
@@ -356,11 +310,11 @@ class KafkaAdmin:
             raise UnknownTopicError(unknown)
         for topic in raw:
             if topic.get("error_code", 0) not in (0, UNKNOWN_TOPIC_OR_PARTITION):
-                raise _translate(Errors.for_code(topic["error_code"])(), f"describe topic {topic['name']}")
+                raise translate(Errors.for_code(topic["error_code"])(), f"describe topic {topic['name']}")
         out = [
             PartitionInfo(topic=t["name"], partition=int(p["partition_index"]),
                           replicas=tuple(int(r) for r in p["replica_nodes"]),
-                          leader=_int_or_none(p.get("leader_id")),
+                          leader=int_or_none(p.get("leader_id")),
                           isr=tuple(int(r) for r in p.get("isr_nodes") or ()))
             for t in raw for p in t.get("partitions", [])
         ]
@@ -395,7 +349,7 @@ class KafkaAdmin:
                 unreachable[broker] = result
                 continue
             for entry in result:
-                dirs[broker] = _merge_log_dirs(int(entry["broker"]), entry["log_dirs"], replicas)
+                dirs[broker] = merge_log_dirs(int(entry["broker"]), entry["log_dirs"], replicas)
         return LogDirReport(replicas=replicas, dirs=dirs, unreachable=unreachable)
 
     def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
@@ -461,13 +415,13 @@ class KafkaAdmin:
         raw = self._call("describe client-metrics resources",
                          lambda: self._client.describe_configs(resources, config_filter="modified"))
         found = raw.get("client_metrics", {})
-        return {n: _config_entries(found.get(n, {})) for n in wanted}
+        return {n: config_entries(found.get(n, {})) for n in wanted}
 
     def alter_client_metrics(self, name: str, ops: ConfigOps, *, validate_only: bool = False) -> ApiError | None:
         """SET/DELETE keys of one CLIENT_METRICS resource; None means applied."""
-        resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, name, _alter_ops(ops))
+        resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, name, alter_ops(ops))
         raw = self._call("alter a client-metrics resource", lambda: self._alter_configs([resource], validate_only))
-        return _alter_result(raw, "client_metrics", name)
+        return alter_result(raw, "client_metrics", name)
 
     # ---- offsets -----------------------------------------------------------------------------
     def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int] | None:
@@ -571,127 +525,6 @@ class KafkaAdmin:
         return dict(sorted(out.items()))
 
     # ---- configs -----------------------------------------------------------------------------
-    def describe_broker_configs(self, broker_ids: Iterable[int],
-                                keys: Iterable[str] | None = None) -> ConfigsResult[int]:
-        """DescribeConfigs sent to each broker; unreachable brokers are reported, not raised."""
-        wanted = None if keys is None else sorted(set(keys))
-        configs: dict[int, dict[str, ConfigEntry]] = {}
-        errors: dict[int, ApiError] = {}
-        for broker in sorted(set(broker_ids)):
-            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), wanted)
-            result = self._per_broker(
-                f"describe the configs of broker {broker}", broker,
-                partial(self._client.describe_configs, [resource], config_filter="all"))
-            if isinstance(result, ApiError):
-                errors[broker] = result
-                continue
-            configs[broker] = _config_entries(result.get("broker", {}).get(str(broker), {}))
-        return ConfigsResult(configs=configs, errors=errors)
-
-    def describe_topic_configs(self, topics: Iterable[str],
-                               keys: Iterable[str] | None = None) -> ConfigsResult[str]:
-        """DescribeConfigs for topics; a topic that does not exist is reported as an error."""
-        names = sorted(set(topics))
-        if not names:
-            return ConfigsResult()
-        wanted = None if keys is None else sorted(set(keys))
-        resources = [ConfigResource(ConfigResourceType.TOPIC, t, wanted) for t in names]
-        raw = self._call("describe topic configs",
-                         lambda: self._client.describe_configs(resources, config_filter="all"))
-        by_topic = raw.get("topic", {})
-        configs = {t: _config_entries(by_topic.get(t, {})) for t in names}
-        # kafka-python drops DescribeConfigs' per-resource error codes: an unknown topic just
-        # comes back empty, so check whether empty ones exist at all.
-        empty = [t for t in names if not configs[t] and wanted != []]
-        errors: dict[str, ApiError] = {}
-        if empty:
-            for t in self._missing_topics(empty):
-                errors[t] = api_error(Errors.UnknownTopicOrPartitionError, f"Topic {t} not found.")
-                del configs[t]
-        return ConfigsResult(configs=configs, errors=errors)
-
-    def _missing_topics(self, topics: list[str]) -> list[str]:
-        raw = self._call("describe topics", lambda: self._client.describe_topics(topics))
-        return sorted(t["name"] for t in raw if t.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION)
-
-    def incremental_alter_configs(self, broker_ops: Mapping[int, ConfigOps] | None = None,
-                                  topic_ops: Mapping[str, ConfigOps] | None = None, *,
-                                  validate_only: bool = False) -> AlterConfigsResult:
-        """IncrementalAlterConfigs: BROKER resources each to their own broker, topics together."""
-        brokers: dict[int, ApiError | None] = {}
-        for broker, ops in sorted((broker_ops or {}).items()):
-            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), _alter_ops(ops))
-            result = self._per_broker(f"alter the configs of broker {broker}", broker,
-                                      partial(self._alter_configs, [resource], validate_only))
-            brokers[broker] = result if isinstance(result, ApiError) else _named_refusal(
-                _alter_result(result, "broker", str(broker)), "ALTER_CONFIGS", f"the CLUSTER (broker {broker}'s configs)")
-        topics: dict[str, ApiError | None] = {}
-        if topic_ops:
-            resources = [ConfigResource(ConfigResourceType.TOPIC, t, _alter_ops(ops))
-                         for t, ops in sorted(topic_ops.items())]
-            raw = self._call("alter topic configs", lambda: self._alter_configs(resources, validate_only))
-            topics = {t: _named_refusal(_alter_result(raw, "topic", t), "ALTER_CONFIGS", f"TOPIC {t}")
-                      for t in sorted(topic_ops)}
-        return AlterConfigsResult(brokers=brokers, topics=topics)
-
-    # Markers: a consumer group per marker whose committed offset on partition 0 of
-    # `__consumer_offsets` carries the value in its metadata string. Kafka hides the value of
-    # any config it does not know (DescribeConfigs marks it sensitive), so a custom config cannot
-    # hold them; an offset commit can, is answered by one coordinator that every later OffsetFetch
-    # reads from, and needs no topic of kreassign's own (the offsets topic exists once any
-    # group has asked for its coordinator, which the first commit does).
-    def read_markers(self, names: Iterable[str]) -> dict[str, str]:
-        """The value of each marker among `names` that is set (group offset metadata)."""
-        wanted = sorted(set(names))
-        if not wanted:
-            return {}
-        spot = _MARKER_PARTITION
-
-        def fetch() -> dict[str, Any]:
-            result: dict[str, Any] = self._client.list_group_offsets({name: [spot] for name in wanted})
-            return result
-
-        try:
-            raw = self._call("read the execution lock (consumer group offsets)", fetch)
-        except ClusterError as exc:
-            if isinstance(exc.__cause__, Errors.AuthorizationError):
-                raise NotAuthorized(f"Not authorized to read the execution lock (the offsets of the consumer group "
-                                    f"{wanted[0]}): {api_error(type(exc.__cause__)).name}. kreassign needs "
-                                    f"{LOCK_ACLS} for it; nothing was changed.") from exc
-            raise
-        out: dict[str, str] = {}
-        for name in wanted:
-            committed = raw.get(name, {}).get(spot)
-            if committed is not None and committed.offset >= 0 and committed.metadata:
-                out[name] = committed.metadata
-        return out
-
-    def write_markers(self, ops: ConfigOps) -> ApiError | None:
-        """Set or clear (an empty metadata string) each marker; the first refusal is returned."""
-        from kafka.structs import OffsetAndMetadata
-
-        for name, value in sorted(ops.items()):
-            offset = OffsetAndMetadata(0, value or "", None)
-
-            def commit(group: str = name, committed: Any = offset) -> Any:
-                result = self._client.alter_group_offsets(group, {_MARKER_PARTITION: committed})
-                error = result.get(_MARKER_PARTITION, Errors.NoError)
-                if error is not Errors.NoError and getattr(error, "retriable", False):
-                    raise error(f"group {group}")  # coordinator moving or loading: try again
-                return error
-
-            error = self._call("write the execution lock (consumer group offsets)", commit)
-            if error is not Errors.NoError:
-                return _named_refusal(api_error(error), "READ", f"GROUP {name} and TOPIC __consumer_offsets")
-        return None
-
-    def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
-        # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,
-        # and read-only once set, so kafka-python's pre-check would reject them.
-        result: dict[str, dict[str, str]] = self._client.alter_configs(
-            resources, validate_only=validate_only, raise_on_unknown=False, incremental=True)
-        return result
-
     # ---- lifecycle ---------------------------------------------------------------------------
     def _request_timeout_ms(self) -> int:
         return int(self._timeouts.request_timeout_s * 1000)
@@ -710,79 +543,6 @@ class KafkaAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _translate(error: Errors.KafkaError, what: str) -> ClusterError:
-    """A kafka-python exception as a ClusterError with a message that says what to do."""
-    if isinstance(error, Errors.SaslAuthenticationFailedError):
-        return ClusterError(f"Authentication failed while trying to {what}: {_short(error)}. Check "
-                            "sasl.mechanism and the username and password in sasl.jaas.config "
-                            "(--command-config).")
-    if isinstance(error, Errors.AuthorizationError):
-        return ClusterError(f"Not authorized to {what}: {api_error(type(error)).name}. The principal "
-                            "in --command-config needs the matching ACLs (for reassignments and "
-                            "throttles: ALTER and DESCRIBE on CLUSTER, ALTER_CONFIGS and "
-                            "DESCRIBE_CONFIGS on the topics and brokers).")
-    if isinstance(error, Errors.UnknownTopicOrPartitionError):
-        return ClusterError(f"Could not {what}: unknown topic or partition ({_short(error)}).")
-    if isinstance(error, Errors.UnknownBrokerIdError):
-        return ClusterError(f"Could not {what}: broker {_detail(error) or '?'} is not in the "
-                            "cluster metadata.")
-    return ClusterError(f"Could not {what}: {_short(error)}.")
-
-
-def _merge_log_dirs(broker: int, log_dirs: list[dict[str, Any]],
-                    replicas: dict[TopicPartitionReplica, ReplicaLogDir]) -> tuple[LogDir, ...]:
-    out: list[LogDir] = []
-    for d in log_dirs:
-        code = int(d.get("error_code", 0))
-        out.append(LogDir(path=d["log_dir"], error=None if code == 0 else api_error(Errors.for_code(code)),
-                          total_bytes=_int_or_none(d.get("total_bytes")),
-                          usable_bytes=_int_or_none(d.get("usable_bytes"))))
-        for topic in d.get("topics", []):
-            for p in topic["partitions"]:
-                key = TopicPartitionReplica(topic["name"], int(p["partition_index"]), broker)
-                old = replicas.get(key, ReplicaLogDir(log_dir=None, size_bytes=0, offset_lag=0))
-                if p.get("is_future_key"):
-                    new = ReplicaLogDir(log_dir=old.log_dir, size_bytes=old.size_bytes,
-                                        offset_lag=old.offset_lag, future_dir=d["log_dir"],
-                                        future_size_bytes=int(p["partition_size"]),
-                                        future_offset_lag=int(p["offset_lag"]))
-                else:
-                    new = ReplicaLogDir(log_dir=d["log_dir"], size_bytes=int(p["partition_size"]),
-                                        offset_lag=int(p["offset_lag"]), future_dir=old.future_dir,
-                                        future_size_bytes=old.future_size_bytes,
-                                        future_offset_lag=old.future_offset_lag)
-                replicas[key] = new
-    return tuple(sorted(out, key=lambda x: x.path))
-
-
-def _config_entries(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, ConfigEntry]:
-    return {key: ConfigEntry(value=v.get("value"), source=str(v.get("config_source", "UNKNOWN")),
-                             read_only=bool(v.get("read_only")), sensitive=bool(v.get("is_sensitive")))
-            for key, v in sorted(raw.items())}
-
-
-def _alter_ops(ops: ConfigOps) -> dict[str, tuple[AlterConfigOp, str | None]]:
-    return {key: (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, str(value))
-            for key, value in sorted(ops.items())}
-
-
-def _named_refusal(error: ApiError | None, operation: str, resource: str) -> ApiError | None:
-    """An authorization refusal that says which operation on which resource was refused."""
-    if error is None or error.code not in (Errors.TopicAuthorizationFailedError.errno,
-                                           Errors.ClusterAuthorizationFailedError.errno,
-                                           Errors.GroupAuthorizationFailedError.errno):
-        return error
-    return ApiError(code=error.code, name=error.name, message=f"not authorized to {operation} on {resource}")
-
-
-def _alter_result(raw: Mapping[str, Mapping[str, str]], kind: str, name: str) -> ApiError | None:
-    text = raw.get(kind, {}).get(name)
-    if text is None:
-        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR",
-                        message=f"the broker did not report on {kind} {name}")
-    return _error_from_text(text)
 
 
 @contextmanager

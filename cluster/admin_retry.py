@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import kafka.errors as Errors
 
-from kreassign.cluster.errors import ClusterUnreachable
+from kreassign.cluster.errors import ClusterUnreachable, NoAnswer
 
 T = TypeVar("T")
 
@@ -111,10 +111,6 @@ class GaveUp(ClusterUnreachable):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
-
-
-class NoAnswer(Exception):
-    """An attempt outlived the operation's deadline."""
 
 
 def within(fn: Callable[[], T], timeout_s: float, *, interrupt: threading.Event | None = None) -> T:

@@ -100,3 +100,12 @@ class InfeasiblePlanError(KreassignError):
 
 class JournalError(KreassignError):
     """The execution journal is missing, unreadable or does not match the cluster."""
+
+
+class UnitError(InputError):
+    """A number with a unit that is ambiguous or beyond what Kafka accepts (the hint matters more
+    than a generic "not a size")."""
+
+
+class NoAnswer(Exception):
+    """An attempt outlived the operation's deadline."""

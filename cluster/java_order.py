@@ -1,5 +1,6 @@
-"""The order in which a Java `HashSet` hands back its elements, for output that must match what
-Kafka's tool prints when it joins a set (the clearing lines of `--verify` and `--cancel`).
+"""Java's `String.hashCode`, and the order in which a Java `HashSet` hands back its elements, for
+output that must match what Kafka's tool prints when it joins a set (the clearing lines of
+`--verify` and `--cancel`).
 
 Kafka collects the brokers and topics to clear with `Collectors.toSet()`: a `HashSet` with the
 default capacity 16 that doubles whenever it holds more than three quarters of its capacity.
@@ -18,13 +19,19 @@ T = TypeVar("T", bound=Hashable)
 _MASK = 0xFFFFFFFF
 
 
-def string_hash(text: str) -> int:
-    """`String.hashCode()`, as an unsigned 32-bit value: over UTF-16 code units."""
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode()` (over UTF-16 code units, 32-bit wrap-around, signed): the one
+    copy for the replication model's fetcher ids and the emulator's fetchers and coordinators."""
     h = 0
     data = text.encode("utf-16-be")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK
-    return h
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def string_hash(text: str) -> int:
+    """`String.hashCode()`, as an unsigned 32-bit value."""
+    return java_string_hash(text) & _MASK
 
 
 def int_hash(value: int) -> int:

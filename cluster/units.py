@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Literal
 
-from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, clip
+from kreassign.cluster.errors import JAVA_LONG_MAX, InputError, UnitError, clip
 
 _UNITS: dict[str, int] = {
     "": 1, "b": 1,
@@ -19,11 +19,6 @@ _UNITS: dict[str, int] = {
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-class UnitError(InputError):
-    """A number with a unit that is ambiguous or beyond what Kafka accepts (the hint matters more
-    than a generic "not a size")."""
 
 
 def parse_bytes(text: str) -> int:

@@ -24,8 +24,8 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.execute.live_eta import LiveModel
 from kreassign.execute.progress import _slope
-from kreassign.throttle.replication_model import client_traffic
-from kreassign.throttle.suggest import rate_for_deadline
+from kreassign.predict.model import client_traffic
+from kreassign.predict.suggest import rate_for_deadline
 
 DEADLINE_MARGIN = 0.9
 """aim to finish by 90% of the time left, so a late slowdown does not miss the deadline"""

@@ -22,7 +22,7 @@ from kreassign.cluster.model import PartitionInfo, TopicPartition
 from kreassign.cluster.units import Units, format_duration, format_rate
 from kreassign.execute.pacing import PaceLimits, PendingPartition
 from kreassign.execute.progress import MoveKey, ProgressView
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     INF,
     Admission,
     Critical,
@@ -34,7 +34,7 @@ from kreassign.throttle.replication_model import (
     simulate,
 )
 from kreassign.execute.live_throttle import ThrottleView
-from kreassign.throttle.estimate import SUGGESTION_MARGIN, nice_ceil
+from kreassign.predict.estimate import SUGGESTION_MARGIN, nice_ceil
 
 @dataclass(frozen=True)
 class Fix:

@@ -23,11 +23,8 @@ from kreassign.cluster.port import ApiError, ClusterPort, ConfigEntry
 from kreassign.throttle.configs import (
     ALL_REPLICAS,
     BROKER_THROTTLE_KEYS,
-    FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
-    LEADER_RATE,
     LEADER_REPLICAS,
-    LOG_DIR_RATE,
     TOPIC_THROTTLE_KEYS,
     compute_move_map,
     parse_throttled_replicas,
@@ -35,6 +32,8 @@ from kreassign.throttle.configs import (
     reassigning_brokers,
     throttle_plan,
 )
+from kreassign.throttle.rates import Rates, config_rate
+from kreassign.execute.errors import StillMoving
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.clear import ClearResult, clear_throttles
 from kreassign.execute.executor import journaled_step
@@ -46,20 +45,6 @@ from kreassign.execute.throttle_io import (
     restore_ops,
     restored_values,
 )
-
-UNLIMITED = 1 << 62
-"""Rates at or above this are Kafka's default (Long.MAX_VALUE): no throttle."""
-
-
-def _rate(entry: ConfigEntry | None) -> int | None:
-    if entry is None or entry.value in (None, ""):
-        return None
-    try:
-        value = int(str(entry.value))
-    except ValueError:
-        return None
-    return None if value >= UNLIMITED else value
-
 
 @dataclass(frozen=True)
 class BrokerThrottle:
@@ -149,9 +134,10 @@ def read_throttle_view(port: ClusterPort, *, brokers: Iterable[int] | None = Non
     out_brokers = []
     for b in broker_ids:
         entries = configs.configs.get(b, {}) if configs is not None else {}
+        rates = Rates.from_configs(entries)
         out_brokers.append(BrokerThrottle(
-            b, _rate(entries.get(LEADER_RATE)), _rate(entries.get(FOLLOWER_RATE)), _rate(entries.get(LOG_DIR_RATE)),
-            {k: e.source for k, e in sorted(entries.items()) if _rate(e) is not None}, b in involved))
+            b, rates.leader, rates.follower, rates.log_dir,
+            {k: e.source for k, e in sorted(entries.items()) if config_rate(e) is not None}, b in involved))
     topic_configs = port.describe_topic_configs(topic_names, TOPIC_THROTTLE_KEYS) if topic_names else None
     out_topics = []
     for t in topic_names:
@@ -199,11 +185,6 @@ class ThrottleChange:
                 "reassignments_in_flight": len(self.in_flight)}
 
 
-def _check_rate(name: str, value: int | None) -> None:
-    if value is not None and value < 0:
-        raise InputError(f"{name} must be at least 0 bytes/s, got {value}")
-
-
 def plan_throttle_set(port: ClusterPort, request: ThrottleSetRequest) -> ThrottleChange:
     """Work out a throttle change on the running moves; changes nothing.
 
@@ -212,9 +193,8 @@ def plan_throttle_set(port: ClusterPort, request: ThrottleSetRequest) -> Throttl
             no broker was named.
     """
     if request.leader_rate is None and request.follower_rate is None and not request.per_broker:
-        raise InputError("give --rate, --leader-rate or --follower-rate")
-    _check_rate("the leader rate", request.leader_rate)
-    _check_rate("the follower rate", request.follower_rate)
+        raise InputError("give --throttle, --leader-rate or --follower-rate")
+    Rates(request.leader_rate, request.follower_rate)  # the one validity check
     info = port.describe_brokers()
     live = {b.id for b in info.brokers}
     in_flight = port.list_reassignments()
@@ -326,10 +306,6 @@ class ThrottleClearResult:
     def to_dict(self) -> dict[str, Any]:
         return {"clears": [c.as_dict() for c in self.clears], "journals": [str(p) for p in self.journals],
                 "reassignments_in_flight": self.in_flight, "complete": self.complete, "dry_run": self.dry_run}
-
-
-class StillMoving(InputError):
-    """Clearing throttles while reassignments run lets them copy unthrottled."""
 
 
 def journal_resources(journal: Journal, live: Iterable[int]) -> tuple[set[int], set[str]]:

@@ -10,7 +10,7 @@ from kreassign.cluster.client_config import ClientConfig
 from kreassign.cluster.client_latency import BrokerLatency, impact
 from kreassign.cluster.port import ClusterPort
 from kreassign.execute.live_throttle import read_throttle_view
-from kreassign.throttle.suggest import MeasuredImpact
+from kreassign.predict.suggest import MeasuredImpact
 
 
 def measure_impact(port: ClusterPort, config: ClientConfig, baseline: Sequence[BrokerLatency], *,

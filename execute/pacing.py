@@ -34,7 +34,7 @@ from kreassign.execute.executor import (
     waits_for_throttle,
 )
 from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
-from kreassign.throttle.schedule import start_order
+from kreassign.predict.schedule import start_order
 
 Order = Literal["small-first", "large-first", "plan", "broker-balanced"]
 ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan", "broker-balanced")

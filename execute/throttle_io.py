@@ -20,6 +20,7 @@ from kreassign.cluster.port import (
     ClusterPort,
     ConfigEntry,
 )
+from kreassign.execute.errors import ConfigsRefused
 from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs
 
 _PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
@@ -97,15 +98,6 @@ def inherit_previous(snapshot: ThrottleSnapshot, others: Iterable[Journal]) -> T
                 if value is not None and journal.planned_topics.get(t, {}).get(key) == value:
                     keys[key] = journal.previous_topics.get(t, {}).get(key)
     return ThrottleSnapshot(brokers=brokers, topics=topics, unreadable=snapshot.unreadable)
-
-
-class ConfigsRefused(ClusterError):
-    """Some resources refused a config change; the others applied it."""
-
-    def __init__(self, message: str, refused_brokers: Iterable[int], refused_topics: Iterable[str]) -> None:
-        super().__init__(message)
-        self.refused_brokers = frozenset(refused_brokers)
-        self.refused_topics = frozenset(refused_topics)
 
 
 @dataclass(frozen=True)

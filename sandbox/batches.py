@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kafka.record.default_records import DefaultRecordBatch
 
 from kreassign.sandbox import codes
+from kreassign.sandbox.errors import InvalidRecords
 
 BATCH_OVERHEAD = 61  # v2 header size: the smallest valid batch
 _BASE_OFFSET = struct.Struct(">q")
@@ -44,14 +45,6 @@ class BatchHeader:
         if self.base_sequence < 0:
             return -1
         return (self.base_sequence + self.last_offset_delta) % (1 << 31)
-
-
-class InvalidRecords(Exception):
-    """A record set the leader refuses; `code` is Kafka's error for it."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def parse_batches(data: bytes) -> list[BatchHeader]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.units import parse_rate
+from kreassign.sandbox.errors import QuotaRequestError
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE = "producer_byte_rate", "consumer_byte_rate"
@@ -37,14 +38,6 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 Entity = tuple[tuple[str, "str | None"], ...]
 """Entity type -> name (None is the type's default), as sorted pairs so it can key a dict."""
-
-
-class QuotaRequestError(Exception):
-    """A request Kafka answers with INVALID_REQUEST (or UNSUPPORTED_VERSION) and this message."""
-
-    def __init__(self, message: str, *, unsupported: bool = False) -> None:
-        super().__init__(message)
-        self.unsupported = unsupported
 
 
 @dataclass(frozen=True)

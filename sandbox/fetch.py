@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kreassign.cluster.java_order import java_string_hash
+
 MiB = 1024 * 1024
 PACED_CYCLE_S = 0.01
 
@@ -79,15 +81,6 @@ class FetchConfig:
 
 
 NO_FETCH_LIMITS = FetchConfig(round_s=0.0)
-
-
-def java_string_hash(text: str) -> int:
-    """Java's `String.hashCode` (UTF-16 code units, 32-bit wrap-around)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:

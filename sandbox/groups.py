@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kreassign.cluster.java_order import java_string_hash
 from kreassign.sandbox import codes
 
 MIN_SESSION_TIMEOUT_MS = 6_000        # group.min.session.timeout.ms
@@ -137,15 +138,6 @@ class Group:
             choice = next(n for n, _ in m.protocols if n in candidates)
             votes[choice] = votes.get(choice, 0) + 1
         return max(votes, key=lambda n: votes[n])  # ties: the first voted, in member join order
-
-
-def java_string_hash(text: str) -> int:
-    """Java's `String.hashCode` (over UTF-16 code units, 32-bit wrap-around)."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def coordinator_for(group_id: str, alive: Sequence[int]) -> int | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from kreassign.sandbox import codes
 from kreassign.sandbox.batches import BatchHeader, stamp
+from kreassign.sandbox.errors import SequenceError
 
 SEGMENT_BYTES = 1 << 30  # log.segment.bytes
 PRODUCER_BATCHES = 5      # Kafka keeps the last five batches per producer for duplicate detection
@@ -41,14 +42,6 @@ class Appended:
     base_offset: int
     last_offset: int
     duplicate: bool = False
-
-
-class SequenceError(Exception):
-    """An idempotent producer's batch out of order or from a fenced epoch; `code` is Kafka's error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class _Segment:

@@ -14,16 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from kreassign.sandbox.acl import Principal
+from kreassign.sandbox.errors import AuthenticationFailed
 from kreassign.sandbox.security import Security
 from kreassign.sandbox.wire import API_VERSIONS, APIS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
-
-
-class AuthenticationFailed(Exception):
-    """The credentials were refused; the message is what Kafka tells the client."""
 
 
 class _Plain:

@@ -1,5 +1,5 @@
 """Per-broker aggregates computed in Spark (`DataFrame -> DataFrame`). The makespan lower bound
-is the model task's own (`replication_model.lower_bound`), which holds the moves anyway: a second
+is the model task's own (`predict.model.lower_bound`), which holds the moves anyway: a second
 implementation in Spark SQL cost a pass over the brokers per scenario and could only agree."""
 from __future__ import annotations
 

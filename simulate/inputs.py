@@ -138,15 +138,15 @@ def moves_table(moves: Moves, state: ClusterState) -> pa.Table:
     """MOVES rows, numbered in plan order.
 
     A leader the cluster does not list cannot serve the copy, so its moves get source -1, as
-    in `replication_model.from_moves`; the in-sync replication the leader throttle counts is
+    in `predict.model.from_moves`; the in-sync replication the leader throttle counts is
     the partition's produce rate times its in-sync followers, on its first move; what else each
     move's fetcher session carries and whether its leader is warm, as `from_moves` has them
-    (`replication_model.move_sessions`).
+    (`predict.model.move_sessions`).
     """
     import pyarrow as pa
 
     from kreassign.simulate.schemas import MOVES
-    from kreassign.throttle.replication_model import FetchLimits, move_sessions
+    from kreassign.predict.model import FetchLimits, move_sessions
 
     known = np.asarray(state.broker_ids, dtype=np.int64)
     rows = moves.row.astype(np.int64)

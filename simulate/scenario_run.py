@@ -1,4 +1,4 @@
-"""One scenario on one executor: the replication model (`throttle.replication_model`, the same
+"""One scenario on one executor: the replication model (`predict.model`, the same
 code and settings `kreassign estimate` runs), an optional broker failure, and the client impact, sampled on
 a uniform time grid. Pure numpy: the Spark task only converts pandas to these arrays and back.
 
@@ -21,8 +21,8 @@ import numpy as np
 from kreassign.cluster.errors import InputError
 from kreassign.simulate.client_impact import BrokerTraffic, ClientModel, assess
 from kreassign.simulate.scenarios import RANDOM_BROKER, Scenario
-from kreassign.throttle.estimate import tolerance_for
-from kreassign.throttle.replication_model import (
+from kreassign.predict.estimate import tolerance_for
+from kreassign.predict.model import (
     Admission,
     FetchLimits,
     ModelInput,
@@ -64,7 +64,7 @@ class ScenarioArrays:
     released_bps: np.ndarray
     """in-sync replication its leader stops sending when the move completes (unscaled)"""
     session: np.ndarray | None = None
-    """what else each move's fetcher session carries (`replication_model.Session`; None: nothing)"""
+    """what else each move's fetcher session carries (`predict.model.Session`; None: nothing)"""
     warm: np.ndarray | None = None
     """whether each move's leader throttle starts warm (`ModelInput.warm`; None: no)"""
 
@@ -82,7 +82,7 @@ class ScenarioRun:
 
     finish_s: np.ndarray
     lower_bound_s: float
-    """the model's lower bound of the run without failure (`replication_model.lower_bound`)"""
+    """the model's lower bound of the run without failure (`predict.model.lower_bound`)"""
     bottleneck_broker: int | None
     """the broker that sets it (None when nothing limits, or no broker does)"""
     failed_broker: int | None

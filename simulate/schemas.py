@@ -69,10 +69,10 @@ which the leader throttle counts because Kafka's tool lists every replica of a m
 partition; it sits on the partition's first move only (0 on the others) so that sums count
 each partition once. `failover_source` is the first current replica other than the leader
 and the destination, which takes over if the source fails (-1: none). `session` is what else
-the move's fetcher session carries (`replication_model.Session`: 0 nothing, 1 idle in-sync
+the move's fetcher session carries (`predict.model.Session`: 0 nothing, 1 idle in-sync
 partitions, 2 written ones), which sets what its follower throttle gives it; `warm` (0/1)
 whether its leader answers in-sync followers, which gives its leader throttle a start-up credit
-(`replication_model.ModelInput.leader_credit`)."""
+(`predict.model.ModelInput.leader_credit`)."""
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),

@@ -220,12 +220,12 @@ def synthetic_moves(partitions: DataFrame, spec: SyntheticSpec) -> DataFrame:
 
     from pyspark.sql import functions as F
 
-    from kreassign.throttle.replication_model import Session
+    from kreassign.predict.model import Session
 
     moves = _decommission_moves(partitions, spec) if spec.remove else _expansion_moves(partitions, spec)
     # A leader's partitions all have the replicas leader .. leader+rf-1 and every new replica lands
     # outside them, so no move's fetcher session carries in-sync partitions (as
-    # `replication_model.fetch_sessions` would read it from a snapshot of this cluster).
+    # `predict.model.fetch_sessions` would read it from a snapshot of this cluster).
     # Every leader of a partition with in-sync followers answers them: warm (rf > 1, all in sync).
     return (moves.withColumn("session", F.lit(int(Session.ALONE)))
             .withColumn("warm", F.lit(int(spec.rf > 1)))

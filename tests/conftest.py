@@ -1,5 +1,9 @@
 import os
 
+import pytest
+
+from cli_helpers import KREASSIGN, Kreassign
+
 pytest_plugins = ["conftest_sandbox", "conftest_spark", "conftest_kafka"]
 
 # The execution lock waits `settle_s` after writing its marker (execute/lock.py) to let a racing
@@ -11,3 +15,10 @@ os.environ.setdefault("KREASSIGN_LOCK_SETTLE_S", "0")
 # is recorded by a background process: the suite (and the CLI it runs in subprocesses) neither
 # reads nor records one, except tests/test_jvm_cache.py, which uses a dir of its own.
 os.environ.setdefault("KREASSIGN_SPARK_CDS", "0")
+
+
+@pytest.fixture
+def kreassign() -> Kreassign:
+    """The one CLI runner every test uses: `kreassign.run(...)` in process (a fake cluster or a
+    runtime injected), `kreassign.subprocess(...)`/`.start(...)` in a process of its own."""
+    return KREASSIGN

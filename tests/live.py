@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from cli_helpers import KREASSIGN
 from kreassign.cluster.model import TopicPartition
 
 BROKERS = 5
@@ -217,20 +216,17 @@ class LiveCli:
         self.config = folder / "client.properties"
         self.config.write_text("request.timeout.ms=1500\ndefault.api.timeout.ms=3000\n")
         self.journals = folder / "journal"
-        self.env = {**os.environ, "KREASSIGN_JOURNAL_DIR": str(self.journals)}
+        self.env = {"KREASSIGN_JOURNAL_DIR": str(self.journals)}
 
-    def argv(self, *argv: str, kafka_style: bool = False) -> list[str]:
+    def args(self, *argv: str, kafka_style: bool = False) -> list[str]:
         common = ["--bootstrap-server", self.live.bootstrap, "--command-config", str(self.config)]
-        args = [*common, *argv] if kafka_style else [*argv, *common]
-        return [sys.executable, "-m", "kreassign.cli.main", *args]
+        return [*common, *argv] if kafka_style else [*argv, *common]
 
     def run(self, *argv: str, kafka_style: bool = False, timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*argv, kafka_style=kafka_style), capture_output=True, text=True,
-                              env=self.env, timeout=timeout_s, check=False)
+        return KREASSIGN.subprocess(*self.args(*argv, kafka_style=kafka_style), env=self.env, timeout=timeout_s)
 
     def start(self, *argv: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(self.argv(*argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=self.env)
+        return KREASSIGN.start(*self.args(*argv), env=self.env)
 
 
 def events(proc: subprocess.Popen[str]) -> Iterator[dict[str, Any]]:

@@ -15,13 +15,13 @@ import socket
 import ssl
 import struct
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cli_helpers import KREASSIGN
 from kreassign.cli.runtime import Runtime
 from kreassign.sandbox.rawclient import encode
 from kreassign.sandbox.security import CA_FILE, SERVER_KEY_FILE, Security, User
@@ -162,10 +162,10 @@ def start_real(mode: str, mechanism: str, version: str, home: Path, *, timeout_s
     The CLI's JVMs die with it, and it dies with this process."""
     from kreassign.sandbox.kafka_engine import jvm
 
-    argv = [sys.executable, "-m", "kreassign.cli.main", "sandbox", "start", "--engine", "kafka", "--kafka-version",
+    argv = KREASSIGN.argv("sandbox", "start", "--engine", "kafka", "--kafka-version",
             version, "--brokers", str(REAL_BROKERS), "--racks", "0", "--topics", "none", "--heap", "384m", "--start-timeout", "400s",
             "--state-dir", str(home), "--security", mode, "--sasl-mechanism", mechanism,
-            "--user", f"{ADMIN.name}:{ADMIN.password}:admin", "--user", f"{VIEWER.name}:{VIEWER.password}"]
+            "--user", f"{ADMIN.name}:{ADMIN.password}:admin", "--user", f"{VIEWER.name}:{VIEWER.password}")
     home.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"{home.name}-cli.log"
     started = RealStart(jvm.spawn(argv, log=log, cwd=home.parent), log)

@@ -19,14 +19,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import io
 import json
 import os
 import re
 import select
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +34,7 @@ from typing import Any
 
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 
+from cli_helpers import KREASSIGN
 from live import THROTTLE_KEYS, TOPIC_THROTTLE_KEYS, await_topic, clear_broker_rates
 
 SERVER_SOURCE = Path(__file__).resolve().parent / "kafka_tool" / "ReassignToolServer.java"
@@ -191,29 +190,12 @@ class KreassignTool:
         self.in_process = in_process
 
     def run(self, argv: Sequence[str]) -> Outcome:
+        journals = {"KREASSIGN_JOURNAL_DIR": str(self.journal_dir)}
         if not self.in_process:
-            env = {**os.environ, "KREASSIGN_JOURNAL_DIR": str(self.journal_dir), "KREASSIGN_LOCK_SETTLE_S": "0"}
-            done = subprocess.run([sys.executable, "-m", "kreassign.cli.main", *argv], capture_output=True,
-                                  text=True, env=env, timeout=WAIT_S + 60, check=False, stdin=subprocess.DEVNULL)
+            done = KREASSIGN.subprocess(*argv, env={**journals, "KREASSIGN_LOCK_SETTLE_S": "0"}, timeout=WAIT_S + 60)
             return Outcome(done.returncode, done.stdout, done.stderr)
-        from kreassign.cli.main import main
-
-        out, err = io.StringIO(), io.StringIO()
-        saved = os.environ.get("KREASSIGN_JOURNAL_DIR")
-        os.environ["KREASSIGN_JOURNAL_DIR"] = str(self.journal_dir)
-        code: int = 0
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    main(list(argv))
-                except SystemExit as exc:
-                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        finally:
-            if saved is None:
-                os.environ.pop("KREASSIGN_JOURNAL_DIR", None)
-            else:
-                os.environ["KREASSIGN_JOURNAL_DIR"] = saved
-        return Outcome(code, out.getvalue(), err.getvalue())
+        ran = KREASSIGN.run(*argv, env=journals)
+        return Outcome(ran.exit_code, ran.stdout, ran.stderr)
 
 
 # ---- the cluster -------------------------------------------------------------------------------

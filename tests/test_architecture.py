@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cluster", "planner", "throttle", "execute", "simulate", "sandbox", "cli")
+PACKAGES = ("cluster", "planner", "throttle", "predict", "execute", "simulate", "sandbox", "cli")
 # What each package may import (besides itself): the arrows of docs/architecture.md.
 ALLOWED: dict[str, set[str]] = {
     "cluster": set(),
     "planner": {"cluster"},
     "throttle": {"planner", "cluster"},
-    "execute": {"throttle", "planner", "cluster"},
-    "simulate": {"throttle", "planner", "cluster"},
+    "predict": {"throttle", "planner", "cluster"},
+    "execute": {"predict", "throttle", "planner", "cluster"},
+    "simulate": {"predict", "throttle", "planner", "cluster"},
     "sandbox": {"cluster"},
-    "cli": {"cluster", "planner", "throttle", "execute", "simulate", "sandbox"},
+    "cli": {"cluster", "planner", "throttle", "predict", "execute", "simulate", "sandbox"},
 }
 UI_LIBRARIES = {"click", "rich"}
 

@@ -17,7 +17,7 @@ from kreassign.execute.auto_throttle import (
 from kreassign.execute.live_eta import build_live_model
 from kreassign.execute.progress import MoveKey, MoveSample, ProgressTracker, Sample
 from kreassign.execute.live_throttle import BrokerThrottle, ThrottleView, TopicThrottle
-from kreassign.throttle.replication_model import FetchLimits
+from kreassign.predict.model import FetchLimits
 
 MB = 1_000_000
 

@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_helpers import KREASSIGN
 
-from kreassign.cli.boundary import run_guarded
-from kreassign.cli.main import cli
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.simulate.synthetic_state import synthetic_cluster
 
@@ -23,13 +20,9 @@ def snap(tmp_path: Path) -> Path:
 
 
 def invoke(args: list[str]) -> tuple[int, str, str]:
-    """Run the CLI as `main` does: errors become one message and an exit code."""
-    runner = CliRunner(env={"COLUMNS": "160"})
-    with runner.isolation() as (out, err, _):
-        code = run_guarded(lambda: cli.main(args=args, prog_name="kreassign", standalone_mode=False))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return code, out.getvalue().decode(), err.getvalue().decode()
+    """The CLI in process (`cli_helpers.Kreassign.run`) at a 160-column terminal."""
+    ran = KREASSIGN.run(*args, columns=160)
+    return ran.exit_code, ran.stdout, ran.stderr
 
 
 def test_rebalance_writes_plan_and_rollback(snap: Path, tmp_path: Path) -> None:

@@ -397,7 +397,7 @@ def test_heavy_tailed_sizes_move_at_most_a_tenth_above_the_byte_lower_bound(seed
     # back out, which the bound did not count, and the count phase moved replicas that lifted
     # their sink above the band. (Seed 6 has a partition of 1.08x a broker's mean bytes, 1.19x
     # the share of a broker in the 22-broker rack, which holds one of its replicas: no plan
-    # reaches 1.05 there and the bound is loose, see docs/architecture.md.)
+    # reaches 1.05 there and the bound is loose, see docs/lower-bounds.md.)
     import numpy as np
 
     skewed = synthetic_cluster(brokers=60, partitions=30_000, rf=3, rack_sizes=[18, 20, 22], seed=seed,

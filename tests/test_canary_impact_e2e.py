@@ -21,6 +21,7 @@ from kreassign.cli.runtime import Runtime
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
+from live import wait_until
 from test_throttle_cmd import Ran, invoke
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -62,7 +63,10 @@ def test_an_unthrottled_move_raises_the_canary_produce_p99(moving: tuple[Sandbox
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps(canary(sb)), encoding="utf-8")
     assert run(sb, "execute", "-f", str(plan), "--journal-dir", str(tmp_path / "j")).exit_code == 0
-    time.sleep(1.0)  # a second of copying: the links' catch-up share is that of the move
+    with sb.locked() as engine:
+        started = engine.now
+    # a second of the sandbox's time copying: the links' catch-up share is then that of the move
+    wait_until(lambda: sb.engine.now - started >= 1.0, what="a second of copying")
     during = canary(sb, "--baseline", str(baseline))
     rises = {i["broker"]: i["p99_increase"] for i in during["impact"]}
     # every broker sends or receives a move; a 1 MiB response ahead is +52 ms on a ~12 ms round

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_helpers import Kreassign
 
 from kreassign.cli.main import cli
 
@@ -66,16 +67,12 @@ def test_request_timeout_is_only_ever_the_deadline_of_a_cluster_request() -> Non
 
 
 def test_a_snapshot_on_the_command_line_wins_over_the_bootstrap_from_the_environment(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from kreassign.cli.main import main
-
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kreassign: Kreassign) -> None:
     monkeypatch.setenv("KREASSIGN_BOOTSTRAP_SERVER", "127.0.0.1:1")
     snapshot = Path(__file__).resolve().parents[1] / "demo" / "sample-snapshot.json"
-    with pytest.raises(SystemExit) as exit_info:
-        main(["snapshot", "--snapshot", str(snapshot), "--output-file", str(tmp_path / "copy.json")])
-    assert exit_info.value.code == 0
+    ran = kreassign.run("snapshot", "--snapshot", str(snapshot), "--output-file", str(tmp_path / "copy.json"))
+    assert ran.exit_code == 0
     assert (tmp_path / "copy.json").exists()
-    with pytest.raises(SystemExit) as exit_info:
-        main(["snapshot", "--snapshot", str(snapshot), "--bootstrap-server", "127.0.0.1:1",
-              "--output-file", str(tmp_path / "again.json")])
-    assert exit_info.value.code != 0
+    ran = kreassign.run("snapshot", "--snapshot", str(snapshot), "--bootstrap-server", "127.0.0.1:1",
+                        "--output-file", str(tmp_path / "again.json"))
+    assert ran.exit_code != 0

@@ -86,6 +86,19 @@ def test_snapshot_converts_json_to_parquet(tmp_path: Path) -> None:
     assert after.brokers == before.brokers
 
 
+def test_snapshot_json_says_what_was_written(tmp_path: Path) -> None:
+    out = tmp_path / "copy.json"
+    result = run_cli(["snapshot", "--snapshot", str(SAMPLE), "--output-file", str(out), "--output", "json"])
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    state = read_snapshot(str(out))
+    from kreassign.cluster.write_sample import rates_to_dict
+
+    assert doc == {"file": str(out), **state.describe(), "reassignments_in_flight": len(state.reassignments),
+                   "write_rates": rates_to_dict(read_snapshot(str(SAMPLE)).rates_origin())}
+    assert (doc["brokers"], doc["topics"], doc["partitions"]) == (9, 4, 120)
+
+
 def test_no_cluster_given() -> None:
     result = run_cli(["plan", "--reassignment-json-file", str(SAMPLE)])
     assert result.code == 1

@@ -16,9 +16,8 @@ from kreassign.cluster.client_config import (
     load_client_config,
     normalise_pem,
     parse_jaas_config,
-    parse_properties,
-    read_properties,
 )
+from kreassign.cluster.java_properties import parse_properties, read_properties
 from kreassign.cluster.errors import InputError
 
 CERT = """-----BEGIN CERTIFICATE-----

@@ -66,6 +66,21 @@ def test_set_list_delete(live: Any) -> None:
     assert run("delete", "--name", "never-was").stdout == "Deleted client-metrics subscription never-was.\n"
 
 
+@pytest.mark.e2e
+def test_set_and_delete_in_json(sandbox: Any) -> None:
+    """What `set` and `delete` print with --output json (the tool's own document: the same on
+    either engine, so the emulator alone)."""
+    def run(*args: str) -> Ran:
+        return invoke(None, "client-metrics", *args, "--bootstrap-server", sandbox.bootstrap, "--output", "json")
+
+    ran = run("set", "--name", "during-move", "--metrics", "org.apache.kafka.producer", "--interval", "10s")
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout) == {"name": "during-move", "set": {"interval.ms": "10000",
+                                                                     "metrics": "org.apache.kafka.producer"}}
+    ran = run("delete", "--name", "during-move")
+    assert (ran.exit_code, json.loads(ran.stdout)) == (0, {"name": "during-move", "deleted": True})
+
+
 # (configs set, then: the broker's (code, name, message) or None, and what a describe then shows)
 KIP_714_CHECKS: list[tuple[dict[str, str], tuple[int, str, str] | None, dict[str, str]]] = [
     ({"interval.ms": "50"}, (42, "INVALID_REQUEST", "Invalid value 50 for interval.ms, interval must be between 100 "

@@ -43,3 +43,32 @@ def test_cli_import_does_not_pull_heavy_modules() -> None:
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_exit_status_values_and_meanings_are_pinned_as_the_man_page_lists_them() -> None:
+    """The exit codes are an interface: scripts branch on them. Changing one is a breaking change
+    that must show up here, and the man page must list exactly these."""
+    import re
+
+    from kreassign.cli.manpages import EXIT_TEXT
+    from kreassign.cluster.errors import ExitStatus
+
+    assert {s.name: int(s) for s in ExitStatus} == {
+        "OK": 0, "ERROR": 1, "USAGE": 2, "IN_PROGRESS": 3, "CANNOT_COMPLETE": 4, "CLUSTER_UNREACHABLE": 5,
+        "INFEASIBLE_PLAN": 6, "INTERRUPTED": 130,
+    }
+    assert set(EXIT_TEXT) == set(ExitStatus)
+    page = (ROOT / "man" / "kreassign.1").read_text(encoding="utf-8")
+    section = page.split(".SH EXIT STATUS", 1)[1].split("\n.SH ", 1)[0]
+    listed = re.findall(r"^\.TP\n\\fB(\d+)\\fR\n(.+)$", section, re.M)
+    assert [(int(code), text.replace("\\-", "-").replace("\\e", "\\")) for code, text in listed] == [
+        (0, "success"),
+        (1, "an error: bad input, a refused request, or a failed operation"),
+        (2, "a usage error in a subcommand's options (Kafka-compatible mode uses 1, like Kafka)"),
+        (3, "verify or watch with --exit-status ended while moves are still running"),
+        (4, "a move cannot complete: its partition's write rate exceeds its throttled share"),
+        (5, "no broker could be reached in time"),
+        (6, "a planner could not place replicas that must move (a hard constraint such as RF larger than the "
+            "brokers left, rack diversity or disk headroom); nothing was written unless --allow-partial"),
+        (130, "interrupted (Ctrl-C); the execution journal says how to resume or abort"),
+    ]

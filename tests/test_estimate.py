@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_helpers import Kreassign
 from rich.console import Console
 
 from kreassign.cli.estimate_cmd import render_estimate
-from kreassign.cli.main import cli
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import (
     Broker,
@@ -24,8 +23,8 @@ from kreassign.cluster.model import (
     TopicPartition,
 )
 from kreassign.cluster.snapshot import write_snapshot
-from kreassign.throttle.estimate import RateRequest, estimate_plan, resolve_rates
-from kreassign.throttle.replication_model import NO_FETCH_LIMITS, Limit
+from kreassign.predict.estimate import RateRequest, estimate_plan, resolve_rates
+from kreassign.predict.model import NO_FETCH_LIMITS, Limit
 
 MB = 1_000_000
 
@@ -121,15 +120,13 @@ def _files(tmp_path: Path, state: ClusterState) -> tuple[str, str]:
     return str(plan), str(snap)
 
 
-def test_command_text_and_json(tmp_path: Path, state: ClusterState) -> None:
+def test_command_text_and_json(tmp_path: Path, state: ClusterState, kreassign: Kreassign) -> None:
     plan, snap = _files(tmp_path, state)
-    runner = CliRunner()
-    text = runner.invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap, "--throttle", "100MB/s"],
-                         catch_exceptions=False)
+    text = kreassign.run("estimate", "--reassignment-json-file", plan, "--snapshot", snap, "--throttle", "100MB/s")
     assert text.exit_code == 0 and text.stdout.startswith("ETA ")
-    as_json = runner.invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap,
-                                  "--throttle", "50MB/s", "--broker-rate", "2=70MB/s", "--max-moves-per-broker", "1",
-                                  "--order", "large-first", "-o", "json"], catch_exceptions=False)
+    as_json = kreassign.run("estimate", "--reassignment-json-file", plan, "--snapshot", snap,
+                            "--throttle", "50MB/s", "--broker-rate", "2=70MB/s", "--max-moves-per-broker", "1",
+                            "--order", "large-first", "-o", "json")
     assert as_json.exit_code == 0
     doc = json.loads(as_json.stdout)
     assert doc["completes"] is True and doc["schedule"]["order"] == "large-first"
@@ -137,10 +134,9 @@ def test_command_text_and_json(tmp_path: Path, state: ClusterState) -> None:
     assert doc["eta_s"] >= doc["lower_bound"]["seconds"] * (1 - 1e-12)  # equal here, up to rounding
 
 
-def test_command_rejects_a_bad_broker_rate(tmp_path: Path, state: ClusterState) -> None:
+def test_command_rejects_a_bad_broker_rate(tmp_path: Path, state: ClusterState, kreassign: Kreassign) -> None:
     plan, snap = _files(tmp_path, state)
-    run = CliRunner().invoke(cli, ["estimate", "--reassignment-json-file", plan, "--snapshot", snap,
-                                   "--broker-rate", "two=5MB/s"])
+    run = kreassign.run("estimate", "--reassignment-json-file", plan, "--snapshot", snap, "--broker-rate", "two=5MB/s")
     assert run.exit_code == 2 and "'two=5MB/s' is not ID=RATE" in run.stderr
 
 
@@ -175,7 +171,7 @@ def test_unknown_write_rates_are_said_in_text_and_json() -> None:
 
 
 def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: ClusterState) -> None:
-    from kreassign.throttle.plan_report import build_plan_report
+    from kreassign.predict.plan_report import build_plan_report
 
     state = stuck_state
     report = build_plan_report(state, PLAN, rate=50 * MB)

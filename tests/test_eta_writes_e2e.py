@@ -123,7 +123,7 @@ def test_a_stall_named_before_the_move_stalls_and_the_named_throttle_finishes_it
         before = lag()
         sb.advance(120.0)
         assert admin.list_reassignments() and lag() >= before  # it stalls, as named
-        ran = cli(sb, tmp_path, "throttle", "set", "--rate", str(fix), "--journal-dir", str(tmp_path / "j"))
+        ran = cli(sb, tmp_path, "throttle", "set", "--throttle", str(fix), "--journal-dir", str(tmp_path / "j"))
         assert ran.exit_code == 0, ran.output
         catch_up = lag() / (fix - 2 * float(sb.engine.produce_bps[p.row]))  # the named rate beats the writes
         for _ in range(int(2 * catch_up / 10) + 2):

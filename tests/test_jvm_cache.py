@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import KREASSIGN
 
 from kreassign.simulate import jvm_cache
 from kreassign.simulate.jvm_cache import JvmCache, archive_path, finish_recording, plan, record_in_background
@@ -107,9 +108,8 @@ def test_the_recorder_makes_an_archive_that_simulate_then_uses(tmp_path: Path) -
     directory = tmp_path / "kreassign" / "spark-cds"
     assert [p.name for p in directory.glob("spark-*")] == [archive_path(find_java() or "java", env).name]
     assert not (directory / jvm_cache.LOCK).exists()
-    run = subprocess.run([sys.executable, "-m", "kreassign.cli.main", "simulate", "--synthetic",
-                          "brokers=6,racks=2,partitions=60,add=2", "--no-plots", "--out", str(tmp_path / "out"),
-                          "-o", "json"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    run = KREASSIGN.subprocess("simulate", "--synthetic", "brokers=6,racks=2,partitions=60,add=2", "--no-plots",
+                               "--out", str(tmp_path / "out"), "-o", "json", env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout)["scenarios"][0]["stalled_moves"] == 0
     assert not (directory / jvm_cache.LOCK).exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from cli_helpers import Kreassign
 
 from kreassign.cli.kafka_args import HELP_TEXT
 from kreassign.cli.kafka_compat import run_kafka_style
@@ -122,15 +123,11 @@ def test_routing_between_front_doors() -> None:
     assert not is_kafka_style([])
 
 
-def test_blank_word_is_routed_to_the_front_door_and_gets_kafkas_message(capsys: pytest.CaptureFixture[str]) -> None:
-    from kreassign.cli.main import main
-
+def test_blank_word_is_routed_to_the_front_door_and_gets_kafkas_message(kreassign: Kreassign) -> None:
     assert is_kafka_style([" "]) and is_kafka_style([""]) and not is_kafka_style(["plan"])
-    with pytest.raises(SystemExit) as exit_info:
-        main([" "])
-    captured = capsys.readouterr()
-    assert exit_info.value.code == 1 and captured.out == ""
-    assert first_line(captured.err) == ("Command must include exactly one action: --generate, --execute, "
+    ran = kreassign.run(" ")
+    assert ran.exit_code == 1 and ran.stdout == ""
+    assert first_line(ran.stderr) == ("Command must include exactly one action: --generate, --execute, "
                                         "--verify, --cancel, --list")
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from kreassign.sandbox.kafka_engine import dist
 from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, new_cluster_id
 from kreassign.sandbox.kafka_engine.node_config import CONTROLLER_ID, Layout, Listener, properties
 
-from cli_helpers import run_cli
+from cli_helpers import KREASSIGN, run_cli
 
 LAYOUT = Layout(racks={1: "rack-1", 2: "rack-2", 3: None}, ports={1: 9001, 2: 9002, 3: 9003},
                 controller_port=9100, data_dir=Path("/data"), log_dirs=2)
@@ -135,8 +134,7 @@ def jvm_pids(state_dir: Path) -> dict[str, int]:
 
 
 def kreassign(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *argv], capture_output=True, text=True,
-                          timeout=240, check=False)
+    return KREASSIGN.subprocess(*argv, timeout=240)
 
 
 def wait_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
@@ -201,11 +199,10 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
 
     def start(*users: str, security: tuple[str, ...] = ("sasl_plaintext", "--sasl-mechanism", "SCRAM-SHA-256")
               ) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "kreassign.cli.main", "sandbox", "start", "--engine", "kafka", "--daemon",
-                "--brokers", "1", "--racks", "0", "--log-dirs", "1", "--topics", "none", "--heap", "256m",
-                "--start-timeout", "400s", "--state-dir", str(state), "--security", *security,
-                *(a for u in users for a in ("--user", u))]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        return KREASSIGN.subprocess(
+            "sandbox", "start", "--engine", "kafka", "--daemon", "--brokers", "1", "--racks", "0", "--log-dirs", "1",
+            "--topics", "none", "--heap", "256m", "--start-timeout", "400s", "--state-dir", str(state), "--security",
+            *security, *(a for u in users for a in ("--user", u)), timeout=600)
 
     def show(user: str, *more: str) -> subprocess.CompletedProcess[str]:
         props = state / (f"client-{user}.properties" if user else "client.properties")
@@ -255,7 +252,7 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
     try:
         assert third.returncode == 0, third.stderr
         assert third.stdout.strip() == bootstrap and f"# {state / 'client.properties'}\n" in third.stderr
-        changed = show("", "set", "--rate", "1MB/s", "--brokers", "1")
+        changed = show("", "set", "--throttle", "1MB/s", "--brokers", "1")
         assert changed.returncode == 0, changed.stderr
         assert show("", "clear").returncode == 0
         assert json.loads((state / "kafka.json").read_text())["logins"] == []

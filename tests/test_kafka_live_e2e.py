@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import KREASSIGN
 
 from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import PartitionTarget, TopicPartition, TopicPartitionReplica
@@ -127,7 +127,5 @@ def test_e2e_unknown_broker_and_unreachable_bootstrap(live: Any, cli: Callable[.
     done = cli("--reassignment-json-file", plan, "--execute", "--throttle", "1000")
     assert (done.returncode, done.stdout) == (1, "Error: Unknown broker id 9\n")
     assert all(not v for v in rates(live).values())
-    nowhere = subprocess.run([sys.executable, "-m", "kreassign.cli.main", "list", "--bootstrap-server",
-                              "127.0.0.1:1", "--request-timeout", "2s"], capture_output=True, text=True, timeout=60,
-                             check=False)
+    nowhere = KREASSIGN.subprocess("list", "--bootstrap-server", "127.0.0.1:1", "--request-timeout", "2s", timeout=60)
     assert nowhere.returncode == 5 and "Could not reach any broker at 127.0.0.1:1" in nowhere.stderr

@@ -33,6 +33,8 @@ def test_status_without_a_cluster_exits_1(tmp_path: Path) -> None:
     assert json.loads(run.out) == {"running": False, "state_dir": str(tmp_path)}
     stopped = run_cli(["spark", "stop", "--state-dir", str(tmp_path)])
     assert (stopped.code, stopped.err.strip()) == (0, f"No Spark cluster is running from {tmp_path}.")
+    stopped = run_cli(["spark", "stop", "--state-dir", str(tmp_path), "--output", "json"])
+    assert (stopped.code, json.loads(stopped.out)) == (0, {"stopped": False, "state_dir": str(tmp_path)})
 
 
 def test_a_state_file_whose_processes_are_gone_is_removed(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cli_helpers import KREASSIGN
 from fake_cluster import FakeCluster, plan_file
 
 from kreassign.cli import runtime
-from kreassign.cli.main import main
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.execute.journal import JournalStore
@@ -37,10 +37,9 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out, captured.err
+    """The CLI in process (`cli_helpers.Kreassign.run`); `capsys` stays for the callers' sake."""
+    ran = KREASSIGN.run(*argv)
+    return ran.exit_code, ran.stdout, ran.stderr
 
 
 def test_execute_prints_a_short_summary_and_names_the_journal(fake: FakeCluster, tmp_path: Path,

@@ -157,7 +157,7 @@ def test_e2e_throttle_show_set_clear(live: Any, cli: LiveCli, held: Callable[[],
     assert refused.returncode == 1 and "add --force" in refused.stderr
     assert rates(live)[4] == {LEADER: "2000000", FOLLOWER: "3000000"}
 
-    assert cli.run("throttle", "set", "--rate", str(RUN_RATE)).returncode == 0
+    assert cli.run("throttle", "set", "--throttle", str(RUN_RATE)).returncode == 0
     live.finish_moves()
     cleared = cli.run("throttle", "clear")
     assert cleared.returncode == 0, cleared.stdout + cleared.stderr

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget, Reassignment, TopicPartition
-from kreassign.throttle.plan_report import build_plan_report
+from kreassign.predict.plan_report import build_plan_report
 
 MB = 1_000_000
 

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kreassign.cluster.errors import InputError
+from kreassign.cluster.java_order import java_string_hash
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     NO_FETCH_LIMITS,
     LEADER_GRANULARITY,
     Admission,
@@ -23,7 +24,6 @@ from kreassign.throttle.replication_model import (
     fetcher_ids,
     warm_leaders,
     from_moves,
-    java_string_hash,
     lower_bound,
     simulate,
 )

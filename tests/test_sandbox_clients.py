@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from cli_helpers import KREASSIGN
 
 from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import TopicPartition
@@ -183,9 +183,7 @@ CLIENTS: dict[str, Callable[[str], Client]] = {"confluent-kafka": Confluent, "ka
 def cli(bootstrap: str, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "client.properties"
     config.write_text("request.timeout.ms=5000\ndefault.api.timeout.ms=10000\n")
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "--bootstrap-server", bootstrap,
-                           "--command-config", str(config), *argv], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return KREASSIGN.subprocess("--bootstrap-server", bootstrap, "--command-config", str(config), *argv, timeout=120)
 
 
 @pytest.mark.parametrize("client_name", list(CLIENTS))

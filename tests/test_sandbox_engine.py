@@ -20,7 +20,7 @@ from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.fetch import NO_FETCH_LIMITS, FetchConfig, fetcher_id, java_string_hash
 from kreassign.sandbox.kafka_profiles import profile
 from kreassign.sandbox.quota import SampledRates
-from kreassign.throttle.replication_model import FetchLimits
+from kreassign.predict.model import FetchLimits
 
 MB = 1_000_000
 
@@ -437,9 +437,10 @@ def test_without_fetch_limits_only_the_network_bounds_catch_up() -> None:
                                             ("payments-eu", None), ("żółw", None)])
 def test_java_string_hash_and_fetcher_ids_match_the_model(text: str, expected: int | None) -> None:
     from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
-    from kreassign.throttle import replication_model as model
+    from kreassign.cluster import java_order
+    from kreassign.predict import model
 
-    assert java_string_hash(text) == model.java_string_hash(text)
+    assert java_string_hash(text) == java_order.java_string_hash(text)
     if expected is not None:
         assert java_string_hash(text) == expected
     if text:

@@ -8,10 +8,8 @@ time. Assertions are on what the clients receive and on sandbox time, never on w
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import KREASSIGN
 
 from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import TopicPartition
@@ -448,8 +447,7 @@ def test_sandbox_start_client_quota_option_in_the_daemon(tmp_path: Path) -> None
     state = tmp_path / "sb"
 
     def kreassign(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "sandbox", *argv], capture_output=True,
-                              text=True, timeout=60, check=False)
+        return KREASSIGN.subprocess("sandbox", *argv, timeout=60)
 
     started = kreassign("start", "--daemon", "--state-dir", str(state), "--brokers", "1", "--topics", "t:1:1:1MB:0",
                         "--client-quota", "producer_byte_rate=1MB/s", "--client-quota", "consumer_byte_rate=2MB/s")
@@ -470,9 +468,8 @@ def test_sandbox_start_client_quota_option_in_the_daemon(tmp_path: Path) -> None
 
 
 def _kafka_cli(bootstrap: str, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KREASSIGN_JOURNAL_DIR": str(tmp_path / "journal")}
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "--bootstrap-server", bootstrap, *argv],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    return KREASSIGN.subprocess("--bootstrap-server", bootstrap, *argv, timeout=120,
+                                env={"KREASSIGN_JOURNAL_DIR": str(tmp_path / "journal")})
 
 
 @pytest.mark.slow

@@ -1,11 +1,12 @@
 """`kreassign sandbox load`: the interval arithmetic, and real kafka-python clients against a sandbox."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import KREASSIGN, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,9 +73,8 @@ def test_sandbox_load_ends_with_one_line_when_the_cluster_goes_away(sandbox_fact
 
     sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec("orders", 1, 1, 0, 0.0)], clock=ScaledClock(1.0))
     bootstrap = sb.bootstrap
-    proc = subprocess.Popen([sys.executable, "-m", "kreassign.cli.main", "sandbox", "load", "--bootstrap-server",
-                             bootstrap, "--topic", "orders:20kB/s", "--duration", "120s", "--interval", "1s",
-                             "--request-timeout", "3s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = KREASSIGN.start("sandbox", "load", "--bootstrap-server", bootstrap, "--topic", "orders:20kB/s",
+                           "--duration", "120s", "--interval", "1s", "--request-timeout", "3s")
     try:
         deadline = time.monotonic() + 60
         while sb.engine.log_end.sum() == 0:  # the first records have landed
@@ -88,3 +88,17 @@ def test_sandbox_load_ends_with_one_line_when_the_cluster_goes_away(sandbox_fact
     assert err.strip().startswith(f"Error: the cluster at {bootstrap} stopped answering: no write was "
                                   "acknowledged for ")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in out + err
+
+
+@pytest.mark.e2e
+def test_sandbox_load_json_prints_one_document_per_interval(sandbox_factory: Any) -> None:
+    sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("orders", 3, 3, 1_000_000, 100.0)],
+                         clock=ScaledClock(10.0))
+    result = run_cli(["sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:50kB/s",
+                      "--message-size", "500", "--duration", "2s", "--interval", "1s", "--output", "json"])
+    assert result.code == 0, result.err
+    samples = [json.loads(line) for line in result.out.splitlines()]
+    assert len(samples) >= 2
+    assert all(set(s) == {"at", "sent", "acked", "failed", "p50_ms", "p99_ms", "max_ms", "produce_throttle_ms",
+                          "fetch_throttle_ms", "consumed", "lag"} for s in samples)
+    assert sum(s["acked"] for s in samples) >= 100 and all(s["failed"] == 0 for s in samples)

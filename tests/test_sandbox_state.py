@@ -9,17 +9,16 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from kreassign.cli.main import main
+from cli_helpers import KREASSIGN
 from kreassign.sandbox.clock import ManualClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec, parse_topic_spec
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(exit_info.value.code or 0), out, err
+    """The CLI in process (`cli_helpers.Kreassign.run`); `capsys` stays for the callers' sake."""
+    ran = KREASSIGN.run(*argv)
+    return ran.exit_code, ran.stdout, ran.stderr
 
 
 def start_move(bootstrap: str) -> dict[TopicPartition, list[int]]:
@@ -135,3 +134,20 @@ def test_cli_refuses_what_the_emulator_cannot_imitate(args: list[str], error: st
 def test_cli_rejects_a_bad_topic_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "sandbox", "start", "--topics", "orders:12", "--state-dir", str(tmp_path))
     assert code == 1 and out == "" and "is not a topic spec" in err
+
+
+@pytest.mark.e2e
+def test_daemon_start_and_stop_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = str(tmp_path / "sb")
+    code, out, _ = run_cli(capsys, "sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "2",
+                           "--racks", "0", "--topics", "a:1:1", "--output", "json")
+    try:
+        started = json.loads(out)
+        assert code == 0 and started["running"] and started["state_dir"] == state
+        assert sorted(started["ports"]) == ["1", "2"]
+        assert started["bootstrap"] == ",".join(f"127.0.0.1:{started['ports'][b]}" for b in ("1", "2"))
+    finally:
+        code, out, _ = run_cli(capsys, "sandbox", "stop", "--state-dir", state, "-o", "json")
+    assert code == 0 and json.loads(out) == {"stopped": True, "state_dir": state, "pid": started["pid"]}
+    code, out, _ = run_cli(capsys, "sandbox", "stop", "--state-dir", state, "-o", "json")
+    assert code == 0 and json.loads(out) == {"stopped": False, "state_dir": state}

@@ -98,7 +98,7 @@ def test_brokers_report_the_time_scale_as_a_read_only_static_config(fast: Sandbo
 def test_watch_measures_rates_and_etas_in_sandbox_seconds(fast: SandboxCluster, wall: WallClock,
                                                           tmp_path: Path) -> None:
     journals = tmp_path / "j"
-    assert cli(fast, wall, journals, "throttle", "set", "--rate", str(THROTTLE)).exit_code == 0
+    assert cli(fast, wall, journals, "throttle", "set", "--throttle", str(THROTTLE)).exit_code == 0
     # the quota window starts empty, so let the first burst age out of the fitted window
     warm = cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "60s", "--output", "json")
     assert warm.exit_code == 3, warm.output[-2000:]
@@ -120,7 +120,7 @@ def test_watch_measures_rates_and_etas_in_sandbox_seconds(fast: SandboxCluster, 
 def test_time_scale_option_overrides_what_the_cluster_reports(fast: SandboxCluster, wall: WallClock,
                                                               tmp_path: Path) -> None:
     journals = tmp_path / "j"
-    assert cli(fast, wall, journals, "throttle", "set", "--rate", str(THROTTLE)).exit_code == 0
+    assert cli(fast, wall, journals, "throttle", "set", "--throttle", str(THROTTLE)).exit_code == 0
     cli(fast, wall, journals, "watch", "--interval", "10s", "--stop-after", "60s", "--output", "json")
     # measured against the wall clock (scale 1), the sandbox seems 60 times faster than its throttle,
     # and the model, which knows the throttle, says the move never finishes

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kreassign.cluster.errors import InputError
-from kreassign.throttle.replication_model import NO_FETCH_LIMITS, ModelInput
-from kreassign.throttle.schedule import admission_order, schedule_waves
+from kreassign.predict.model import NO_FETCH_LIMITS, ModelInput
+from kreassign.predict.schedule import admission_order, schedule_waves
 
 MB = 1_000_000
 
@@ -87,7 +87,7 @@ def test_limits_are_never_exceeded(limit: int, moves: list[tuple[int, int, int]]
 def test_the_live_pacer_orders_partitions_like_the_model() -> None:
     from kreassign.cluster.model import PartitionTarget
     from kreassign.execute.pacing import PendingPartition, order_pending
-    from kreassign.throttle.schedule import start_order
+    from kreassign.predict.schedule import start_order
 
     sizes = np.array([30, 10, 20, 10, 50])
     leaders = np.array([1, 1, 2, 3, 2])

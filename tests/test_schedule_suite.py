@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kreassign.throttle.replication_model import FetchLimits, ModelInput
-from kreassign.throttle.schedule import ORDERS, admission_order, schedule_waves
+from kreassign.predict.model import FetchLimits, ModelInput
+from kreassign.predict.schedule import ORDERS, admission_order, schedule_waves
 
 MB = 1_000_000
 

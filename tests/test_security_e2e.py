@@ -17,17 +17,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kafka.errors as Errors
 import pytest
+from cli_helpers import KREASSIGN
 import trustme
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
@@ -111,13 +110,13 @@ def test_kreassign_commands_over_the_listener(secured: Secured, admin: KafkaAdmi
     started = secured.cli(props, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE))
     assert started.exit_code == 0, started.output
     assert rates(admin)[1] == {LEADER_RATE: str(HOLD_RATE), FOLLOWER_RATE: str(HOLD_RATE)}
-    changed = secured.cli(props, "throttle", "set", "--rate", "2")
+    changed = secured.cli(props, "throttle", "set", "--throttle", "2")
     assert changed.exit_code == 0, changed.output
     assert rates(admin)[1] == {LEADER_RATE: "2", FOLLOWER_RATE: "2"}
     progress = secured.cli(props, "verify", "-f", str(plan))
     assert progress.exit_code == 0 and "is still in progress" in progress.stdout, progress.output
 
-    assert secured.cli(props, "throttle", "set", "--rate", str(RUN_RATE)).exit_code == 0
+    assert secured.cli(props, "throttle", "set", "--throttle", str(RUN_RATE)).exit_code == 0
     watched = secured.cli(props, "watch", "--interval", "1s", "--stop-after", "30m", "--output", "json")
     assert watched.exit_code == 0, watched.output[-2000:]
     assert events(watched)[-1]["event"] == "complete"
@@ -187,7 +186,7 @@ def test_describe_only_login_is_refused_before_anything_changes(secured: Secured
         "with those ACLs.")
     paced = secured.cli(props, "execute", "-f", str(plan), "--throttle", "5MB/s", "--max-moves-per-broker", "1")
     assert paced.exit_code == 1 and paced.stderr == refused.stderr
-    assert secured.cli(props, "throttle", "set", "--rate", "1MB/s", "--brokers", "1").exit_code == 1
+    assert secured.cli(props, "throttle", "set", "--throttle", "1MB/s", "--brokers", "1").exit_code == 1
     assert rates(admin) == no_rates(secured)
     assert admin.list_reassignments() == {}
     assert {p.tp: p.replicas for p in admin.describe_topics(["t"])} == before
@@ -407,11 +406,8 @@ def test_tls_client_on_a_plaintext_port(live: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_daemon_prints_no_secret_and_keeps_its_files_private(tmp_path: Path) -> None:
     state = tmp_path / "sandbox"
-    env = {**os.environ, "COLUMNS": "160"}
-
     def kreassign(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *args], capture_output=True, text=True,
-                              timeout=60, check=False, env=env)
+        return KREASSIGN.subprocess(*args, timeout=60, env={"COLUMNS": "160"})
 
     started = kreassign("sandbox", "start", "--daemon", "--state-dir", str(state), "--brokers", "3", "--speed", "1",
                         "--security", "sasl_ssl", "--sasl-mechanism", "SCRAM-SHA-256",

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import KREASSIGN, Kreassign
 from simulate_helpers import outcome
 from rich.console import Console
 
-from kreassign.cli.main import main
 from kreassign.cli.simulate_cmd import render_summary
 from kreassign.simulate.request import SimulationResult
 from kreassign.simulate.local_cluster import STATE_FILE, LocalCluster, free_port
@@ -67,11 +67,10 @@ def test_outcome_json_has_no_infinity() -> None:
         (["simulate", "--synthetic", "brokers=3", "--conf", "nonsense"], "is not KEY=VALUE"),
     ],
 )
-def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+def test_usage_errors_exit_2(args: list[str], message: str, kreassign: Kreassign) -> None:
+    ran = kreassign.run(*args)
+    assert ran.exit_code == 2
+    assert message in ran.stderr
 
 
 @pytest.mark.parametrize(
@@ -84,12 +83,10 @@ def test_usage_errors_exit_2(args: list[str], message: str, capsys: pytest.Captu
         (["simulate", "--synthetic", "brokers=3", "--headroom-target", "120%"], "headroom target"),
     ],
 )
-def test_input_errors_exit_1_with_one_line(args: list[str], message: str,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
+def test_input_errors_exit_1_with_one_line(args: list[str], message: str, kreassign: Kreassign) -> None:
+    ran = kreassign.run(*args)
+    assert ran.exit_code == 1
+    err = ran.stderr
     assert err.startswith("Error: ") and message in err and "Traceback" not in err
 
 
@@ -140,10 +137,9 @@ def _simulate(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     """`kreassign simulate` on a tiny synthetic cluster in its own process (a process holds one
     Spark driver; in this one the tests' session would be joined). The timeout only guards
     against a hang: the runs below end in seconds."""
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", "simulate", "--synthetic",
-                           "brokers=6,racks=2,partitions=60,add=2", "--no-plots", "--out", os.devnull, *args],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
+    return KREASSIGN.subprocess("simulate", "--synthetic", "brokers=6,racks=2,partitions=60,add=2", "--no-plots",
+                                "--out", os.devnull, *args, timeout=120,
+                                env={"PYSPARK_PYTHON": sys.executable, **(env or {})})
 
 
 def _one_error_line(stderr: str) -> str:
@@ -187,11 +183,10 @@ def test_spark_local_cluster_runs_on_the_address_spark_start_recorded(tmp_path: 
 @pytest.mark.parametrize("args", [["--spark-local-cluster", "--master", "local[2]"],
                                   ["--spark-local-cluster", "--remote", "sc://h:1"],
                                   ["--spark-state-dir", "/tmp"]])
-def test_spark_local_cluster_is_one_way_of_choosing_where(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["simulate", "--synthetic", "brokers=3", *args])
-    assert exit_info.value.code == 2
-    assert "--spark-local-cluster" in capsys.readouterr().err
+def test_spark_local_cluster_is_one_way_of_choosing_where(args: list[str], kreassign: Kreassign) -> None:
+    ran = kreassign.run("simulate", "--synthetic", "brokers=3", *args)
+    assert ran.exit_code == 2
+    assert "--spark-local-cluster" in ran.stderr
 
 
 @pytest.mark.spark

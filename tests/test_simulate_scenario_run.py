@@ -17,8 +17,8 @@ from kreassign.simulate.scenario_run import (
 )
 from kreassign.simulate.scenarios import RANDOM_BROKER, Failure, Scenario
 from kreassign.simulate.schemas import SCENARIO_RESULT
-from kreassign.throttle.estimate import tolerance_for
-from kreassign.throttle.replication_model import simulate
+from kreassign.predict.estimate import tolerance_for
+from kreassign.predict.model import simulate
 
 MB = 1_000_000.0
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_helpers import Kreassign
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual, assertSchemaEqual
 
-from kreassign.cli.main import cli
 from kreassign.cluster.kafka_json import format_reassignment
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, TopicPartition
 from kreassign.cluster.snapshot import write_snapshot
@@ -43,7 +42,7 @@ from kreassign.simulate.schemas import (
     SCENARIO_SUMMARY,
 )
 from kreassign.simulate.synthetic import SyntheticSpec, synthetic_moves, synthetic_partitions
-from kreassign.throttle.estimate import RateRequest, estimate_plan
+from kreassign.predict.estimate import RateRequest, estimate_plan
 
 pytestmark = pytest.mark.spark
 
@@ -162,13 +161,13 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
         assert curve["bytes_remaining"].tolist() == np.where(grid >= estimate.eta_s, 0.0, expected).tolist()
 
 
-def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path, kreassign: Kreassign) -> None:
     out = tmp_path / "sim"
     args = ["simulate", "--synthetic", "brokers=50,racks=5,partitions=5000,rf=3,seed=11",
             "--throttle", "100MB/s,none", "--fail", "none,random@50%", "--seed", "4",
             "--timeline-points", "20", "--out", str(out), "--report", str(tmp_path / "report.html"),
             "--output", "json"]
-    run = CliRunner().invoke(cli, args, catch_exceptions=False)
+    run = kreassign.run(*args)
     assert run.exit_code == 0, run.output
     doc = json.loads(run.stdout)
     rows = doc["scenarios"]

@@ -8,13 +8,13 @@ shared local session. Inputs are tiny: the cost is the JVM start-ups, not the mo
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cli_helpers import KREASSIGN
 from pyspark.sql import SparkSession
 
 from kreassign.simulate.local_cluster import read_status
@@ -32,9 +32,7 @@ TIMEOUT_S = 300
 
 
 def _kreassign(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([sys.executable, "-m", "kreassign.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=TIMEOUT_S, check=False)
+    return KREASSIGN.subprocess(*args, env={"PYSPARK_PYTHON": sys.executable}, timeout=TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +63,10 @@ def sweeps(cluster: dict[str, Any], spark: SparkSession, tmp_path_factory: pytes
     where = {"master": ["--master", cluster["master_url"]]}
     if not missing_connect_modules():
         where["connect"] = ["--remote", cluster["connect_url"]]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     procs = {
-        name: subprocess.Popen([sys.executable, "-m", "kreassign.cli.main", "simulate", "--synthetic", SPEC, *SWEEP,
-                                "--timeline-points", "10", "--no-plots", "--driver-memory", "512m",
-                                "--conf", "spark.executor.memory=512m", "--out", str(out / name),
-                                "--output", "json", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        name: KREASSIGN.start("simulate", "--synthetic", SPEC, *SWEEP, "--timeline-points", "10", "--no-plots",
+                              "--driver-memory", "512m", "--conf", "spark.executor.memory=512m", "--out", str(out / name),
+                              "--output", "json", *args, env={"PYSPARK_PYTHON": sys.executable})
         for name, args in where.items()
     }
     axes = ScenarioAxes(throttles=(20e6, None), failures=(None, parse_failure("random@50%")), seeds=(3,))

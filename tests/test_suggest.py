@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
 from kreassign.planner.diff import diff_plan
-from kreassign.throttle.replication_model import FetchLimits, from_moves
+from kreassign.predict.model import FetchLimits, from_moves
 from kreassign.cluster.client_latency import Impact
-from kreassign.throttle.suggest import (
+from kreassign.predict.suggest import (
     MeasuredImpact,
     SuggestRequest,
     finish_at_rate,
@@ -191,7 +191,7 @@ def test_rate_for_deadline_is_the_smallest_that_works() -> None:
 
 
 def test_a_share_above_the_limit_never_prints_as_the_limit() -> None:
-    from kreassign.throttle.suggest import _share
+    from kreassign.predict.suggest import _share
 
     assert _share(0.204, 0.20) == "20.4%"
     assert _share(0.35, 0.20) == "35%"

@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
+from cli_helpers import KREASSIGN, Ran
 from fake_cluster import FakeCluster
-from kreassign.cli.boundary import run_guarded
-from kreassign.cli.main import cli
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
@@ -100,7 +93,7 @@ def test_clear_some_restores_and_keeps_the_journal_open(fake: FakeCluster, tmp_p
 def test_set_needs_a_rate_and_known_brokers(fake: FakeCluster) -> None:
     from kreassign.cluster.errors import InputError
 
-    with pytest.raises(InputError, match="--rate"):
+    with pytest.raises(InputError, match="--throttle, --leader-rate or --follower-rate"):
         plan_throttle_set(fake, ThrottleSetRequest())
     with pytest.raises(InputError, match="broker 9 is not a live broker"):
         plan_throttle_set(fake, ThrottleSetRequest(leader_rate=1, brokers=(9,)))
@@ -110,40 +103,32 @@ def test_set_needs_a_rate_and_known_brokers(fake: FakeCluster) -> None:
 
 
 # ---- CLI -------------------------------------------------------------------------------------
-@dataclass
-class Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
 def invoke(fake: FakeCluster | None, *args: str, runtime: Runtime | None = None) -> Ran:
-    """Run the CLI as `main` does (errors become messages and exit codes), with the fake (if any)
-    and the runtime injected."""
-    @contextmanager
-    def connect(*_: Any) -> Iterator[FakeCluster]:
-        yield fake
-
-    runner = CliRunner(env={"COLUMNS": "160"})
-    with runner.isolation() as (out, err, _):
-        code = run_guarded(lambda: cli.main(args=list(args), prog_name="kreassign", standalone_mode=False,
-                                            obj=Runtime(**{**vars(runtime or Runtime()),
-                                                           **({"connect": connect} if fake else {})})))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return Ran(code, out.getvalue().decode(), err.getvalue().decode())
+    """The CLI in process (`cli_helpers.Kreassign.run`), with the fake (if any) and the runtime
+    injected, at a 160-column terminal."""
+    return KREASSIGN.run(*args, runtime=runtime, connect=fake, columns=160)
 
 
 def test_cli_set_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path) -> None:
-    result = invoke(fake, "throttle", "set", "--rate", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
+    result = invoke(fake, "throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "Would set on broker 1: follower.replication.throttled.rate=50000000 (was unset), " \
            "leader.replication.throttled.rate=50000000 (was 999)" in result.output
     assert fake.broker_configs[1] == {LEADER_RATE: "999"} and not list(tmp_path.iterdir())
+
+
+def test_cli_set_rate_is_the_deprecated_name_of_throttle(fake: FakeCluster, tmp_path: Path) -> None:
+    old = invoke(fake, "throttle", "set", "--rate", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
+    new = invoke(fake, "throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
+    assert old.exit_code == new.exit_code == 0
+    assert old.stdout == new.stdout
+    assert old.stderr == ("Note: kreassign throttle set --rate is deprecated: use --throttle (same meaning); "
+                          "--rate will be removed in the next release\n")
+    assert new.stderr == ""
+    both = invoke(fake, "throttle", "set", "--rate", "1MB/s", "--throttle", "2MB/s", "--dry-run")
+    assert both.exit_code == 2
+    assert "--rate is the old name of --throttle: give one of them" in both.stderr
+    assert "Deprecated: the old name of --throttle" in invoke(None, "throttle", "set", "--help").stdout
 
 
 def test_cli_set_then_show_json_then_clear(fake: FakeCluster, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_R
 from kreassign.sandbox.engine import Engine
 from kreassign.sandbox.quota import SampledRates
 from kreassign.sandbox.topics import TopicSpec
-from kreassign.throttle.replication_model import FetchLimits, ModelInput, simulate
+from kreassign.predict.model import FetchLimits, ModelInput, simulate
 from test_sandbox_time_scale import WallClock, cli, connect
 
 MB = 1_000_000
@@ -223,7 +223,7 @@ def session_copy(rate: float, carries: str) -> tuple[float, float]:
     or nothing ('none'). Copy rate / quota measured on the engine, and the model's follower share
     for the session `fetch_sessions` reads from the same partitions."""
     from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
-    from kreassign.throttle.replication_model import fetch_sessions
+    from kreassign.predict.model import fetch_sessions
 
     size = rate * 120
     engine = Engine({1: None, 2: None})
@@ -270,7 +270,7 @@ def test_the_cli_sees_an_idle_copy_at_the_throttle(sandbox_factory: Callable[...
         spare = next(b for b in (1, 2) if b not in p.replicas)
         assert admin.alter_reassignments({p.tp: [spare]}) == {p.tp: None}
     journals = tmp_path / "j"
-    assert cli(sb, wall, journals, "throttle", "set", "--rate", str(rate)).exit_code == 0
+    assert cli(sb, wall, journals, "throttle", "set", "--throttle", str(rate)).exit_code == 0
     start = sb.now
     ran = cli(sb, wall, journals, "watch", "--interval", "5s", "--stop-after", "2000s", "--output", "json")
     assert ran.exit_code == 0, ran.output[-2000:]

@@ -28,7 +28,7 @@ from kreassign.throttle.configs import (
     LEADER_REPLICAS,
     parse_throttled_replicas,
 )
-from kreassign.throttle.replication_model import FetchLimits
+from kreassign.predict.model import FetchLimits
 from kreassign.execute.auto_throttle import AutoThrottlePolicy
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
@@ -343,7 +343,7 @@ def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
 def test_the_live_model_reads_what_each_fetcher_session_also_carries() -> None:
     from kreassign.cluster.model import PartitionInfo, TopicPartition
     from kreassign.execute.live_eta import _sessions
-    from kreassign.throttle.replication_model import Session
+    from kreassign.predict.model import Session
 
     parts = {TopicPartition("w", 0): PartitionInfo("w", 0, (1, 2), leader=1, isr=(1, 2)),
              TopicPartition("i", 0): PartitionInfo("i", 0, (1, 3), leader=1, isr=(1, 3)),

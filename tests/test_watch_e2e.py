@@ -177,7 +177,7 @@ def test_stalled_move_is_named_and_the_named_rates_work(hot: SandboxCluster, tmp
         spare = next(b for b in (1, 2, 3) if b not in p.replicas)
         admin.alter_reassignments({p.tp: [p.replicas[0], spare]})
     journals = tmp_path / "j"
-    assert sandbox_cli(hot, journals, "throttle", "set", "--rate", "1MB/s").exit_code == 0
+    assert sandbox_cli(hot, journals, "throttle", "set", "--throttle", "1MB/s").exit_code == 0
     ran = sandbox_cli(hot, journals, "watch", "--interval", "5s", "--stall-after", "20s", "--fail-on-stall",
                       "--output", "json")
     assert ran.exit_code == 4, ran.output
@@ -204,7 +204,7 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         spare = next(b for b in (1, 2, 3) if b not in p.replicas)
         admin.alter_reassignments({p.tp: [p.replicas[0], spare]})
         journals = tmp_path / "j"
-        assert sandbox_cli(sb, journals, "throttle", "set", "--rate", "2MB/s").exit_code == 0
+        assert sandbox_cli(sb, journals, "throttle", "set", "--throttle", "2MB/s").exit_code == 0
 
         def throughput(window: str) -> float:
             ran = sandbox_cli(sb, journals, "watch", "--interval", "5s", "--stop-after", window, "--output", "json")
@@ -215,7 +215,7 @@ def test_throttle_set_on_a_running_move_speeds_it_up(sandbox_factory: Callable[.
         # so measure over a minute: the rate settles near the throttle.
         throughput("30s")
         slow = throughput("60s")
-        assert sandbox_cli(sb, journals, "throttle", "set", "--rate", "20MB/s").exit_code == 0
+        assert sandbox_cli(sb, journals, "throttle", "set", "--throttle", "20MB/s").exit_code == 0
         throughput("10s")
         fast = throughput("20s")
         # The sandbox, like a broker, overshoots a little: a fetch is granted whole once the

@@ -24,6 +24,7 @@ from kreassign.cluster.port import FOLLOWER_THROTTLED_REPLICAS as FOLLOWER_REPLI
 from kreassign.cluster.port import LEADER_THROTTLED_RATE as LEADER_RATE
 from kreassign.cluster.port import LEADER_THROTTLED_REPLICAS as LEADER_REPLICAS
 from kreassign.cluster.port import LOG_DIR_THROTTLED_RATE as LOG_DIR_RATE
+from kreassign.throttle.rates import Rates
 
 __all__ = [
     "ALL_REPLICAS", "BROKER_THROTTLE_KEYS", "FOLLOWER_RATE", "FOLLOWER_REPLICAS", "LEADER_RATE",
@@ -107,9 +108,12 @@ def reassigning_brokers(move_map: Mapping[str, Mapping[int, PartitionMove]]) -> 
 
 
 def rate_configs(leader_rate: int | None, follower_rate: int | None) -> dict[str, str]:
-    """The broker rate keys to SET for these rates, as Kafka writes them (None leaves a side alone)."""
-    return {key: str(int(rate)) for key, rate in ((LEADER_RATE, leader_rate), (FOLLOWER_RATE, follower_rate))
-            if rate is not None}
+    """The broker rate keys to SET for these rates, as Kafka writes them (`Rates.configs`).
+
+    Raises:
+        InputError: a negative rate.
+    """
+    return Rates(leader_rate, follower_rate).configs()
 
 
 def only_keys(configs: Mapping[int, Mapping[str, V]], keys: Iterable[str]) -> dict[int, dict[str, V]]:
@@ -138,12 +142,6 @@ class ThrottlePlan:
         return not self.topic_configs and not self.broker_rates
 
 
-def _check_rate(name: str, value: int | None) -> None:
-    if value is not None and value < 0:
-        raise InputError(f"{name} must be at least 0 bytes/s, got {value}; leave it out to keep "
-                         "the current throttle")
-
-
 def throttle_plan(
     move_map: Mapping[str, Mapping[int, PartitionMove]],
     *,
@@ -162,32 +160,27 @@ def throttle_plan(
         log_dir_rate: the log-dir move rate (`--replica-alter-log-dirs-throttle`), or None.
         replica_log_dirs: replicas with an explicit (non-"any") log dir; a mapping of them to
             dirs works too. Their brokers get the log-dir rate.
-        leader_rate, follower_rate: set the two sides separately; each defaults to `rate`
-            (Kafka always sets both to the same value).
+        leader_rate, follower_rate: set the two sides separately; each overrides `rate` on its
+            side (`Rates.of`; Kafka always sets both to the same value).
 
     Raises:
         InputError: a negative rate.
     """
-    leader = rate if leader_rate is None else leader_rate
-    follower = rate if follower_rate is None else follower_rate
-    for name, value in (("The leader throttle", leader), ("The follower throttle", follower),
-                        ("The log-dir throttle", log_dir_rate)):
-        _check_rate(name, value)
-
+    rates = Rates.of(rate, leader=leader_rate, follower=follower_rate, log_dir=log_dir_rate)
     topic_configs: dict[str, dict[str, str]] = {}
     broker_rates: dict[int, dict[str, str]] = {}
     brokers = reassigning_brokers(move_map)
-    if leader is not None or follower is not None:
+    if rates.inter_broker:
         for topic in sorted(move_map):
             moves = move_map[topic]
             topic_configs[topic] = {LEADER_REPLICAS: leader_throttled_replicas(moves),
                                     FOLLOWER_REPLICAS: follower_throttled_replicas(moves)}
         for broker in brokers:
-            broker_rates.setdefault(broker, {}).update(rate_configs(leader, follower))
+            broker_rates.setdefault(broker, {}).update(rates.configs())
     log_dir_brokers = tuple(sorted({r.broker for r in replica_log_dirs}))
-    if log_dir_rate is not None:
+    if rates.log_dir is not None:
         for broker in log_dir_brokers:
-            broker_rates.setdefault(broker, {})[LOG_DIR_RATE] = str(int(log_dir_rate))
+            broker_rates.setdefault(broker, {}).update(rates.log_dir_configs())
     return ThrottlePlan(topic_configs=topic_configs,
                         broker_rates=dict(sorted(broker_rates.items())),
                         reassigning_brokers=brokers, log_dir_brokers=log_dir_brokers)

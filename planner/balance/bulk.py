@@ -10,7 +10,7 @@ passes, each sink taking the free replica nearest in size to its remaining byte 
 A move that would break a constraint (the sink holds the partition, rack or topic caps, disk
 headroom, a second move of the partition in the round) waits for a later round, where a source
 that keeps failing tries the runs beside its best one; whatever is left when rounds stop paying
-off goes to the move loop (`Layout.balance_counts`).
+off goes to the move loop (`counts.balance_counts`).
 """
 from __future__ import annotations
 

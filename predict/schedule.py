@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kreassign.cluster.errors import InputError
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     DEFAULT_TOLERANCE,
     Admission,
     LowerBound,

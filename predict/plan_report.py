@@ -11,7 +11,7 @@ from kreassign.cluster.units import format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import PlanDiff, diff_plan
 from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
-from kreassign.throttle.estimate import RateRequest, StalledMove, estimate_moves
+from kreassign.predict.estimate import RateRequest, StalledMove, estimate_moves
 
 _MAX_WARNED = 5
 

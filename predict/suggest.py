@@ -43,7 +43,7 @@ from kreassign.cluster.model import ClusterState, PartitionTarget, WriteRates
 from kreassign.cluster.units import format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import diff_plan
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     INF,
     Admission,
     Critical,

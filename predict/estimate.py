@@ -16,7 +16,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition, WriteRates
 from kreassign.cluster.units import format_rate
 from kreassign.cluster.write_sample import rates_to_dict
-from kreassign.throttle.replication_model import (
+from kreassign.predict.model import (
     DEFAULT_TOLERANCE,
     INF,
     Critical,
@@ -28,7 +28,8 @@ from kreassign.throttle.replication_model import (
     from_moves,
     simulate,
 )
-from kreassign.throttle.schedule import Order, schedule_waves
+from kreassign.predict.schedule import Order, schedule_waves
+from kreassign.throttle.rates import Rates
 
 SCHEMA = "kreassign.estimate/2"
 """2 added write_rates (where the rates came from; never silently 0) and stalled[].suggested_rate."""
@@ -53,10 +54,6 @@ def tolerance_for(moves: int) -> float:
     return 0.0 if moves <= EXACT_UP_TO else DEFAULT_TOLERANCE
 
 
-LEADER_RATE_KEY = "leader.replication.throttled.rate"
-FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
-
-
 @dataclass(frozen=True)
 class RateRequest:
     """Throttles to estimate with, most specific first: `broker_rates` (both sides of one
@@ -75,38 +72,23 @@ def resolve_rates(state: ClusterState, request: RateRequest) -> tuple[np.ndarray
     Raises:
         InputError: a negative rate, or a per-broker rate for a broker the cluster lacks.
     """
-    for value in (request.throttle, request.leader_rate, request.follower_rate, *request.broker_rates.values()):
-        if value is not None and value < 0:
-            raise InputError("throttle rates must not be negative")
+    asked = Rates.of(request.throttle, leader=request.leader_rate, follower=request.follower_rate)
+    per_broker = {b: Rates.of(rate) for b, rate in request.broker_rates.items()}
     unknown = sorted(set(request.broker_rates) - set(state.broker_ids))
     if unknown:
         raise InputError(f"--broker-rate names broker(s) {', '.join(map(str, unknown))}, which the cluster does not have")
     leader, follower = [], []
     for b in state.brokers:
-        configured = state.throttles.broker.get(b.id, {})
-        lead = _config_rate(configured.get(LEADER_RATE_KEY))
-        follow = _config_rate(configured.get(FOLLOWER_RATE_KEY))
-        if request.throttle is not None:
-            lead = follow = float(request.throttle)
-        if request.leader_rate is not None:
-            lead = float(request.leader_rate)
-        if request.follower_rate is not None:
-            follow = float(request.follower_rate)
-        if b.id in request.broker_rates:
-            lead = follow = float(request.broker_rates[b.id])
-        leader.append(lead)
-        follower.append(follow)
+        rates = per_broker.get(b.id, asked)
+        configured = Rates.from_configs(state.throttles.broker.get(b.id, {}))
+        leader.append(_rate(rates.leader if rates.leader is not None else configured.leader))
+        follower.append(_rate(rates.follower if rates.follower is not None else configured.follower))
     return np.array(leader, dtype=np.float64), np.array(follower, dtype=np.float64)
 
 
-def _config_rate(value: str | None) -> float:
-    """A rate config's value; absent, empty or malformed means no throttle."""
-    if value is None or value == "":
-        return INF
-    try:
-        return float(value)
-    except ValueError:
-        return INF
+def _rate(value: float | None) -> float:
+    """A rate for the model: None (no throttle) is unlimited."""
+    return INF if value is None else float(value)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,136 @@
+"""The state of one run of the event loop: the moves in session order (`Moves`), what happened
+to each move so far (`Progress`) and what the brokers have left for catch-up (`Capacity`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kreassign.predict.model.inputs import ModelInput
+from kreassign.predict.model.kafka import INF, Limit
+
+PENDING, ACTIVE, DONE, NEVER = 0, 1, 2, 3
+"""A move's status: not started, copying, in sync, never starts (no leader)."""
+
+
+def narrow(keys: np.ndarray) -> np.ndarray:
+    """Non-negative integer keys as 16-bit ones when they fit: numpy sorts those stably by radix."""
+    return keys.astype(np.int16) if len(keys) and keys.max() < 2**15 else keys
+
+
+@dataclass(frozen=True, eq=False)
+class Moves:
+    """The moves in session order (by leader, destination, fetcher thread; moves without a
+    leader last): the active moves of a step are then increasing positions and every per-move
+    gather of the step reads memory in order. The order of every sum is the session order, as
+    it always was, so the numbers do not depend on it; `perm` maps back to the input's order."""
+
+    perm: np.ndarray
+    inv: np.ndarray
+    nv: int  # moves with a leader (the first nv in this order)
+    src: np.ndarray
+    srcp: np.ndarray  # src with -1 as 0, to index by
+    dst: np.ndarray
+    w: np.ndarray
+    bytes: np.ndarray
+    start_s: np.ndarray
+    released: np.ndarray
+    dorder: np.ndarray  # the moves with a leader by destination, then session order
+    session: np.ndarray  # fetcher session id of each move
+
+    @classmethod
+    def of(cls, inp: ModelInput) -> Moves:
+        m, b = len(inp), inp.n_brokers
+        valid = np.flatnonzero(inp.source >= 0)
+        # by leader, destination and fetcher thread, as one stable sort of one key (what a
+        # lexsort of the three does, in half the time)
+        threads = int(inp.fetcher.max(initial=0)) + 1
+        gorder = valid[np.argsort((inp.source[valid] * b + inp.dest[valid]) * threads + inp.fetcher[valid], kind="stable")]
+        perm = np.concatenate([gorder, np.flatnonzero(inp.source < 0)])
+        inv = np.empty(m, np.int64)
+        inv[perm] = np.arange(m)
+        nv = len(valid)
+        src, dst = inp.source[perm], inp.dest[perm]
+        assert inp.released_bps is not None
+        key = np.stack([src[:nv], dst[:nv], inp.fetcher[gorder]])
+        new_session = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0))) if nv else np.zeros(0, bool)
+        session = np.zeros(m, np.int64)
+        session[:nv] = np.cumsum(new_session) - 1
+        return cls(perm=perm, inv=inv, nv=nv, src=src, srcp=np.maximum(src, 0), dst=dst, w=inp.write_bps[perm],
+                   bytes=inp.bytes[perm], start_s=inp.start_s[perm], released=inp.released_bps[perm],
+                   dorder=np.argsort(narrow(dst[:nv]), kind="stable"), session=session)
+
+
+@dataclass(eq=False)
+class Progress:
+    """Per move, in session order: its status, bytes left, when it started and finished, what
+    limited it (a `Limit` code and the broker position, -1 for none), the value of that limit a
+    stalled move needs, and finish times found when a step was settled (`early`)."""
+
+    status: np.ndarray
+    rem: np.ndarray
+    start: np.ndarray
+    finish: np.ndarray
+    limit: np.ndarray
+    limit_broker: np.ndarray
+    needed: np.ndarray
+    early: np.ndarray
+
+    @classmethod
+    def of(cls, moves: Moves) -> Progress:
+        m = len(moves.src)
+        limit = np.full(m, int(Limit.UNLIMITED), np.int8)
+        limit[moves.src < 0] = int(Limit.NO_LEADER)
+        return cls(status=np.where(moves.src >= 0, PENDING, NEVER).astype(np.int8),
+                   rem=moves.bytes.astype(np.float64).copy(), start=np.full(m, INF), finish=np.full(m, INF),
+                   limit=limit, limit_broker=np.full(m, -1, np.int64), needed=np.full(m, np.nan),
+                   early=np.full(m, INF))
+
+
+class Capacity:
+    """What the brokers have left for catch-up as the run goes: the write rates of completed moves
+    that the quotas still count (`in_sync_out`/`in_sync_in`), whether the leaders' start-up
+    credit is on, and the water levels of the last sharing with where they may have moved."""
+
+    def __init__(self, inp: ModelInput, moves: Moves) -> None:
+        b = inp.n_brokers
+        self.inp = inp
+        self.in_sync_out = np.zeros(b)
+        self.in_sync_in = np.zeros(b)
+        self.boost_end = inp.credit_s
+        self.boosting = self.boost_end > 0
+        sessions = int(moves.session.max(initial=-1)) + 1
+        self.warm_out, self.warm_in, self.warm_session = np.full(b, INF), np.full(b, INF), np.full(sessions, INF)
+        self.touched_out, self.touched_in = np.ones(b, bool), np.ones(b, bool)
+        self.touched_session = np.ones(sessions, bool)
+        fetch = inp.fetch
+        biggest = int(np.bincount(moves.session[:moves.nv]).max()) if moves.nv else 0
+        self.sessions_may_bind = math.isfinite(fetch.fetcher_bps) and biggest * fetch.partition_bps > fetch.fetcher_bps
+
+    def out(self) -> tuple[np.ndarray, np.ndarray]:
+        """`ModelInput.out_capacity` now."""
+        return self.inp.out_capacity(self.in_sync_out, self.boosting)
+
+    def into(self) -> tuple[np.ndarray, np.ndarray]:
+        """`ModelInput.in_capacity` now."""
+        return self.inp.in_capacity(self.in_sync_in)
+
+    def touch(self, moves: Moves, which: np.ndarray) -> None:
+        """These moves came or went: the levels of their brokers and sessions may move."""
+        self.touched_out[moves.srcp[which]] = True
+        self.touched_in[moves.dst[which]] = True
+        self.touched_session[moves.session[which]] = True
+
+    def boost_on(self, t: float) -> bool:
+        return t < self.boost_end * (1 - 1e-12)
+
+    def boost(self, t: float) -> bool:
+        """Track whether the leaders' start-up credit is on at `t`; True when that just changed
+        (every sending broker's capacity then changes)."""
+        on = self.boost_on(t)
+        changed = on != self.boosting
+        self.boosting = on
+        if changed:
+            self.touched_out[:] = True
+        return changed

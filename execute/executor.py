@@ -284,7 +284,11 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:
-        raise AdminCommandFailed(f"Unknown broker id {unknown[0]}")
+        down = [b for b in unknown if b in info.fenced]
+        # Kafka's words first; a registered broker that is down (fenced) is named as such
+        raise AdminCommandFailed(f"Unknown broker id {unknown[0]}" + (
+            f" (broker {down[0]} is registered but down or restarting: start it, or leave it out of the plan)"
+            if down and down[0] == unknown[0] else ""))
     described = planned_partitions(port, [t.tp for t in request.targets])
     current = {tp: p.replicas for tp, p in described.items()}
     proposed = [(t.tp, t.replicas) for t in request.targets]

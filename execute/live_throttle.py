@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from kreassign.throttle.configs import (
     throttle_plan,
 )
 from kreassign.execute.journal import Journal, JournalStore
-from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
 from kreassign.execute.executor import journaled_step
 from kreassign.execute.throttle_io import (
     ThrottleSnapshot,
@@ -137,7 +137,12 @@ def read_throttle_view(port: ClusterPort, *, brokers: Iterable[int] | None = Non
         in_flight: the reassignments, if the caller has just read them.
     """
     running = dict(port.list_reassignments() if in_flight is None else in_flight)
-    broker_ids = sorted(set(brokers) if brokers is not None else {b.id for b in port.describe_brokers().brokers})
+    if brokers is None:
+        # every registered broker, the fenced (down) ones and those of the moves too: a broker
+        # that is down is named as not answering, never silently left out with its throttles
+        info = port.describe_brokers()
+        brokers = {b.id for b in info.brokers} | set(info.fenced) | {b for r in running.values() for b in r.replicas}
+    broker_ids = sorted(set(brokers))
     if topics is not None:
         topic_names = sorted(set(topics))
     elif all_topics:
@@ -148,6 +153,8 @@ def read_throttle_view(port: ClusterPort, *, brokers: Iterable[int] | None = Non
     configs = port.describe_broker_configs(broker_ids, BROKER_THROTTLE_KEYS) if broker_ids else None
     out_brokers = []
     for b in broker_ids:
+        if configs is not None and b in configs.errors:
+            continue  # reported in `unreadable`: its values are unknown, not unset
         entries = configs.configs.get(b, {}) if configs is not None else {}
         out_brokers.append(BrokerThrottle(
             b, _rate(entries.get(LEADER_RATE)), _rate(entries.get(FOLLOWER_RATE)), _rate(entries.get(LOG_DIR_RATE)),
@@ -343,14 +350,20 @@ def journal_resources(journal: Journal, live: Iterable[int]) -> tuple[set[int], 
 
 def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, brokers: Iterable[int] | None = None,
                         topics: Iterable[str] | None = None, force: bool = False,
-                        dry_run: bool = False, leftover_topics: Iterable[str] | None = None) -> ThrottleClearResult:
+                        dry_run: bool = False, leftover_topics: Iterable[str] | None = None,
+                        foreign: bool = True, retry: Retry | None = None,
+                        skip: Iterable[Path] = ()) -> ThrottleClearResult:
     """Clear throttles, restoring values recorded by open journals.
 
     Without `brokers`/`topics`, each open journal of the cluster is cleared and closed (its
-    recorded values SET back), then every other live broker loses its rates and every other
-    topic with throttle lists loses them (only those of `leftover_topics`, if given: a finished
-    run clears its own topics, as Kafka's verify does). With `brokers`/`topics`, only those are cleared
-    (restored where a journal knows the earlier value) and journals stay open.
+    recorded values SET back), then, with `foreign`, every other live broker loses its rates and
+    every other topic with throttle lists loses them (only those of `leftover_topics`, if given:
+    a finished run clears its own topics, as Kafka's verify does). Without `foreign` what no
+    journal recorded (an operator's own throttle) stays as it is. With `brokers`/`topics`, only
+    those are cleared (restored where a journal knows the earlier value) and journals stay open.
+    With `retry`, a journal's brokers that do not answer are tried again (`clear_retrying`).
+    Journals in `skip` (runs interrupted before their plan was done) are left open, their
+    throttles in place.
 
     Raises:
         StillMoving: reassignments are running and `force` is False.
@@ -364,7 +377,9 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     if not dry_run:
         require_cluster_operations(info, {ALTER_CONFIGS: "to clear the throttles"})
     live = sorted(b.id for b in info.brokers)
-    journals = store.journals(info.cluster_id, open_only=True) if store is not None else []
+    skipped_paths = set(skip)
+    journals = [j for j in store.journals(info.cluster_id, open_only=True)
+                if j.path not in skipped_paths] if store is not None else []
     if brokers is not None or topics is not None:
         return _clear_some(port, journals, brokers, topics, len(in_flight), dry_run)
     clears: list[ClearResult] = []
@@ -372,9 +387,15 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     covered_t: set[str] = set()
     for journal in journals:
         jb, jt = journal_resources(journal, live)
-        clears.append(clear_throttles(port, jb, jt, journal=journal, dry_run=dry_run))
+        if retry is not None and not dry_run:
+            clears.append(clear_retrying(port, jb, jt, journal=journal, clock=retry.clock, sleep=retry.sleep,
+                                         retry_s=retry.retry_s, interval_s=retry.interval_s, on_wait=retry.on_wait))
+        else:
+            clears.append(clear_throttles(port, jb, jt, journal=journal, dry_run=dry_run))
         covered_b |= jb
         covered_t |= jt
+    if not foreign:
+        return ThrottleClearResult(tuple(clears), tuple(j.path for j in journals), len(in_flight), dry_run)
     rest_b = set(live) - covered_b
     wanted = None if leftover_topics is None else sorted(set(leftover_topics) - covered_t)
     listed = read_throttle_view(port, brokers=[], topics=wanted, all_topics=wanted is None,
@@ -383,6 +404,17 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     if rest_b or rest_t:
         clears.append(clear_throttles(port, rest_b, rest_t, dry_run=dry_run))
     return ThrottleClearResult(tuple(clears), tuple(j.path for j in journals), len(in_flight), dry_run)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a run retries the brokers its clear could not reach (`clear_retrying`)."""
+
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    retry_s: float = CLEAR_RETRY_S
+    interval_s: float = 2.0
+    on_wait: Callable[[tuple[int, ...], float], None] = lambda brokers, left: None
 
 
 def _clear_some(port: ClusterPort, journals: list[Journal], brokers: Iterable[int] | None,

@@ -392,6 +392,56 @@ def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOu
     return outcome
 
 
+@dataclass(frozen=True)
+class ThrottleSteps:
+    """The journal's names of the three throttle steps of one apply."""
+
+    topics: str = "set-topic-throttles"
+    brokers: str = "set-broker-throttles"
+    log_dirs: str = "set-log-dir-throttles"
+
+    @classmethod
+    def wave(cls, number: int) -> ThrottleSteps:
+        return cls(f"wave {number}: topic throttles", f"wave {number}: broker throttles",
+                   f"wave {number}: log-dir throttles")
+
+
+ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set"]
+
+
+def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: TopicConfigs | None,
+                    brokers: BrokerConfigs | None, log_dirs: BrokerConfigs | None = None,
+                    steps: ThrottleSteps = ThrottleSteps(),
+                    notify: Callable[[ThrottleEventKind, ApplyOutcome], None] = lambda kind, out: None,
+                    ) -> ApplyOutcome:
+    """The one sequence that sets a run's throttles, for the plain and the paced executor alike:
+    Kafka's order (the topics' throttled-replica lists, then the brokers' inter-broker rates,
+    then their log-dir rates), each a journaled step (`journaled_step`: intent, then done with
+    the brokers that did not answer kept pending). A side given as None is not touched.
+
+    Raises:
+        ClusterError, ConfigsRefused: a change failed (the journal records it; the caller rolls back).
+    """
+    applied_topics: tuple[str, ...] = ()
+    applied_brokers: set[int] = set()
+    skipped: dict[int, ApiError] = {}
+    if topics is not None:
+        out = journaled_step(journal, steps.topics, lambda: apply_configs(port, topics=topics),
+                             topics=sorted(topics))
+        applied_topics = out.topics
+        notify("topic-throttles-set", out)
+    for name, ops, kind in ((steps.brokers, brokers, "broker-throttles-set"),
+                            (steps.log_dirs, log_dirs, "log-dir-throttles-set")):
+        if ops is None:
+            continue
+        out = journaled_step(journal, name, lambda ops=ops: apply_configs(port, brokers=ops), brokers=sorted(ops))
+        applied_brokers |= set(out.brokers)
+        skipped.update(out.skipped)
+        notify(kind, out)  # type: ignore[arg-type]
+    return ApplyOutcome(brokers=tuple(sorted(applied_brokers - set(skipped))), topics=applied_topics,
+                        skipped=skipped)
+
+
 def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan, *,
                        unchanged: ConfigsRefused | None = None) -> bool:
     """Put back the throttle values found before the run on every resource the plan SETs
@@ -467,26 +517,15 @@ def apply_execute(
                                planned=plan.throttles) if store is not None else None
     if journal is not None:
         journal.guard = guard
-    skipped: dict[int, ApiError] = {}
     request = plan.request
     try:
-        if plan.throttles.topic_configs:
-            out = journaled_step(journal, "set-topic-throttles",
-                                 lambda: apply_configs(port, topics=plan.throttles.topic_configs),
-                                 topics=sorted(plan.throttles.topic_configs))
-            notify(ExecuteEvent("topic-throttles-set", out))
-        if request.leader_rate is not None or request.follower_rate is not None:
-            out = journaled_step(journal, "set-broker-throttles",
-                                 lambda: apply_configs(port, brokers=plan.inter_broker_ops),
-                                 brokers=sorted(plan.inter_broker_ops))
-            skipped.update(out.skipped)
-            notify(ExecuteEvent("broker-throttles-set", out))
-        if request.log_dir_rate is not None:
-            out = journaled_step(journal, "set-log-dir-throttles",
-                                 lambda: apply_configs(port, brokers=plan.log_dir_ops),
-                                 brokers=sorted(plan.log_dir_ops))
-            skipped.update(out.skipped)
-            notify(ExecuteEvent("log-dir-throttles-set", out))
+        applied = apply_throttles(
+            port, journal, topics=plan.throttles.topic_configs or None,
+            brokers=plan.inter_broker_ops if request.leader_rate is not None or request.follower_rate is not None
+            else None,
+            log_dirs=plan.log_dir_ops if request.log_dir_rate is not None else None,
+            notify=lambda kind, out: notify(ExecuteEvent(kind, out)))
+        skipped = dict(applied.skipped)
     except KreassignError as exc:
         restored = rollback_throttles(port, journal, plan,
                                       unchanged=exc if isinstance(exc, ConfigsRefused) else None)

@@ -29,6 +29,8 @@ from kreassign.execute.executor import (
     ExecuteFailed,
     ExecutePlan,
     ExecuteRequest,
+    ThrottleSteps,
+    apply_throttles,
     journal_for_plan,
     journaled_step,
     prepare_execute,
@@ -489,18 +491,12 @@ class Pacer:
         if journal is not None:
             self._record_previous(journal, broker_ops, topic_ops)
             journal.plan_configs(broker_ops, topic_ops)
-        skipped: dict[int, ApiError] = {}
-        if topic_ops:
-            out_t = journaled_step(journal, f"wave {number}: topic throttles",
-                                   lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
-            self.applied_topics.update({t: topic_ops[t] for t in out_t.topics})
-        if broker_ops:
-            out = journaled_step(journal, f"wave {number}: broker throttles",
-                                 lambda: apply_configs(self.port, brokers=broker_ops), brokers=sorted(broker_ops))
-            skipped = dict(out.skipped)
-            for b in out.brokers:
-                self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
-        return tuple(sorted(broker_ops)), skipped
+        out = apply_throttles(self.port, journal, topics=topic_ops or None, brokers=broker_ops or None,
+                              steps=ThrottleSteps.wave(number))
+        self.applied_topics.update({t: topic_ops[t] for t in out.topics})
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
+        return tuple(sorted(broker_ops)), dict(out.skipped)
 
     def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:
         new_b = [b for b in broker_ops if b not in journal.previous_brokers]

@@ -19,7 +19,7 @@ import pytest
 from kreassign.throttle.configs import FOLLOWER_RATE
 
 from live import LiveCli, events
-from test_execution_drills_e2e import SIZE, assert_clean, check, drill_cluster, follow, paced, until_wave
+from test_execution_drills_e2e import SIZE, assert_clean, check, drill_cluster, follow, paced_to_wave
 
 pytestmark = [pytest.mark.e2e, pytest.mark.drill]
 
@@ -48,8 +48,7 @@ def test_a_second_terminal_watches_changes_the_rates_and_verifies_through_the_ru
     violations: list[str] = []
     after_change: list[str] = []
     with live.admin() as admin:
-        execute = paced(cli, plan)
-        follow(execute, until_wave(live, admin, violations, None, rng))
+        execute = paced_to_wave(live, admin, cli, plan, violations, None, rng)
         watcher = cli.start("watch", "-f", plan, "--interval", "1s", "-o", "json")
         watched, reader = collect(watcher)
 
@@ -119,8 +118,7 @@ def test_a_broker_restarted_mid_run_ends_with_its_throttles_restored_exactly(liv
     cli = LiveCli(live, tmp_path)
     violations: list[str] = []
     with live.admin() as admin:
-        execute = paced(cli, plan)
-        follow(execute, until_wave(live, admin, violations, None, rng))
+        execute = paced_to_wave(live, admin, cli, plan, violations, None, rng)
         live.stop_broker(2)
         polls = [0]
 
@@ -152,8 +150,7 @@ def test_an_abort_racing_moves_that_finish_succeeds_and_restores(live: Any, tmp_
     cli = LiveCli(live, tmp_path)
     violations: list[str] = []
     with live.admin() as admin:
-        execute = paced(cli, plan)
-        follow(execute, until_wave(live, admin, violations, 2, rng))
+        execute = paced_to_wave(live, admin, cli, plan, violations, 2, rng)
         aborting = cli.start("abort", "-f", plan, "-o", "json")
 
         def keep_going(event: dict[str, Any]) -> bool:

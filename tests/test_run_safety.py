@@ -15,7 +15,7 @@ from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.port import ApiError
 from kreassign.execute.clear import clear_retrying, clear_throttles
 from kreassign.execute.executor import ExecuteRequest
-from kreassign.execute.journal import JournalStore
+from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.lock import LockConfig
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.run import RunControl, abort_run, run_execute
@@ -61,12 +61,17 @@ def executed(fake: FakeCluster, tmp_path: Path, clock: Clock) -> JournalStore:
     return store
 
 
-def test_a_broker_down_at_the_clear_is_retried_and_restored_exactly_once_back(tmp_path: Path) -> None:
+def down_at_the_clear(tmp_path: Path) -> tuple[FakeCluster, Clock, JournalStore, Journal]:
+    """A run whose moves are done, broker 3 (with the operator's rate) down when it clears."""
     fake, clock = cluster(), Clock()
     store = executed(fake, tmp_path, clock)
     fake.complete()
-    journal = store.journals(fake.cluster_id, open_only=True)[0]
     fake.stop_broker(3)
+    return fake, clock, store, store.journals(fake.cluster_id, open_only=True)[0]
+
+
+def test_a_broker_down_at_the_clear_is_retried_and_restored_exactly_once_back(tmp_path: Path) -> None:
+    fake, clock, store, journal = down_at_the_clear(tmp_path)
     clock.hooks.append((2, lambda: fake.start_broker(3)))  # back after the second retry wait
     waited: list[tuple[int, ...]] = []
     result = clear_retrying(fake, [1, 2, 3, 4], ["t"], journal=journal, clock=lambda: clock.now, sleep=clock.sleep,
@@ -79,11 +84,7 @@ def test_a_broker_down_at_the_clear_is_retried_and_restored_exactly_once_back(tm
 
 
 def test_a_broker_that_stays_down_is_pending_and_never_reported_restored(tmp_path: Path) -> None:
-    fake, clock = cluster(), Clock()
-    store = executed(fake, tmp_path, clock)
-    fake.complete()
-    journal = store.journals(fake.cluster_id, open_only=True)[0]
-    fake.stop_broker(3)
+    fake, clock, store, journal = down_at_the_clear(tmp_path)
     result = clear_retrying(fake, [1, 2, 3, 4], ["t"], journal=journal, clock=lambda: clock.now, sleep=clock.sleep,
                             retry_s=30.0, interval_s=10.0)
     assert sorted(result.skipped) == [3] and result.restored_brokers == {} and result.retried == ()

@@ -472,6 +472,11 @@ def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: Execute
     return not outcome.skipped
 
 
+def _clause(error: BaseException) -> str:
+    """An error's message inside a sentence of ours: without its own full stop ("failed.. " was seen)."""
+    return str(error).rstrip().rstrip(".")
+
+
 def _recovery_hint(journal: Journal | None) -> str:
     if journal is None:
         return ""
@@ -531,7 +536,7 @@ def apply_execute(
                                       unchanged=exc if isinstance(exc, ConfigsRefused) else None)
         what = ("The throttles set so far were restored and nothing was submitted."
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
-        raise ExecuteFailed(f"setting throttles failed: {exc}. {what}") from exc
+        raise ExecuteFailed(f"setting throttles failed: {_clause(exc)}. {what}") from exc
 
     held = tuple(sorted(t.tp for t in plan.request.targets if waits_for_throttle(
         plan.leaders.get(t.tp), set(t.replicas) - set(plan.current.get(t.tp, ())), skipped)))
@@ -603,9 +608,9 @@ def _after_failed_submit(port: ClusterPort, plan: ExecutePlan, journal: Journal 
         restored = rollback_throttles(port, journal, plan)
         what = ("The throttles just set were restored; the cluster is as it was."
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
-        raise ExecuteFailed(f"submitting the reassignment failed: {error}. Nothing was submitted. {what}") from error
+        raise ExecuteFailed(f"submitting the reassignment failed: {_clause(error)}. Nothing was submitted. {what}") from error
     if journal is not None:
         journal.set_state("submitted")
-    raise ExecuteFailed(f"submitting the reassignment failed: {error}. {len(accepted)} of {len(targets)} "
+    raise ExecuteFailed(f"submitting the reassignment failed: {_clause(error)}. {len(accepted)} of {len(targets)} "
                         "partitions were accepted and are moving, so the throttles stay in place."
                         + _recovery_hint(journal)) from error

@@ -157,7 +157,7 @@ def resume_run(port: ClusterPort, journal: Journal, *, store: JournalStore, cont
     paced = paced_settings(journal) if journal.state != "clearing" else None
     if paced is not None:
         request, limits, interval = paced
-        return run_execute(port, request, store=store, pace=limits, interval_s=interval, command=journal.command,
+        return run_execute(port, request, store=store, pace=limits, interval_s=interval, command="resume",
                            control=control, emit=emit)
     with _lock(port, store, journal.cluster_id, journal.targets, "resume", control).acquire(force=control.force) as held:
         fresh = store.load(journal.path)

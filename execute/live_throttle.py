@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +92,13 @@ class TopicThrottle:
                 "follower_replicas": self.follower_replicas}
 
 
-def _covers(value: str, partition: int, broker: int) -> bool:
+def _parsed_list(value: str) -> Any:
+    """A throttled-replica list as a set of (partition, broker), or ALL_REPLICAS; an unreadable
+    one covers nothing."""
     try:
-        parsed = parse_throttled_replicas(value)
+        return parse_throttled_replicas(value)
     except InputError:
-        return False
-    return parsed == ALL_REPLICAS or (partition, broker) in parsed
+        return frozenset()
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,24 @@ class ThrottleView:
     def broker(self, broker_id: int) -> BrokerThrottle:
         return next((b for b in self.brokers if b.broker == broker_id), BrokerThrottle(broker_id))
 
+    @cached_property
+    def _lists(self) -> dict[str, tuple[Any, Any]]:
+        """Each topic's lists parsed once: a paced run asks for every move at every poll (parsing
+        a 24k-partition plan's lists per question made a poll cost seconds of CPU)."""
+        return {t.topic: (_parsed_list(t.leader_replicas), _parsed_list(t.follower_replicas)) for t in self.topics}
+
+    def _throttled(self, side: int, tp: TopicPartition, broker: int) -> bool:
+        lists = self._lists.get(tp.topic)
+        if lists is None:
+            return False
+        parsed = lists[side]
+        return bool(parsed == ALL_REPLICAS or (tp.partition, broker) in parsed)
+
     def leader_throttled(self, tp: TopicPartition, broker: int) -> bool:
-        topic = next((t for t in self.topics if t.topic == tp.topic), None)
-        return topic is not None and _covers(topic.leader_replicas, tp.partition, broker)
+        return self._throttled(0, tp, broker)
 
     def follower_throttled(self, tp: TopicPartition, broker: int) -> bool:
-        topic = next((t for t in self.topics if t.topic == tp.topic), None)
-        return topic is not None and _covers(topic.follower_replicas, tp.partition, broker)
+        return self._throttled(1, tp, broker)
 
     def to_dict(self) -> dict[str, Any]:
         return {"brokers": [b.to_dict() for b in self.brokers], "topics": [t.to_dict() for t in self.topics],

@@ -73,6 +73,8 @@ def render_clear(clear: ClearResult) -> str:
     """Kafka's two clearing lines, brokers and topics in the order of the Java HashSets it prints."""
     from kreassign.cluster.java_order import broker_set_order, topic_set_order
 
+    if not clear.brokers and not clear.topics:
+        return ""  # kreassign's own clear of a run that set no throttle (Kafka's always names the live brokers)
     return (f"Clearing broker-level throttles on broker{_s(len(clear.brokers))} "
             + ",".join(str(b) for b in broker_set_order(clear.brokers)) + "\n"
             + f"Clearing topic-level throttles on topic{_s(len(clear.topics))} "

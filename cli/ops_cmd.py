@@ -223,7 +223,9 @@ def render_would_execute(plan: Any) -> str:
 def verify(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
            journal_dir: str | None, plan_file: str, preserve_throttles: bool, exit_status: bool,
            dry_run: bool, follow: bool, interval: float | None, output: str) -> int:
-    """Report a reassignment's progress; once nothing moves, clear throttles (restoring earlier values).
+    """Report a reassignment's progress; once nothing moves, clear the throttles its run set (restoring the
+    values found before it). Throttles no kreassign run set (an operator's own) are left as they are; the
+    Kafka-compatible --verify deletes them, as Kafka does.
 
     With --watch it follows the moves to the end instead of reporting once (JSON lines with
     --output json). Exit status with --watch: 0 done, 1 error."""
@@ -235,7 +237,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
     if interval is not None and not follow:
         raise click.UsageError("--interval goes with --watch")
     request = VerifyRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
-                            dry_run=dry_run)
+                            dry_run=dry_run, foreign=False)
     if follow:
         return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
                                 interval_s=interval if interval is not None else 10.0, output=output)
@@ -289,7 +291,7 @@ def cancel(bootstrap_server: str | None, command_config: str | None, request_tim
     from kreassign.execute.run import refuse_while_running
 
     request = CancelRequest(targets=read_plan(plan_file).entries, preserve_throttles=preserve_throttles,
-                            timeout_s=timeout, dry_run=dry_run)
+                            timeout_s=timeout, dry_run=dry_run, foreign=False)
     clock, sleep = timing()
     with connect(bootstrap_server, command_config, request_timeout) as port:
         if not dry_run:
@@ -391,19 +393,19 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
     still does not answer they keep waiting and resume exits 1."""
     from kreassign.cli import kafka_live
     from kreassign.cli.watch_cmd import event_printer
-    from kreassign.execute.operations import resume_preview
+    from kreassign.execute.recovery import resume_preview_live
     from kreassign.execute.run import RunOutcome, resume_run
 
     store = journal_store(journal_dir)
     with connect(bootstrap_server, command_config, request_timeout) as port:
         journal = _locate(port, store, journal_path, plan_file)
         if dry_run:
-            steps = resume_preview(journal)
+            steps = resume_preview_live(port, journal)
             if output == "json":
                 _emit({"journal": str(journal.path), "state": journal.state, "would": steps, "dry_run": True})
             else:
                 click.echo("\n".join(f"Would {s}" for s in steps) if steps else "Nothing to resume.")
-            return 0
+            return 1 if steps else 0  # something remains: not done yet
         emit, close = event_printer(output)
         try:
             outcome = resume_run(port, journal, store=store, control=run_control(force), emit=emit)
@@ -469,13 +471,20 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
         journal = _locate(port, store, journal_path, plan_file)
         outcome = abort_run(port, journal, store=store, control=run_control(force), preserve_throttles=preserve_throttles,
                             dry_run=dry_run, timeout_s=timeout, wait_s=wait_s, on_wait=lambda owner: click.echo(
-                                f"Asked {owner.describe()} to stop; waiting for it.", err=True))
+                                f"Asked {owner.describe()} to stop; waiting for it.", err=True),
+                            on_clear_wait=lambda brokers, left: click.echo(
+                                f"Waiting for broker(s) {','.join(map(str, brokers))} to answer, to restore their "
+                                f"throttles (trying {left:.0f}s more).", err=True))
     result = outcome.result
     if output == "json":
         _emit({**result.as_dict(), "stopped_run": None if outcome.stopped is None else outcome.stopped.describe(),
                "took_over_from": None if outcome.took_over is None else outcome.took_over.describe()})
         return 0 if result.ok else 1
-    if outcome.stopped is not None:
+    if result.finished_first:
+        who = f"The running {outcome.stopped.command}" if outcome.stopped else "The run"
+        click.echo(f"{who} finished its plan before the abort could stop it: nothing moves and its throttles "
+                   "are restored.", err=True)
+    elif outcome.stopped is not None:
         click.echo(f"The running {outcome.stopped.command} stopped; nothing more is submitted.", err=True)
     _echo_err(kafka_live.took_over_lines(outcome.took_over))
     verb = "Would cancel" if dry_run else "Cancelled"
@@ -494,4 +503,6 @@ def abort(bootstrap_server: str | None, command_config: str | None, request_time
     if result.rollback:
         click.echo("These partitions are not back on their replicas before the run; to move them back, execute:")
         click.echo(format_reassignment(result.rollback))
+    if result.left:
+        click.echo(f"Error: the abort is not finished: {result.left}.", err=True)
     return 0 if result.ok else 1

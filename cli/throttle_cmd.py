@@ -1,7 +1,7 @@
 """`kreassign throttle show|set|clear|suggest`: throttles of running moves, live, journaled."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -74,16 +74,55 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
     from kreassign.cli.watch_render import set_lines
     from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 
+    from kreassign.cli.runtime import run_control
+    from kreassign.execute.run import live_owner, throttle_through_run
+
     request = ThrottleSetRequest(leader_rate=rates.leader, follower_rate=rates.follower,
                                  brokers=brokers, update_lists=not keep_lists)
+    store = journal_store(journal_dir)
     with connect(bootstrap_server, command_config, request_timeout) as port:
-        change = plan_throttle_set(port, request)
-        result = apply_throttle_change(port, change, store=journal_store(journal_dir), dry_run=dry_run)
+        if request.leader_rate is None and request.follower_rate is None:
+            plan_throttle_set(port, request)  # the one message for a missing rate
+        owner = live_owner(port, run_control())
+        if owner is not None and dry_run:
+            click.echo(f"Would change the rates of the running {owner.describe()} through it; nothing was changed.")
+            return
+        through = throttle_through_run(port, request.leader_rate, request.follower_rate, brokers, store=store,
+                                       control=run_control()) if owner is not None else None
+        if through is None:
+            change = plan_throttle_set(port, request)
+            result = apply_throttle_change(port, change, store=store, dry_run=dry_run)
+    if through is not None:
+        if output == "json":
+            emit_json(through.to_dict())
+        else:
+            for line in run_rates_lines(through):
+                click.echo(line)
+        return
     if output == "json":
         emit_json(result.to_dict())
     else:
         for line in set_lines(result):
             click.echo(line)
+
+
+def run_rates_lines(through: Any) -> list[str]:
+    """What `throttle set` changed through the run in flight."""
+    from kreassign.cluster.units import format_rate
+
+    a = through.answer
+    rates = ", ".join(f"{side} {format_rate(v)}" for side, v in (("leader", a.leader_rate), ("follower", a.follower_rate))
+                      if v is not None)
+    scope = "every broker of its plan" if a.brokers is None else f"broker(s) {','.join(map(str, a.brokers))}"
+    lines = [f"Changed the rates of the running {through.owner.describe()} through it: {rates} on {scope}.",
+             f"Set now on broker(s) {','.join(map(str, a.applied)) or 'none (no broker is throttled yet)'}; "
+             "its later waves start with these rates."]
+    if a.pending:
+        lines.append(f"Broker(s) {','.join(map(str, a.pending))} did not answer: the run sets them once they are back, "
+                     "before any of their moves starts.")
+    if through.journal_path is not None:
+        lines.append(f"Journaled by the run in {through.journal_path}.")
+    return lines
 
 
 @throttle.command()
@@ -103,7 +142,12 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.cli.watch_render import clear_lines
     from kreassign.execute.live_throttle import clear_all_throttles
 
+    from kreassign.cli.runtime import run_control
+    from kreassign.execute.run import refuse_clear_while_running
+
     with connect(bootstrap_server, command_config, request_timeout) as port:
+        if not dry_run:
+            refuse_clear_while_running(port, run_control())
         result = clear_all_throttles(port, store=journal_store(journal_dir), brokers=brokers, topics=_topics(topics),
                                      force=force, dry_run=dry_run)
     if output == "json":

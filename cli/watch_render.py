@@ -20,6 +20,7 @@ from kreassign.predict.suggest import Suggestion
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
 from kreassign.execute.live_eta import StallDiagnosis
 from kreassign.execute.progress import MoveKey
+from kreassign.execute.attach import RunEndedEvent, RunProgressEvent
 from kreassign.execute.watch import (
     CompleteEvent,
     ProgressEvent,
@@ -27,6 +28,8 @@ from kreassign.execute.watch import (
     StalledEvent,
     ThrottleEvent,
     TimeoutEvent,
+    RunRatesEvent,
+    WaitingEvent,
     WatchEvent,
     WaveEvent,
 )
@@ -58,11 +61,16 @@ class WatchScreen:
     progress: ProgressEvent | None = None
     stalls: dict[MoveKey, StallDiagnosis] = field(default_factory=dict)
     log: deque[str] = field(default_factory=lambda: deque(maxlen=_LOG_LINES))
+    run: RunProgressEvent | None = None
+    """attached to a run in flight: its plan's progress"""
 
-    def update(self, event: WatchEvent) -> None:
+    def update(self, event: WatchEvent | RunProgressEvent | RunEndedEvent) -> None:
         if isinstance(event, ProgressEvent):
             self.progress = event
             self.header = time_header(event.time_scale)
+            return
+        if isinstance(event, RunProgressEvent):
+            self.run = event
             return
         if isinstance(event, StalledEvent):
             self.stalls[event.stall.key] = event.stall
@@ -74,6 +82,13 @@ class WatchScreen:
         parts: list[RenderableType] = []
         if self.header:
             parts.append(Text(self.header, style="bold"))
+        if self.run is not None:
+            parts.append(Text(f"Attached to {self.run.owner} (read only; the run restores its throttles itself)",
+                              style="bold"))
+            row = Table.grid(padding=(0, 1))
+            row.add_row(ProgressBar(total=1.0, completed=self.run.fraction, width=_BAR_WIDTH),
+                        Text(event_lines(self.run, self.units)[0]))
+            parts.append(row)
         event = self.progress
         if event is not None:
             parts.extend(self._progress(event))
@@ -221,7 +236,7 @@ def _clients(event: ProgressEvent) -> str:
     return ""
 
 
-def event_lines(event: WatchEvent, units: Units = "decimal") -> list[str]:
+def event_lines(event: WatchEvent | RunProgressEvent | RunEndedEvent, units: Units = "decimal") -> list[str]:
     """Text lines for events other than progress (which has its own display)."""
     if isinstance(event, StalledEvent):
         return [f"STALLED: {event.stall.message(units)}"]
@@ -245,6 +260,27 @@ def event_lines(event: WatchEvent, units: Units = "decimal") -> list[str]:
         return lines
     if isinstance(event, CompleteEvent):
         return complete_lines(event, units)
+    if isinstance(event, RunRatesEvent):
+        rates = ", ".join(f"{side} {_rate_or_none(v, units)}" for side, v in (("leader", event.leader_rate),
+                                                                                ("follower", event.follower_rate))
+                          if v is not None)
+        return [f"Rates changed through this run ({event.by}): {rates}; set now on broker(s) "
+                f"{','.join(map(str, event.applied)) or 'none'}, the later waves start with them"]
+    if isinstance(event, RunProgressEvent):
+        eta = "unknown" if event.eta_s is None else format_duration(event.eta_s)
+        return [f"{_pct(event.fraction).strip()} of the plan ({format_bytes(event.copied_bytes, units)} of "
+                f"{format_bytes(event.total_bytes, units)}): {event.done} done, {event.moving} moving, "
+                f"{event.waiting} waiting, {event.waves} wave(s); ETA {eta} [{event.owner}]"]
+    if isinstance(event, RunEndedEvent):
+        lines = [f"The run ended ({event.state}): {event.owner}."]
+        if event.not_at_target:
+            lines.append(f"{len(event.not_at_target)} partition(s) are not at their target: "
+                         + ",".join(map(str, event.not_at_target[:20])) + (" ..." if len(event.not_at_target) > 20 else ""))
+        if event.next_step:
+            lines.append(f"To finish it: {event.next_step}")
+        return lines
+    if isinstance(event, WaitingEvent):
+        return [f"Waiting for {event.what}"]
     if isinstance(event, TimeoutEvent):
         return [f"Timed out after {format_duration(event.at)} with {len(event.view.active)} move(s) still running "
                 f"({_pct(event.view.fraction).strip()} copied); the throttles stay in place."]
@@ -271,22 +307,25 @@ def clear_lines(result: ThrottleClearResult) -> list[str]:
     verb = "Would clear" if result.dry_run else "Cleared"
     lines = []
     for clear in result.clears:
-        if clear.brokers:
-            lines.append(f"{verb} broker-level throttles on broker(s) {','.join(map(str, clear.brokers))}")
+        if clear.cleared_brokers:
+            lines.append(f"{verb} broker-level throttles on broker(s) {','.join(map(str, clear.cleared_brokers))}")
         if clear.topics:
             lines.append(f"{verb} topic-level throttles on topic(s) {','.join(clear.topics)}")
         for b, keys in sorted(clear.restored_brokers.items()):
             lines.append(f"  restored on broker {b}: " + ", ".join(f"{k}={v}" for k, v in sorted(keys.items())))
         for t, keys in sorted(clear.restored_topics.items()):
             lines.append(f"  restored on topic {t}: " + ", ".join(f"{k}={v}" for k, v in sorted(keys.items())))
+        for b in clear.retried:
+            lines.append(f"  broker {b} answered again and was restored")
         for b, e in sorted(clear.skipped.items()):
-            lines.append(f"  Warning: broker {b} did not answer ({e.message}); its throttles are still set")
+            lines.append(f"  Warning: broker {b} did not answer ({e.message}); its throttles are still set and "
+                         "pending in the journal: run `kreassign resume` once it is back")
     if not lines:
         lines.append("No throttles to clear.")
     return lines
 
 
-def write_json_event(stream: TextIO, event: WatchEvent) -> None:
+def write_json_event(stream: TextIO, event: WatchEvent | RunProgressEvent | RunEndedEvent) -> None:
     """One JSON object per line (`--output json`)."""
     stream.write(json.dumps(event.to_dict(), sort_keys=False) + "\n")
     stream.flush()
@@ -314,7 +353,8 @@ def render_throttle_view(view: ThrottleView) -> RenderableType:
         parts.append(Text("No topic has throttled-replica lists."))
     parts.append(Text(f"{len(view.in_flight)} reassignment(s) in flight."))
     for b, e in sorted(view.unreadable.items()):
-        parts.append(Text(f"Warning: broker {b} did not answer ({e.message})", style="yellow"))
+        parts.append(Text(f"Warning: broker {b} did not answer ({e.message}): its throttles are unknown and not "
+                          "shown (an operator's throttle on it included)", style="yellow"))
     return Group(*parts)
 
 

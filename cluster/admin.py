@@ -193,6 +193,7 @@ class KafkaAdmin(ConfigCalls):
         first_connection_error: float | None = None
         last: Errors.KafkaError | None = None
         attempt = 0
+        looked_up = False
         while True:
             wait = self._gate.remaining(broker)
             if wait > 0:
@@ -215,6 +216,16 @@ class KafkaAdmin(ConfigCalls):
             except Errors.KafkaError as exc:
                 error = exc
             last = error
+            if isinstance(error, Errors.UnknownBrokerIdError) and not per_broker and not looked_up:
+                # The broker kafka-python routes this request to (a KRaft cluster names a random
+                # broker as "controller") left its cached metadata when it stopped; it may be back
+                # since (found on Kafka 4.4.0 after a broker restart): read the metadata and the
+                # controller again, once.
+                looked_up = True
+                if hasattr(self._client, "_controller_id"):
+                    self._client._controller_id = None
+                if self._refresh_metadata():
+                    continue
             if not should_retry(error):
                 raise translate(error, what) from error
             now = self._clock()
@@ -240,16 +251,37 @@ class KafkaAdmin(ConfigCalls):
         return float(min(base, self._timeouts.retry_backoff_max_s) * self._rng.uniform(0.8, 1.2))
 
     def _per_broker(self, what: str, broker: int, fn: Callable[[], T]) -> T | ApiError:
-        """`_call` for one broker; an unreachable broker becomes an ApiError value."""
-        try:
-            return self._call(what, fn, broker=broker, per_broker=True)
-        except GaveUp as exc:
-            return unreachable(broker, exc.reason)
-        except ClusterError as exc:
-            if isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
+        """`_call` for one broker; an unreachable broker becomes an ApiError value.
+
+        A broker the client's cached metadata does not know (it was down when the metadata was
+        last read, and kafka-python refreshes it only every 5 minutes) is looked up again first:
+        a broker restarted since then answers (found on Kafka 4.4.0: a clear skipped a broker that
+        had come back, and reported it as restored)."""
+        for attempt in (0, 1):
+            try:
+                return self._call(what, fn, broker=broker, per_broker=True)
+            except GaveUp as exc:
+                return unreachable(broker, exc.reason)
+            except ClusterError as exc:
+                if not isinstance(exc.__cause__, Errors.UnknownBrokerIdError):
+                    raise
+                if attempt == 0 and self._refresh_metadata():
+                    continue
                 return ApiError(code=-1, name=UNREACHABLE, message=(
                     f"broker {broker} is not in the cluster metadata (stopped, fenced or wrong id)"))
-            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _refresh_metadata(self) -> bool:
+        """Read the cluster metadata again now (bounded by the request timeout); False when the
+        client has no metadata of its own to refresh (a test double) or no answer came."""
+        cluster = getattr(getattr(self._client, "_manager", None), "cluster", None)
+        if cluster is None or not hasattr(cluster, "request_update"):
+            return False
+        future = cluster.request_update()
+        deadline = self._clock() + self._timeouts.request_timeout_s
+        while not future.is_done and self._clock() < deadline:
+            self._sleep(0.02)
+        return bool(future.is_done and future.succeeded())
 
     # ---- brokers and topics ----------------------------------------------------------------
     def describe_brokers(self) -> ClusterInfo:

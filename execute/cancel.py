@@ -18,7 +18,7 @@ from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.clear import ClearResult, clear_throttles
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
-from kreassign.execute.verify import clear_scope
+from kreassign.execute.verify import clear_scope, own_scope
 
 
 def cancellable(running: Mapping[TopicPartition, Reassignment]) -> list[TopicPartition]:
@@ -33,6 +33,9 @@ class CancelRequest:
     timeout_s: float = 10.0
     """how long to wait for log-dir moves back to start"""
     dry_run: bool = False
+    foreign: bool = True
+    """clear as Kafka's --cancel does (every live broker and the plan's topics, deleting what no
+    journal recorded); False (kreassign's `cancel`): only what the plan's journal set, restored"""
 
 
 @dataclass(frozen=True)
@@ -62,15 +65,25 @@ class CancelResult:
         }
 
 
+NO_REASSIGNMENT_IN_PROGRESS = 85
+"""the controller's answer to a cancel of a partition that is not moving: its move finished
+between the read that listed it and the cancel (a busy paced run finishes several per second)"""
+
+
 def cancel_partitions(port: ClusterPort, partitions: list[TopicPartition], journal: Journal | None,
                       ) -> dict[TopicPartition, ApiError]:
-    """Cancel these reassignments, journaling intent and outcome; returns the failures."""
+    """Cancel these reassignments, journaling intent and outcome; returns the failures.
+
+    A partition the controller says is no longer moving (NO_REASSIGNMENT_IN_PROGRESS) finished
+    while the cancel was on its way: nothing is left to cancel, so it is no failure."""
     with journaled(journal, "cancel-reassignments", partitions=[str(tp) for tp in partitions]):
         results = port.alter_reassignments({tp: None for tp in partitions})
-    errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
+    finished = sorted(tp for tp, e in results.items() if e is not None and e.code == NO_REASSIGNMENT_IN_PROGRESS)
+    errors = {tp: e for tp, e in sorted(results.items()) if e is not None and tp not in finished}
     if journal is not None:
         journal.record("cancel-reassignments", "failed" if errors else "done",
-                       errors={str(tp): str(e) for tp, e in errors.items()})
+                       errors={str(tp): str(e) for tp, e in errors.items()},
+                       finished_meanwhile=[str(tp) for tp in finished])
     return errors
 
 
@@ -115,8 +128,11 @@ def cancel(
         if moves.timed_out:
             return CancelResult(tuple(to_cancel), {}, back, moves, journal_path=path)
     clear = None
-    if not request.preserve_throttles:
-        brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
+    if not request.preserve_throttles and (request.foreign or journal is not None):
+        if request.foreign or journal is None:
+            brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
+        else:  # kreassign's cancel: only what the run set, restored; an operator's throttle stays
+            brokers, topics = own_scope(journal)
         clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
         if journal is not None and clear.complete and not request.dry_run:
             journal.set_state("aborted")

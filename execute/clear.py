@@ -6,7 +6,7 @@ journal recorded a value that existed before the run, it SETs that value back in
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,11 @@ class ClearResult:
     """previous values SET back instead of deleted"""
     restored_topics: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     skipped: Mapping[int, ApiError] = field(default_factory=dict)
-    """brokers that did not answer: their throttles are still in place"""
+    """brokers that did not answer: their throttles are still in place (pending; never in
+    `restored_brokers`)"""
     dry_run: bool = False
+    retried: tuple[int, ...] = ()
+    """brokers that did not answer at first and were restored by a later attempt of the same run"""
 
     @property
     def complete(self) -> bool:
@@ -39,8 +42,14 @@ class ClearResult:
             "restored": {"brokers": {str(b): dict(v) for b, v in self.restored_brokers.items()},
                          "topics": {t: dict(v) for t, v in self.restored_topics.items()}},
             "skipped_brokers": {str(b): e.message for b, e in self.skipped.items()},
+            "pending_brokers": sorted(self.skipped), "retried_brokers": list(self.retried),
             "complete": self.complete, "dry_run": self.dry_run,
         }
+
+    @property
+    def cleared_brokers(self) -> tuple[int, ...]:
+        """The brokers whose throttles this clear did restore or delete (the skipped ones not)."""
+        return tuple(b for b in self.brokers if b not in self.skipped)
 
 
 def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str], *,
@@ -72,4 +81,35 @@ def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[
         journal.pending_brokers = {b: dict(broker_ops[b]) for b in skipped}
         journal.record("clear-throttles", "done", skipped=sorted(skipped))
         journal.set_state("clearing" if skipped else "finished")
+    # a broker that did not answer was not restored: never report it as such
+    restored_b = {b: v for b, v in restored_b.items() if b not in skipped}
     return ClearResult(broker_ids, topic_names, restored_b, restored_t, skipped)
+
+
+CLEAR_RETRY_S = 120.0
+"""how long a run goes on retrying the brokers its clear could not reach (a broker restart takes
+15-25 s on a loaded machine; a rolling restart restarts one broker at a time)"""
+
+
+def clear_retrying(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str], *,
+                   journal: Journal | None, clock: Callable[[], float], sleep: Callable[[float], None],
+                   retry_s: float = CLEAR_RETRY_S, interval_s: float = 2.0,
+                   on_wait: Callable[[tuple[int, ...], float], None] = lambda brokers, left: None) -> ClearResult:
+    """`clear_throttles`, then the brokers that did not answer again every `interval_s` for up
+    to `retry_s` (a broker restarting comes back within that): each is restored exactly once it
+    answers, and one still silent at the end stays pending in the journal (`resume` finishes it).
+    `on_wait` hears which brokers it waits for and how long it still tries, at least every 30 s."""
+    first = clear_throttles(port, brokers, topics, journal=journal)
+    skipped = dict(first.skipped)
+    restored = dict(first.restored_brokers)
+    deadline = clock() + retry_s
+    retried: list[int] = []
+    while skipped and clock() < deadline:
+        on_wait(tuple(sorted(skipped)), max(deadline - clock(), 0.0))
+        sleep(min(interval_s, 30.0, max(deadline - clock(), 0.0)))
+        again = clear_throttles(port, sorted(skipped), (), journal=journal)
+        retried += [b for b in sorted(skipped) if b not in again.skipped]
+        restored.update(again.restored_brokers)
+        skipped = dict(again.skipped)
+    return ClearResult(first.brokers, first.topics, dict(sorted(restored.items())), first.restored_topics,
+                       skipped, retried=tuple(retried))

@@ -284,7 +284,11 @@ def prepare_execute(port: ClusterPort, request: ExecuteRequest, *,
     live = tuple(b.id for b in info.brokers)
     unknown = sorted({b for t in request.targets for b in t.replicas} - set(live))
     if unknown:
-        raise AdminCommandFailed(f"Unknown broker id {unknown[0]}")
+        down = [b for b in unknown if b in info.fenced]
+        # Kafka's words first; a registered broker that is down (fenced) is named as such
+        raise AdminCommandFailed(f"Unknown broker id {unknown[0]}" + (
+            f" (broker {down[0]} is registered but down or restarting: start it, or leave it out of the plan)"
+            if down and down[0] == unknown[0] else ""))
     described = planned_partitions(port, [t.tp for t in request.targets])
     current = {tp: p.replicas for tp, p in described.items()}
     proposed = [(t.tp, t.replicas) for t in request.targets]
@@ -388,6 +392,56 @@ def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOu
     return outcome
 
 
+@dataclass(frozen=True)
+class ThrottleSteps:
+    """The journal's names of the three throttle steps of one apply."""
+
+    topics: str = "set-topic-throttles"
+    brokers: str = "set-broker-throttles"
+    log_dirs: str = "set-log-dir-throttles"
+
+    @classmethod
+    def wave(cls, number: int) -> ThrottleSteps:
+        return cls(f"wave {number}: topic throttles", f"wave {number}: broker throttles",
+                   f"wave {number}: log-dir throttles")
+
+
+ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set"]
+
+
+def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: TopicConfigs | None,
+                    brokers: BrokerConfigs | None, log_dirs: BrokerConfigs | None = None,
+                    steps: ThrottleSteps = ThrottleSteps(),
+                    notify: Callable[[ThrottleEventKind, ApplyOutcome], None] = lambda kind, out: None,
+                    ) -> ApplyOutcome:
+    """The one sequence that sets a run's throttles, for the plain and the paced executor alike:
+    Kafka's order (the topics' throttled-replica lists, then the brokers' inter-broker rates,
+    then their log-dir rates), each a journaled step (`journaled_step`: intent, then done with
+    the brokers that did not answer kept pending). A side given as None is not touched.
+
+    Raises:
+        ClusterError, ConfigsRefused: a change failed (the journal records it; the caller rolls back).
+    """
+    applied_topics: tuple[str, ...] = ()
+    applied_brokers: set[int] = set()
+    skipped: dict[int, ApiError] = {}
+    if topics is not None:
+        out = journaled_step(journal, steps.topics, lambda: apply_configs(port, topics=topics),
+                             topics=sorted(topics))
+        applied_topics = out.topics
+        notify("topic-throttles-set", out)
+    for name, ops, kind in ((steps.brokers, brokers, "broker-throttles-set"),
+                            (steps.log_dirs, log_dirs, "log-dir-throttles-set")):
+        if ops is None:
+            continue
+        out = journaled_step(journal, name, lambda ops=ops: apply_configs(port, brokers=ops), brokers=sorted(ops))
+        applied_brokers |= set(out.brokers)
+        skipped.update(out.skipped)
+        notify(kind, out)  # type: ignore[arg-type]
+    return ApplyOutcome(brokers=tuple(sorted(applied_brokers - set(skipped))), topics=applied_topics,
+                        skipped=skipped)
+
+
 def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan, *,
                        unchanged: ConfigsRefused | None = None) -> bool:
     """Put back the throttle values found before the run on every resource the plan SETs
@@ -416,6 +470,11 @@ def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: Execute
         if not outcome.skipped:
             journal.set_state("rolled-back")
     return not outcome.skipped
+
+
+def _clause(error: BaseException) -> str:
+    """An error's message inside a sentence of ours: without its own full stop ("failed.. " was seen)."""
+    return str(error).rstrip().rstrip(".")
 
 
 def _recovery_hint(journal: Journal | None) -> str:
@@ -463,32 +522,21 @@ def apply_execute(
                                planned=plan.throttles) if store is not None else None
     if journal is not None:
         journal.guard = guard
-    skipped: dict[int, ApiError] = {}
     request = plan.request
     try:
-        if plan.throttles.topic_configs:
-            out = journaled_step(journal, "set-topic-throttles",
-                                 lambda: apply_configs(port, topics=plan.throttles.topic_configs),
-                                 topics=sorted(plan.throttles.topic_configs))
-            notify(ExecuteEvent("topic-throttles-set", out))
-        if request.leader_rate is not None or request.follower_rate is not None:
-            out = journaled_step(journal, "set-broker-throttles",
-                                 lambda: apply_configs(port, brokers=plan.inter_broker_ops),
-                                 brokers=sorted(plan.inter_broker_ops))
-            skipped.update(out.skipped)
-            notify(ExecuteEvent("broker-throttles-set", out))
-        if request.log_dir_rate is not None:
-            out = journaled_step(journal, "set-log-dir-throttles",
-                                 lambda: apply_configs(port, brokers=plan.log_dir_ops),
-                                 brokers=sorted(plan.log_dir_ops))
-            skipped.update(out.skipped)
-            notify(ExecuteEvent("log-dir-throttles-set", out))
+        applied = apply_throttles(
+            port, journal, topics=plan.throttles.topic_configs or None,
+            brokers=plan.inter_broker_ops if request.leader_rate is not None or request.follower_rate is not None
+            else None,
+            log_dirs=plan.log_dir_ops if request.log_dir_rate is not None else None,
+            notify=lambda kind, out: notify(ExecuteEvent(kind, out)))
+        skipped = dict(applied.skipped)
     except KreassignError as exc:
         restored = rollback_throttles(port, journal, plan,
                                       unchanged=exc if isinstance(exc, ConfigsRefused) else None)
         what = ("The throttles set so far were restored and nothing was submitted."
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
-        raise ExecuteFailed(f"setting throttles failed: {exc}. {what}") from exc
+        raise ExecuteFailed(f"setting throttles failed: {_clause(exc)}. {what}") from exc
 
     held = tuple(sorted(t.tp for t in plan.request.targets if waits_for_throttle(
         plan.leaders.get(t.tp), set(t.replicas) - set(plan.current.get(t.tp, ())), skipped)))
@@ -560,9 +608,9 @@ def _after_failed_submit(port: ClusterPort, plan: ExecutePlan, journal: Journal 
         restored = rollback_throttles(port, journal, plan)
         what = ("The throttles just set were restored; the cluster is as it was."
                 if restored else "Restoring the previous throttles failed too." + _recovery_hint(journal))
-        raise ExecuteFailed(f"submitting the reassignment failed: {error}. Nothing was submitted. {what}") from error
+        raise ExecuteFailed(f"submitting the reassignment failed: {_clause(error)}. Nothing was submitted. {what}") from error
     if journal is not None:
         journal.set_state("submitted")
-    raise ExecuteFailed(f"submitting the reassignment failed: {error}. {len(accepted)} of {len(targets)} "
+    raise ExecuteFailed(f"submitting the reassignment failed: {_clause(error)}. {len(accepted)} of {len(targets)} "
                         "partitions were accepted and are moving, so the throttles stay in place."
                         + _recovery_hint(journal)) from error

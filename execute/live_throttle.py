@@ -11,8 +11,9 @@
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from kreassign.throttle.configs import (
 from kreassign.throttle.rates import Rates, config_rate
 from kreassign.execute.errors import StillMoving
 from kreassign.execute.journal import Journal, JournalStore
-from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
 from kreassign.execute.executor import journaled_step
 from kreassign.execute.throttle_io import (
     ThrottleSnapshot,
@@ -76,12 +77,13 @@ class TopicThrottle:
                 "follower_replicas": self.follower_replicas}
 
 
-def _covers(value: str, partition: int, broker: int) -> bool:
+def _parsed_list(value: str) -> Any:
+    """A throttled-replica list as a set of (partition, broker), or ALL_REPLICAS; an unreadable
+    one covers nothing."""
     try:
-        parsed = parse_throttled_replicas(value)
+        return parse_throttled_replicas(value)
     except InputError:
-        return False
-    return parsed == ALL_REPLICAS or (partition, broker) in parsed
+        return frozenset()
 
 
 @dataclass(frozen=True)
@@ -96,13 +98,24 @@ class ThrottleView:
     def broker(self, broker_id: int) -> BrokerThrottle:
         return next((b for b in self.brokers if b.broker == broker_id), BrokerThrottle(broker_id))
 
+    @cached_property
+    def _lists(self) -> dict[str, tuple[Any, Any]]:
+        """Each topic's lists parsed once: a paced run asks for every move at every poll (parsing
+        a 24k-partition plan's lists per question made a poll cost seconds of CPU)."""
+        return {t.topic: (_parsed_list(t.leader_replicas), _parsed_list(t.follower_replicas)) for t in self.topics}
+
+    def _throttled(self, side: int, tp: TopicPartition, broker: int) -> bool:
+        lists = self._lists.get(tp.topic)
+        if lists is None:
+            return False
+        parsed = lists[side]
+        return bool(parsed == ALL_REPLICAS or (tp.partition, broker) in parsed)
+
     def leader_throttled(self, tp: TopicPartition, broker: int) -> bool:
-        topic = next((t for t in self.topics if t.topic == tp.topic), None)
-        return topic is not None and _covers(topic.leader_replicas, tp.partition, broker)
+        return self._throttled(0, tp, broker)
 
     def follower_throttled(self, tp: TopicPartition, broker: int) -> bool:
-        topic = next((t for t in self.topics if t.topic == tp.topic), None)
-        return topic is not None and _covers(topic.follower_replicas, tp.partition, broker)
+        return self._throttled(1, tp, broker)
 
     def to_dict(self) -> dict[str, Any]:
         return {"brokers": [b.to_dict() for b in self.brokers], "topics": [t.to_dict() for t in self.topics],
@@ -122,7 +135,12 @@ def read_throttle_view(port: ClusterPort, *, brokers: Iterable[int] | None = Non
         in_flight: the reassignments, if the caller has just read them.
     """
     running = dict(port.list_reassignments() if in_flight is None else in_flight)
-    broker_ids = sorted(set(brokers) if brokers is not None else {b.id for b in port.describe_brokers().brokers})
+    if brokers is None:
+        # every registered broker, the fenced (down) ones and those of the moves too: a broker
+        # that is down is named as not answering, never silently left out with its throttles
+        info = port.describe_brokers()
+        brokers = {b.id for b in info.brokers} | set(info.fenced) | {b for r in running.values() for b in r.replicas}
+    broker_ids = sorted(set(brokers))
     if topics is not None:
         topic_names = sorted(set(topics))
     elif all_topics:
@@ -133,6 +151,8 @@ def read_throttle_view(port: ClusterPort, *, brokers: Iterable[int] | None = Non
     configs = port.describe_broker_configs(broker_ids, BROKER_THROTTLE_KEYS) if broker_ids else None
     out_brokers = []
     for b in broker_ids:
+        if configs is not None and b in configs.errors:
+            continue  # reported in `unreadable`: its values are unknown, not unset
         entries = configs.configs.get(b, {}) if configs is not None else {}
         rates = Rates.from_configs(entries)
         out_brokers.append(BrokerThrottle(
@@ -319,14 +339,20 @@ def journal_resources(journal: Journal, live: Iterable[int]) -> tuple[set[int], 
 
 def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, brokers: Iterable[int] | None = None,
                         topics: Iterable[str] | None = None, force: bool = False,
-                        dry_run: bool = False, leftover_topics: Iterable[str] | None = None) -> ThrottleClearResult:
+                        dry_run: bool = False, leftover_topics: Iterable[str] | None = None,
+                        foreign: bool = True, retry: Retry | None = None,
+                        skip: Iterable[Path] = ()) -> ThrottleClearResult:
     """Clear throttles, restoring values recorded by open journals.
 
     Without `brokers`/`topics`, each open journal of the cluster is cleared and closed (its
-    recorded values SET back), then every other live broker loses its rates and every other
-    topic with throttle lists loses them (only those of `leftover_topics`, if given: a finished
-    run clears its own topics, as Kafka's verify does). With `brokers`/`topics`, only those are cleared
-    (restored where a journal knows the earlier value) and journals stay open.
+    recorded values SET back), then, with `foreign`, every other live broker loses its rates and
+    every other topic with throttle lists loses them (only those of `leftover_topics`, if given:
+    a finished run clears its own topics, as Kafka's verify does). Without `foreign` what no
+    journal recorded (an operator's own throttle) stays as it is. With `brokers`/`topics`, only
+    those are cleared (restored where a journal knows the earlier value) and journals stay open.
+    With `retry`, a journal's brokers that do not answer are tried again (`clear_retrying`).
+    Journals in `skip` (runs interrupted before their plan was done) are left open, their
+    throttles in place.
 
     Raises:
         StillMoving: reassignments are running and `force` is False.
@@ -340,7 +366,9 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     if not dry_run:
         require_cluster_operations(info, {ALTER_CONFIGS: "to clear the throttles"})
     live = sorted(b.id for b in info.brokers)
-    journals = store.journals(info.cluster_id, open_only=True) if store is not None else []
+    skipped_paths = set(skip)
+    journals = [j for j in store.journals(info.cluster_id, open_only=True)
+                if j.path not in skipped_paths] if store is not None else []
     if brokers is not None or topics is not None:
         return _clear_some(port, journals, brokers, topics, len(in_flight), dry_run)
     clears: list[ClearResult] = []
@@ -348,9 +376,15 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     covered_t: set[str] = set()
     for journal in journals:
         jb, jt = journal_resources(journal, live)
-        clears.append(clear_throttles(port, jb, jt, journal=journal, dry_run=dry_run))
+        if retry is not None and not dry_run:
+            clears.append(clear_retrying(port, jb, jt, journal=journal, clock=retry.clock, sleep=retry.sleep,
+                                         retry_s=retry.retry_s, interval_s=retry.interval_s, on_wait=retry.on_wait))
+        else:
+            clears.append(clear_throttles(port, jb, jt, journal=journal, dry_run=dry_run))
         covered_b |= jb
         covered_t |= jt
+    if not foreign:
+        return ThrottleClearResult(tuple(clears), tuple(j.path for j in journals), len(in_flight), dry_run)
     rest_b = set(live) - covered_b
     wanted = None if leftover_topics is None else sorted(set(leftover_topics) - covered_t)
     listed = read_throttle_view(port, brokers=[], topics=wanted, all_topics=wanted is None,
@@ -359,6 +393,17 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
     if rest_b or rest_t:
         clears.append(clear_throttles(port, rest_b, rest_t, dry_run=dry_run))
     return ThrottleClearResult(tuple(clears), tuple(j.path for j in journals), len(in_flight), dry_run)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a run retries the brokers its clear could not reach (`clear_retrying`)."""
+
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    retry_s: float = CLEAR_RETRY_S
+    interval_s: float = 2.0
+    on_wait: Callable[[tuple[int, ...], float], None] = lambda brokers, left: None
 
 
 def _clear_some(port: ClusterPort, journals: list[Journal], brokers: Iterable[int] | None,

@@ -46,6 +46,8 @@ from kreassign.cluster.processes import pid_alive
 
 LOCK_KEY = "kreassign.execution.lock"
 STOP_KEY = "kreassign.execution.stop"
+RATES_KEY = "kreassign.execution.rates"
+"""a rate change for the running run (`throttle set` during a run), and the run's answer"""
 LOCK_FORMAT = 1
 DEFAULT_LEASE_S = 120.0
 DEFAULT_SETTLE_S = 1.0
@@ -132,6 +134,51 @@ class Owner:
         return f"`kreassign {self.command}` (host {self.host}, pid {self.pid}, since {started}, journal {self.journal})"
 
 
+@dataclass(frozen=True)
+class RateRequest:
+    """`throttle set` during a run asks the run's owner to change its rates (the owner is the
+    journal's one writer): held in the marker `kreassign.execution.rates`, addressed to the
+    owner's token. The owner applies it at its next poll and writes its answer over it."""
+
+    token: str
+    """the owner it is addressed to"""
+    id: str
+    leader_rate: int | None
+    follower_rate: int | None
+    brokers: tuple[int, ...] | None
+    """only these brokers (None: the run's rates for every broker of the plan)"""
+    by: str
+    state: str = "asked"
+    """asked, applied (the owner's answer), refused"""
+    applied: tuple[int, ...] = ()
+    """brokers whose rates the owner changed at once (the later waves' brokers get them when they start)"""
+    pending: tuple[int, ...] = ()
+    """brokers that did not answer: the owner sets them when they are back"""
+    message: str = ""
+
+    def to_value(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_value(cls, value: str | None) -> RateRequest | None:
+        if not value:
+            return None
+        try:
+            data = json.loads(value)
+            brokers = data.get("brokers")
+            return cls(str(data["token"]), str(data["id"]), _opt_int(data.get("leader_rate")),
+                       _opt_int(data.get("follower_rate")),
+                       None if brokers is None else tuple(int(b) for b in brokers), str(data.get("by", "")),
+                       str(data.get("state", "asked")), tuple(int(b) for b in data.get("applied", ())),
+                       tuple(int(b) for b in data.get("pending", ())), str(data.get("message", "")))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
 class ExecutionLock:
     """The execution lock of one cluster, as held by this process.
 
@@ -153,6 +200,9 @@ class ExecutionLock:
         self.pid = pid if pid is not None else os.getpid()
         self.alive = alive
         self.owner: Owner | None = None
+        self.asked_rates: RateRequest | None = None
+        """a rate change addressed to this run, seen by `check` and not yet taken"""
+        self._answered: set[str] = set()
         self.took_over: Owner | None = None
         """the dead owner this run took the lock from, if any"""
         self._file: IO[str] | None = None
@@ -219,7 +269,20 @@ class ExecutionLock:
         """At every step of the run: stop if the lock was lost or abort asked to stop; renew the lease."""
         if self.owner is None:
             return
-        current, stop = self.read()
+        try:
+            values = self.port.read_markers([LOCK_KEY, STOP_KEY, RATES_KEY])
+        except ClusterError:
+            # The marker's coordinator is moving (its broker stopped or restarts). No one can take
+            # the lock before our lease ends, so the run goes on while a quarter of it is left,
+            # and reads (and renews) it again at the next step.
+            if self.owner.lease_until - self.wall() > self.lease_s / 4:
+                return
+            raise
+        current, stop = Owner.from_value(values.get(LOCK_KEY)), values.get(STOP_KEY)
+        asked = RateRequest.from_value(values.get(RATES_KEY))
+        if (asked is not None and asked.state == "asked" and asked.token == self.owner.token
+                and asked.id not in self._answered):
+            self.asked_rates = asked
         if current is None or current.token != self.owner.token:
             by = f" by {current.describe()}" if current is not None else ""
             raise LockLost(f"this run lost the execution lock of the cluster (its lease expired and it was "
@@ -235,26 +298,86 @@ class ExecutionLock:
     def release(self) -> None:
         """Give the lock back (only if it is still ours) and clear a stop request addressed to us."""
         try:
-            if self.owner is not None:
-                current, stop = self.read()
-                ops: dict[str, str | None] = {}
-                if current is not None and current.token == self.owner.token:
-                    ops[LOCK_KEY] = None
-                if stop is not None and stop == self.owner.token:
-                    ops[STOP_KEY] = None
-                if ops:
-                    self.port.write_markers(ops)
-        except ClusterError:
-            pass  # the lease expires on its own; same-host runs see the local lock free
+            for attempt in range(3):
+                # a coordinator that moved (its broker restarted) answers again after a moment
+                try:
+                    self._give_back()
+                    break
+                except ClusterError:
+                    if attempt < 2:
+                        self.sleep(1.0)
+                # else: the lease expires on its own; same-host runs see the local lock free
         finally:
             self.owner = None
             self._unlock_local()
+
+    def _give_back(self) -> None:
+        if self.owner is None:
+            return
+        current, stop = self.read()
+        ops: dict[str, str | None] = {}
+        if current is not None and current.token == self.owner.token:
+            ops[LOCK_KEY] = None
+        if stop is not None and stop == self.owner.token:
+            ops[STOP_KEY] = None
+        if ops:
+            error = self.port.write_markers(ops)
+            if error is not None:
+                raise ClusterError(f"could not give the execution lock back: {error.message}")
 
     def __enter__(self) -> ExecutionLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+    # ---- rate changes through the run -----------------------------------------------------------------
+    def take_rates(self) -> RateRequest | None:
+        """The owner's side: a rate change asked since the last poll (once)."""
+        asked, self.asked_rates = self.asked_rates, None
+        if asked is not None:
+            self._answered.add(asked.id)  # the checks while it is applied see it again: take it once
+        return asked
+
+    def answer_rates(self, asked: RateRequest, *, applied: tuple[int, ...], pending: tuple[int, ...],
+                     message: str, refused: bool = False) -> None:
+        self._answered.add(asked.id)
+        answer = replace(asked, state="refused" if refused else "applied", applied=applied, pending=pending,
+                         message=message)
+        self.port.write_markers({RATES_KEY: answer.to_value()})
+
+    def ask_rates(self, owner: Owner, leader_rate: int | None, follower_rate: int | None,
+                  brokers: tuple[int, ...] | None) -> RateRequest:
+        """The asking side (`throttle set`): address a rate change to the running `owner`."""
+        waiting = RateRequest.from_value(self.port.read_markers([RATES_KEY]).get(RATES_KEY))
+        if waiting is not None and waiting.state == "asked" and waiting.token == owner.token:
+            raise ExecutionLocked(f"another rate change ({waiting.by}) is waiting for {owner.describe()} to take it; "
+                                  "run throttle set again once it is done", owner)
+        asked = RateRequest(owner.token, secrets.token_hex(8), leader_rate, follower_rate, brokers,
+                            f"{self.host} pid {self.pid}")
+        error = self.port.write_markers({RATES_KEY: asked.to_value()})
+        if error is not None:
+            raise ClusterError(f"could not pass the rate change to the running kreassign: {error.message}")
+        return asked
+
+    def await_answer(self, asked: RateRequest, owner: Owner, timeout_s: float,
+                     poll_s: float = 1.0) -> RateRequest | None:
+        """Wait for the owner's answer to `asked`; None when it did not answer in time or gave the
+        lock back first. The marker is cleared either way (a late owner then finds nothing)."""
+        waited = 0.0
+        try:
+            while True:
+                values = self.port.read_markers([LOCK_KEY, RATES_KEY])
+                seen = RateRequest.from_value(values.get(RATES_KEY))
+                if seen is not None and seen.id == asked.id and seen.state != "asked":
+                    return seen
+                current = Owner.from_value(values.get(LOCK_KEY))
+                if current is None or current.token != owner.token or waited >= timeout_s:
+                    return None
+                self.sleep(poll_s)
+                waited += poll_s
+        finally:
+            self.port.write_markers({RATES_KEY: None})
 
     # ---- asking a live owner to stop -------------------------------------------------------------------
     def request_stop(self, owner: Owner) -> None:

@@ -20,21 +20,28 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError
+from kreassign.cluster.errors import ClusterError, InputError, KreassignError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import compute_move_map, rate_configs, throttle_plan
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.executor import (
+    ExecuteFailed,
     ExecutePlan,
     ExecuteRequest,
+    ThrottleSteps,
+    apply_throttles,
     journal_for_plan,
     journaled_step,
     prepare_execute,
+    probe_submitted,
     waits_for_throttle,
 )
 from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
 from kreassign.predict.schedule import start_order
+
+SUBMIT_ATTEMPTS = 3
+"""a wave's submission that fails (or times out) this many times in a row stops the run"""
 
 Order = Literal["small-first", "large-first", "plan", "broker-balanced"]
 ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan", "broker-balanced")
@@ -237,6 +244,8 @@ class Pacer:
         """throttle configs this process has set (and the brokers confirmed)"""
         self.sizes: dict[TopicPartition, int] = {}
         self.waves = 0
+        self.submit_failures = 0
+        """submissions that failed in a row (reset by one that the controller answers)"""
 
     @property
     def throttled(self) -> bool:
@@ -306,6 +315,40 @@ class Pacer:
         if self.journal is not None:
             self.journal.update(options={**self.journal.options, "broker_rates": _rates_to(self.rates)})
 
+    def change_rates(self, leader_rate: int | None, follower_rate: int | None, brokers: Sequence[int] | None,
+                     *, by: str) -> tuple[tuple[int, ...], dict[int, ApiError]]:
+        """`throttle set` through the run: new rates for the brokers of the plan (all, or
+        `brokers`; a side given as None keeps its rate), journaled with the run's options so
+        `resume` goes on with them, set at once on the brokers this run throttles now, and by
+        the later waves on theirs. Returns the brokers set now and those that did not answer
+        (pending: set once they are back, before any move of theirs starts)."""
+        def merged(b: int | None) -> tuple[int | None, int | None]:
+            lead, fol = self.rate_for(b) if b is not None else (self.leader_rate, self.follower_rate)
+            return (leader_rate if leader_rate is not None else lead,
+                    follower_rate if follower_rate is not None else fol)
+        if brokers is None:
+            overrides = {b: merged(b) for b in self.rates}
+            self.leader_rate, self.follower_rate = merged(None)
+            self.rates = overrides
+        else:
+            self.rates.update({b: merged(b) for b in brokers})
+        now = sorted(b for b in self.applied_brokers if brokers is None or b in brokers)
+        ops = {b: {k: v for k, v in rate_configs(*self.rate_for(b)).items() if self.applied_brokers[b].get(k) != v}
+               for b in now}
+        ops = {b: o for b, o in ops.items() if o}
+        journal = self.journal
+        if journal is not None:
+            journal.update(options={**journal.options, "leader_rate": self.leader_rate,
+                                    "follower_rate": self.follower_rate, "broker_rates": _rates_to(self.rates)})
+            journal.plan_configs(ops, {})
+        if not ops:
+            return (), {}
+        out = journaled_step(journal, "throttle set (through the run)", lambda: apply_configs(self.port, brokers=ops),
+                             brokers={str(b): dict(v) for b, v in sorted(ops.items())}, by=by)
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update(ops[b])
+        return tuple(out.brokers), dict(out.skipped)
+
     def rate_for(self, broker: int) -> tuple[int | None, int | None]:
         return self.rates.get(broker, (self.leader_rate, self.follower_rate))
 
@@ -353,6 +396,7 @@ class Pacer:
         """
         if self.plan is None:
             raise RuntimeError("call start() first")
+        self._adopt_landed(in_flight)
         wave = self.next_wave(in_flight, partitions)
         if not wave:
             return None
@@ -366,8 +410,12 @@ class Pacer:
         journal = self.journal
         if not targets:
             return Wave(number, (), 0, {}, throttled, skipped)
-        with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
-            results = self.port.alter_reassignments(targets)
+        try:
+            with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
+                results = self.port.alter_reassignments(targets)
+        except ClusterError as exc:
+            return self._after_failed_submit(number, wave, targets, exc)
+        self.submit_failures = 0
         errors = {tp: e for tp, e in sorted(results.items()) if e is not None}
         accepted = sorted(tp for tp in targets if tp not in errors)
         if journal is not None:
@@ -378,6 +426,48 @@ class Pacer:
                 journal.set_state("submitted")
         self.pending = [p for p in self.pending if p.tp not in chosen]
         return Wave(number, tuple(sorted(targets)), sum(p.bytes for p in wave), errors, throttled, skipped)
+
+    def _adopt_landed(self, in_flight: Mapping[TopicPartition, Reassignment]) -> None:
+        """Waiting partitions found moving to their target: a submission that timed out and
+        landed later. They are ours (journaled as submitted), never submitted twice."""
+        landed = sorted(p.tp for p in self.pending
+                        if p.tp in in_flight and tuple(in_flight[p.tp].target) == tuple(p.target.replicas))
+        if not landed:
+            return
+        self.pending = [p for p in self.pending if p.tp not in set(landed)]
+        if self.journal is not None:
+            self.journal.submitted = sorted(set(self.journal.submitted) | set(landed))
+            self.journal.record("submission landed late", "done", partitions=[str(tp) for tp in landed])
+
+    def _after_failed_submit(self, number: int, wave: Sequence[PendingPartition],
+                             targets: Mapping[TopicPartition, Sequence[int]], error: ClusterError) -> Wave:
+        """A wave's submission failed or timed out: ask the controller what it took. What it took
+        is ours; the rest waits (a late landing is adopted at the next poll) and is submitted
+        again; after `SUBMIT_ATTEMPTS` failures in a row the run stops, saying what it left."""
+        self.submit_failures += 1
+        try:
+            taken = probe_submitted(self.port, targets)
+        except KreassignError:
+            taken = set()
+        journal = self.journal
+        waiting = sorted(tp for tp in targets if tp not in taken)
+        if journal is not None:
+            journal.submitted = sorted(set(journal.submitted) | taken)
+            journal.record(f"wave {number}: submit", "failed", error=str(error), accepted=len(taken),
+                           waiting=[str(tp) for tp in waiting])
+            if taken:
+                journal.set_state("submitted")
+        self.pending = [p for p in self.pending if p.tp not in taken]
+        if self.submit_failures >= SUBMIT_ATTEMPTS:
+            where = f" --journal {journal.path}" if journal is not None else ""
+            raise ExecuteFailed(
+                f"submitting wave {number} failed {self.submit_failures} times in a row (the last: {error}); "
+                f"{len(journal.submitted) if journal is not None else len(taken)} partition(s) of the plan were "
+                f"accepted, {len(self.pending)} wait. The throttles stay and the journal stays open: once the "
+                f"controller answers, run `kreassign resume{where}` (it finds what landed late), or "
+                f"`kreassign abort{where}` to undo") from error
+        failed = {tp: ApiError(-1, "SUBMIT_FAILED", f"{error}; submitted again at the next poll") for tp in waiting}
+        return Wave(number, tuple(sorted(taken)), sum(p.bytes for p in wave if p.tp in taken), failed)
 
     def _throttle(self, number: int, wave: Sequence[PendingPartition], in_flight: Mapping[TopicPartition, Reassignment],
                   partitions: Mapping[TopicPartition, PartitionInfo]) -> tuple[tuple[int, ...], dict[int, ApiError]]:
@@ -401,18 +491,12 @@ class Pacer:
         if journal is not None:
             self._record_previous(journal, broker_ops, topic_ops)
             journal.plan_configs(broker_ops, topic_ops)
-        skipped: dict[int, ApiError] = {}
-        if topic_ops:
-            out_t = journaled_step(journal, f"wave {number}: topic throttles",
-                                   lambda: apply_configs(self.port, topics=topic_ops), topics=sorted(topic_ops))
-            self.applied_topics.update({t: topic_ops[t] for t in out_t.topics})
-        if broker_ops:
-            out = journaled_step(journal, f"wave {number}: broker throttles",
-                                 lambda: apply_configs(self.port, brokers=broker_ops), brokers=sorted(broker_ops))
-            skipped = dict(out.skipped)
-            for b in out.brokers:
-                self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
-        return tuple(sorted(broker_ops)), skipped
+        out = apply_throttles(self.port, journal, topics=topic_ops or None, brokers=broker_ops or None,
+                              steps=ThrottleSteps.wave(number))
+        self.applied_topics.update({t: topic_ops[t] for t in out.topics})
+        for b in out.brokers:
+            self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
+        return tuple(sorted(broker_ops)), dict(out.skipped)
 
     def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:
         new_b = [b for b in broker_ops if b not in journal.previous_brokers]

@@ -21,7 +21,7 @@ from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE, only_keys
 from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
-from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
 from kreassign.execute.executor import (
     journaled_step,
     planned_partitions,
@@ -121,6 +121,34 @@ def resume_preview(journal: Journal) -> list[str]:
                        if journal.pending_brokers else ""))
     if explicit_log_dirs(journal.targets) and not journal.done("start-log-dir-moves"):
         out.append("start the log-dir moves that have not started")
+    return out
+
+
+def resume_preview_live(port: ClusterPort, journal: Journal) -> list[str]:
+    """What `resume` would do, from the journal and from the plan compared with the cluster now
+    (the journal alone misses a run interrupted between its last write and the cluster's answer,
+    or a journal closed while its plan was not done). Empty: nothing remains."""
+    targets = journal.target_of()
+    in_flight = port.list_reassignments(sorted(targets)) if targets else {}
+    now = {p.tp: p.replicas for p in port.describe_topics(sorted({tp.topic for tp in targets}))} if targets else {}
+    moving = sorted(tp for tp, r in in_flight.items() if tp in targets and tuple(r.target) == tuple(targets[tp]))
+    todo = sorted(tp for tp, t in targets.items()
+                  if tp not in moving and tp in now and sorted(now[tp]) != sorted(t))
+    names = ",".join(map(str, todo[:20])) + (f" and {len(todo) - 20} more" if len(todo) > 20 else "")
+    if not journal.is_open:
+        return [f"execute the plan again: its journal is {journal.state}, but {len(todo)} partition(s) are not at "
+                f"their target ({names})"] if todo else []
+    out = [line for line in resume_preview(journal) if not line.startswith("submit ")]
+    if todo:
+        paced = journal.options.get("paced")
+        how = (f" in waves of at most {paced.get('max_moves_per_broker')} move(s) per broker"
+               if isinstance(paced, dict) and paced.get("max_moves_per_broker") else "")
+        out.append(f"submit {len(todo)} partition(s) that are neither moving to nor at their target{how}: {names}")
+    if moving:
+        out.append(f"wait for {len(moving)} move(s) of the plan still in flight")
+    if (todo or moving) and (journal.planned_brokers or journal.planned_topics):
+        if not any(line.startswith("clear ") for line in out):
+            out.append("then restore the throttles recorded before the run")
     return out
 
 
@@ -225,6 +253,11 @@ class AbortResult:
     kept_brokers: tuple[int, ...] = ()
     kept_topics: tuple[str, ...] = ()
     """throttles left in place because another open run's moves still need them"""
+    left: str | None = None
+    """when a step failed: what it left behind (moves, throttles, the open journal) and the
+    command that finishes the job"""
+    finished_first: bool = False
+    """the run finished (and restored its throttles) while the abort waited for it to stop"""
 
     @property
     def ok(self) -> bool:
@@ -239,7 +272,7 @@ class AbortResult:
             "throttles_restored": None if self.restored is None else self.restored.as_dict(),
             "completed_before_abort": {str(tp): list(r) for tp, r in self.rollback.items()},
             "kept_for_other_runs": {"brokers": list(self.kept_brokers), "topics": list(self.kept_topics)},
-            "dry_run": self.dry_run,
+            "left": self.left, "finished_first": self.finished_first, "dry_run": self.dry_run,
         }
 
 
@@ -262,7 +295,9 @@ def needed_by_others(port: ClusterPort, journal: Journal, others: Iterable[Journ
 
 def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = False, timeout_s: float = 10.0,
           dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
-          sleep: Callable[[float], None] = time.sleep, others: Iterable[Journal] = ()) -> AbortResult:
+          sleep: Callable[[float], None] = time.sleep, others: Iterable[Journal] = (),
+          clear_retry_s: float = CLEAR_RETRY_S,
+          on_wait: Callable[[tuple[int, ...], float], None] = lambda brokers, left: None) -> AbortResult:
     """Cancel the run's moves that are still going to its targets and restore the throttles.
 
     Reassignments someone re-targeted since are left alone. Partitions that already reached
@@ -293,9 +328,14 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
             port, brokers, topics, journal=journal, dry_run=True)
         return AbortResult(journal.path, tuple(ours), restored=preview, rollback=rollback, dry_run=True,
                            kept_brokers=kept_b, kept_topics=kept_t)
+    again = f"`kreassign abort --journal {journal.path}`"
     errors = cancel_partitions(port, ours, journal) if ours else {}
     if errors:
-        return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors)
+        # the moves that could not be cancelled still copy: their throttles must stay
+        left = (f"{len(errors)} move(s) still run ({', '.join(map(str, sorted(errors)))}); the throttles stay on "
+                f"brokers {','.join(map(str, sorted(brokers))) or 'none'} and topics "
+                f"{','.join(sorted(topics)) or 'none'}, and the journal stays open: run {again} again")
+        return AbortResult(journal.path, tuple(tp for tp in ours if tp not in errors), errors, left=left)
     if ours:
         # A cancel keeps replicas - adding (KRaft): after a re-target that is more than the
         # replicas before the run, so those partitions are listed with the plan back as well.
@@ -309,11 +349,18 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
                                               if s.state == "in-progress" and s.current_dir is not None}
     moves = start_log_dir_moves(port, back, timeout_s=timeout_s, clock=clock, sleep=sleep) if back else MoveStart(())
     if moves.timed_out:
-        return AbortResult(journal.path, tuple(ours), {}, moves)
+        left = (f"log-dir moves back did not start in time ({', '.join(map(str, moves.timed_out))}); the throttles "
+                f"stay and the journal stays open: run {again} again")
+        return AbortResult(journal.path, tuple(ours), {}, moves, left=left)
     restored = None
+    left = None
     if not preserve_throttles:
-        restored = clear_throttles(port, brokers, topics, journal=journal)
+        restored = clear_retrying(port, brokers, topics, journal=journal, clock=clock, sleep=sleep,
+                                  retry_s=clear_retry_s, on_wait=on_wait)
+        if not restored.complete:
+            left = (f"broker(s) {','.join(map(str, sorted(restored.skipped)))} did not answer, so their throttles "
+                    f"are still set (pending in the journal): run {again} again once they are back")
     if restored is None or restored.complete:
         journal.set_state("aborted")
     return AbortResult(journal.path, tuple(ours), {}, moves, restored, rollback,
-                       kept_brokers=kept_b, kept_topics=kept_t)
+                       kept_brokers=kept_b, kept_topics=kept_t, left=left)

@@ -25,10 +25,12 @@ from kreassign.execute.executor import (
     ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, execute_needs, prepare_execute,
 )
 from kreassign.execute.journal import Journal, JournalStore, plan_hash
-from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner
+from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner, RateRequest
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.recovery import AbortResult, ResumeResult, abort, check_journal, resume
 from kreassign.execute.verify import VerifyRequest, VerifyResult, verify
+from kreassign.execute.attach import attach
+from kreassign.execute.progress import ProgressView
 from kreassign.execute.watch import WatchEvent, WatchRequest, WatchResult, watch
 
 Crash = Callable[[str], None]
@@ -120,7 +122,7 @@ def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalSto
         guard = _guard(held, control.crash)
         if pace is not None:
             watched = watch(port, watch_request, store=store, clock=control.clock, sleep=control.sleep,
-                            emit=emit, guard=guard)
+                            emit=emit, guard=guard, lock=held)
             return RunOutcome(watched=watched, took_over=held.took_over)
         plan = prepare_execute(port, request, owned=owned())  # again under the lock: nobody moved in between
         on_plan(plan)
@@ -155,7 +157,7 @@ def resume_run(port: ClusterPort, journal: Journal, *, store: JournalStore, cont
     paced = paced_settings(journal) if journal.state != "clearing" else None
     if paced is not None:
         request, limits, interval = paced
-        return run_execute(port, request, store=store, pace=limits, interval_s=interval, command=journal.command,
+        return run_execute(port, request, store=store, pace=limits, interval_s=interval, command="resume",
                            control=control, emit=emit)
     with _lock(port, store, journal.cluster_id, journal.targets, "resume", control).acquire(force=control.force) as held:
         fresh = store.load(journal.path)
@@ -173,7 +175,8 @@ class AbortOutcome:
 
 def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, control: RunControl = RunControl(),
               preserve_throttles: bool = False, timeout_s: float = 10.0, dry_run: bool = False,
-              wait_s: float | None = None, on_wait: Callable[[Owner], None] = lambda owner: None) -> AbortOutcome:
+              wait_s: float | None = None, on_wait: Callable[[Owner], None] = lambda owner: None,
+              on_clear_wait: Callable[[tuple[int, ...], float], None] = lambda brokers, left: None) -> AbortOutcome:
     """Abort a run: if it is still running, ask it to stop and wait until it let go of the lock
     (so nothing is submitted after the abort), then cancel its moves and restore the throttles.
 
@@ -181,6 +184,8 @@ def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, contr
         ExecutionLocked: another run holds the lock, or the owner did not stop within `wait_s`
             (nothing was cancelled then).
     """
+    if journal.state == "finished":
+        return AbortOutcome(finished_before(journal))
     check_journal(port, journal, "abort")
     if dry_run:
         return AbortOutcome(abort(port, journal, preserve_throttles=preserve_throttles, timeout_s=timeout_s,
@@ -204,13 +209,24 @@ def abort_run(port: ClusterPort, journal: Journal, *, store: JournalStore, contr
         lock.acquire(force=control.force)
     with lock:
         fresh = store.load(journal.path)
+        if fresh.state == "finished":  # it finished while the abort waited for it
+            return AbortOutcome(finished_before(fresh), stopped, lock.took_over)
         if not fresh.is_open:
             check_journal(port, fresh, "abort")
         fresh.guard = _guard(lock, control.crash)
         result = abort(port, fresh, preserve_throttles=preserve_throttles, timeout_s=timeout_s,
                        clock=control.clock, sleep=control.sleep,
-                       others=store.journals(fresh.cluster_id, open_only=True))
+                       others=store.journals(fresh.cluster_id, open_only=True), on_wait=on_clear_wait)
         return AbortOutcome(result, stopped, lock.took_over)
+
+
+def finished_before(journal: Journal) -> AbortResult:
+    """An abort of a run that finished first: nothing moves and its throttles are restored;
+    what moved stays, listed with the plan that moves it back."""
+    targets = journal.target_of()
+    rollback = {tp: journal.original[tp] for tp in sorted(targets)
+                if tp in journal.original and journal.original[tp] != targets[tp]}
+    return AbortResult(journal.path, rollback=rollback, finished_first=True)
 
 
 def live_owner(port: ClusterPort, control: RunControl = RunControl()) -> Owner | None:
@@ -244,10 +260,93 @@ def refuse_while_running(port: ClusterPort, action: str, control: RunControl = R
                               "the throttles), or wait for it", owner)
 
 
+class RunRefused(ExecutionLocked):
+    """A command that would break the run in flight refuses, naming the run and what to do."""
+
+
+@dataclass(frozen=True)
+class RunRates:
+    """A rate change made through the run in flight (`throttle set` during a paced run)."""
+
+    owner: Owner
+    answer: RateRequest
+    journal_path: Path | None
+
+    def to_dict(self) -> dict[str, Any]:
+        a = self.answer
+        return {"through_run": self.owner.describe(), "leader_rate": a.leader_rate, "follower_rate": a.follower_rate,
+                "brokers": None if a.brokers is None else list(a.brokers), "applied_brokers": list(a.applied),
+                "pending_brokers": list(a.pending), "journal": str(self.journal_path) if self.journal_path else None}
+
+
+def run_journal(store: JournalStore, owner: Owner) -> Journal | None:
+    """The journal of the run `owner` holds the lock for, if it is on this host's journal dir."""
+    cluster, _, digest = owner.journal.rpartition("/")
+    path = store.path_for(cluster, digest)
+    try:
+        return store.load(path) if path.exists() else None
+    except JournalError:
+        return None
+
+
+def throttle_through_run(port: ClusterPort, leader_rate: int | None, follower_rate: int | None,
+                         brokers: tuple[int, ...] | None, *, store: JournalStore, control: RunControl = RunControl(),
+                         wait_s: float | None = None) -> RunRates | None:
+    """`throttle set` while a run is in flight: the run's owner, the one writer of its journal,
+    changes its rates (every broker of the plan, the waves not yet submitted too) and journals
+    them; this waits for its answer. None when no live run holds the lock.
+
+    Raises:
+        RunRefused: the run in flight cannot take a rate change (not a paced run: an abort, or
+            a run between its steps), or did not answer in time (nothing was changed then).
+    """
+    owner = live_owner(port, control)
+    if owner is None:
+        return None
+    journal = run_journal(store, owner)
+    paced = journal is not None and isinstance(journal.options.get("paced"), dict)
+    if not paced:
+        raise RunRefused(f"{owner.describe()} is running on this cluster and does not take rate changes (it is not "
+                         "a paced run); wait for it, then run throttle set again", owner)
+    assert journal is not None
+    interval = float(journal.options.get("interval_s") or 10.0)
+    limit = wait_s if wait_s is not None else 3 * interval + 30.0
+    probe = control.lock.lock(port, Path("."), command="throttle set", journal_id=owner.journal)
+    asked = probe.ask_rates(owner, leader_rate, follower_rate, brokers)
+    answer = probe.await_answer(asked, owner, limit)
+    if answer is None:
+        raise RunRefused(f"{owner.describe()} did not take the rate change within {limit:g}s (it polls every "
+                         f"{interval:g}s); nothing was changed. Run throttle set again", owner)
+    if answer.state != "applied":
+        raise RunRefused(f"{owner.describe()} refused the rate change: {answer.message}", owner)
+    return RunRates(owner, answer, journal.path)
+
+
+def refuse_clear_while_running(port: ClusterPort, control: RunControl = RunControl()) -> None:
+    """`throttle clear` while a run is in flight would let its moves (and its next waves) copy
+    unthrottled; the run restores the throttles itself when it ends.
+
+    Raises:
+        RunRefused: a run that is not proven dead holds the lock.
+    """
+    owner = live_owner(port, control)
+    if owner is not None:
+        raise RunRefused(f"{owner.describe()} is running on this cluster and restores the throttles itself when it "
+                         "ends; clearing them now would let its moves copy unthrottled. Change its rates with "
+                         "`kreassign throttle set`, stop it with `kreassign abort` on its journal, or wait for it",
+                         owner)
+
+
 def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, control: RunControl = RunControl(),
               emit: Callable[[WatchEvent], None] = lambda event: None) -> WatchResult:
     """`kreassign watch`: with `--pace` it submits waves, so it is a run like a paced execute and
-    holds the execution lock; watching alone changes nothing but throttles and needs no lock."""
+    holds the execution lock. Watching alone, while a run holds the lock, attaches to that run
+    (`execute.attach`: its whole plan, read only, the end left to its owner); with no run in
+    flight it follows the moves and restores the throttles kreassign's runs set, no others."""
+    if request.pace is None:
+        owner = live_owner(port, control)
+        if owner is not None:
+            return attach_run(port, owner, request, store=store, control=control, emit=emit)
     if request.pace is None or request.dry_run or request.targets is None:
         return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit)
     info = port.describe_brokers()
@@ -256,4 +355,20 @@ def watch_run(port: ClusterPort, request: WatchRequest, *, store: JournalStore, 
     require_cluster_operations(info, execute_needs(request.throttled))
     with _lock(port, store, cluster_id, request.targets, "watch --pace", control).acquire(force=control.force) as held:
         return watch(port, request, store=store, clock=control.clock, sleep=control.sleep, emit=emit,
-                     guard=_guard(held, control.crash))
+                     guard=_guard(held, control.crash), lock=held)
+
+
+def attach_run(port: ClusterPort, owner: Owner, request: WatchRequest, *, store: JournalStore,
+               control: RunControl = RunControl(), emit: Callable[[Any], None] = lambda event: None) -> WatchResult:
+    """`watch` while `owner`'s run is in flight: follow its plan until it ends (`execute.attach`)."""
+    probe = control.lock.lock(port, Path("."), command="watch", journal_id=owner.journal)
+
+    def holder() -> Owner | None:
+        found, _stop = probe.read()
+        return found
+
+    journal = run_journal(store, owner)
+    status = attach(port, owner, store=store, journal=journal, targets=request.targets, interval_s=request.interval_s,
+                    timeout_s=request.timeout_s, clock=control.clock, sleep=control.sleep, current_owner=holder,
+                    emit=emit)
+    return WatchResult(status, ProgressView(0.0, ()), journal_path=journal.path if journal is not None else None)

@@ -41,6 +41,10 @@ class VerifyRequest:
     preserve_throttles: bool = False
     dry_run: bool = False
     """report what a clear would do without doing it"""
+    foreign: bool = True
+    """clear as Kafka's --verify does: the throttles of every live broker and of the plan's topics,
+    deleting what no journal recorded (an operator's own). False (kreassign's `verify`): only what
+    the plan's journal shows this run set, restored to the values found before it"""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,14 @@ def clear_scope(live_brokers: Iterable[int], targets: Iterable[PartitionTarget],
     return brokers, topics
 
 
+def own_scope(journal: Journal) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The brokers and topics whose throttles the run of `journal` set (planned, applied, or
+    pending on a broker that was down): what kreassign's own clears restore, and nothing else."""
+    brokers = set(journal.planned_brokers) | set(journal.applied_brokers) | set(journal.pending_brokers)
+    topics = set(journal.planned_topics) | set(journal.applied_topics)
+    return tuple(sorted(brokers)), tuple(sorted(topics))
+
+
 def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None,
            sleep: Callable[[float], None] = time.sleep) -> VerifyResult:
     """Report the plan's progress; clear (restore) throttles once nothing moves in the cluster.
@@ -167,7 +179,12 @@ def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | N
         return result
     info = port.describe_brokers()
     journal = store.find(info.cluster_id, request.targets) if store is not None else None
-    brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
+    if request.foreign:
+        brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
+    elif journal is None or not journal.is_open:
+        return result  # no run of kreassign throttled this plan: nothing of ours to clear
+    else:
+        brokers, topics = own_scope(journal)
     clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
     return VerifyResult(statuses, moves, 0, clear, journal.path if journal else None, unreachable)
 

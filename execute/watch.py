@@ -44,12 +44,15 @@ from kreassign.execute.auto_throttle import (
     headroom_rates,
     leader_bases,
 )
-from kreassign.execute.journal import JournalStore
+from kreassign.execute.clear import CLEAR_RETRY_S
+from kreassign.execute.journal import Journal, JournalStore
+from kreassign.execute.lock import ExecutionLock
 from kreassign.execute.live_eta import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
 from kreassign.execute.verify import PartitionStatus, partition_states, settled_replicas
 from kreassign.execute.pacing import PaceLimits, Pacer, Wave
 from kreassign.execute.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.execute.live_throttle import (
+    Retry,
     ThrottleClearResult,
     ThrottleSetRequest,
     ThrottleSetResult,
@@ -87,6 +90,8 @@ class WatchRequest:
     network_capacity: tuple[float, float] | None = None
     """(in, out) for every broker whose capacity is not in `capacities`"""
     dry_run: bool = False
+    clear_retry_s: float = CLEAR_RETRY_S
+    """at the end, how long a broker that does not answer is retried to restore its throttles"""
     time_scale: float | None = None
     """cluster seconds per wall second; None reads it from the cluster (see `read_time_scale`)"""
     sample_s: float = 0.0
@@ -278,6 +283,38 @@ class CompleteEvent:
 
 
 @dataclass(frozen=True)
+class RunRatesEvent:
+    """`throttle set` changed this run's rates through it (the run applied and journaled them)."""
+
+    at: float
+    leader_rate: int | None
+    follower_rate: int | None
+    brokers: tuple[int, ...] | None
+    applied: tuple[int, ...]
+    pending: tuple[int, ...]
+    by: str
+    kind: str = "rates-changed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), "leader_rate": self.leader_rate,
+                "follower_rate": self.follower_rate, "brokers": None if self.brokers is None else list(self.brokers),
+                "applied_brokers": list(self.applied), "pending_brokers": list(self.pending), "by": self.by}
+
+
+@dataclass(frozen=True)
+class WaitingEvent:
+    """What the run waits for, when that is not a move (at least every 30 s while it waits)."""
+
+    at: float
+    what: str
+    brokers: tuple[int, ...] = ()
+    kind: str = "waiting"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "at": round(self.at, 3), "waiting_for": self.what, "brokers": list(self.brokers)}
+
+
+@dataclass(frozen=True)
 class TimeoutEvent:
     at: float
     view: ProgressView
@@ -289,7 +326,7 @@ class TimeoutEvent:
 
 
 WatchEvent = (ProgressEvent | StalledEvent | StallClearedEvent | WaveEvent | ThrottleEvent | CompleteEvent
-              | TimeoutEvent)
+              | TimeoutEvent | WaitingEvent | RunRatesEvent)
 
 
 @dataclass(frozen=True)
@@ -339,6 +376,8 @@ class _Loop:
     topic_bytes_in: dict[str, float] = field(default_factory=dict)
     """bytes/s written to each topic, from the brokers' metrics at the last poll"""
     guard: Callable[[str], None] | None = None
+    lock: ExecutionLock | None = None
+    """the run's execution lock (a paced run): rate changes asked through it are taken at each poll"""
     scraped: dict[int, BrokerReading] = field(default_factory=dict)
     baseline_p99: dict[int, float] = field(default_factory=dict)
     """each broker's first measured produce p99: the baseline of --max-impact"""
@@ -412,9 +451,26 @@ class _Loop:
     def target_set(self) -> set[TopicPartition] | None:
         return None if self.request.targets is None else {t.tp for t in self.request.targets}
 
+    def take_rate_change(self, now: float) -> None:
+        """A `throttle set` addressed to this run (seen by the lock's check): apply it through
+        the pacer, which journals it, and answer the asker."""
+        if self.lock is None or self.pacer is None:
+            return
+        asked = self.lock.take_rates()
+        if asked is None:
+            return
+        if self.request.dry_run:
+            self.lock.answer_rates(asked, applied=(), pending=(), message="a dry run changes nothing", refused=True)
+            return
+        applied, skipped = self.pacer.change_rates(asked.leader_rate, asked.follower_rate, asked.brokers, by=asked.by)
+        self.lock.answer_rates(asked, applied=applied, pending=tuple(sorted(skipped)), message="")
+        self.emit(RunRatesEvent(now, asked.leader_rate, asked.follower_rate, asked.brokers, applied,
+                                tuple(sorted(skipped)), asked.by))
+
     def poll(self, now: float) -> _Poll:
         if self.guard is not None and self.pacer is not None:
             self.guard("poll")  # the execution lock: renew the lease, stop when abort asks
+        self.take_rate_change(now)
         if self.pacer is not None:
             self.pacer.retry_pending()
         in_flight = self.port.list_reassignments()
@@ -583,7 +639,8 @@ class _Loop:
                 self.pacer.set_rates(decision.rates)
         self.emit(ThrottleEvent(now, decision, result, self.request.dry_run))
 
-    def finish(self, now: float, view: ProgressView, poll: _Poll, sleep: Callable[[float], None]) -> CompleteEvent:
+    def finish(self, now: float, view: ProgressView, poll: _Poll, clock: Callable[[], float],
+               sleep: Callable[[float], None]) -> CompleteEvent:
         statuses: tuple[PartitionStatus, ...] = ()
         if self.request.targets is not None:
             current = settled_replicas(self.port, {t.tp: t.replicas for t in self.request.targets
@@ -598,15 +655,43 @@ class _Loop:
                     "cleared when nothing moves (run kreassign watch or verify again)")
         else:
             topics = self.seen_topics | {t.topic for t in self.request.targets or ()}
+            unfinished = [] if self.pacer is not None or self.store is None else interrupted_runs(self.port, self.store)
+            if unfinished:
+                kept = "; ".join(f"the run of {j.path} was interrupted with {n} partition(s) not at their target: "
+                                 f"finish it with `kreassign resume --journal {j.path}` (it restores them at its end)"
+                                 for j, n in unfinished)
+
+            def waiting(brokers: tuple[int, ...], left: float) -> None:
+                self.emit(WaitingEvent(now, f"broker(s) {','.join(map(str, brokers))} to answer, to restore "
+                                            f"their throttles (trying {left:.0f}s more)", brokers))
+            # kreassign's own watch never removes a throttle no run of it set (an operator's)
             clear = clear_all_throttles(self.port, store=self.store, force=True, dry_run=self.request.dry_run,
-                                        leftover_topics=topics)
+                                        leftover_topics=topics, foreign=False, skip=[j.path for j, _ in unfinished],
+                                        retry=Retry(clock, sleep, self.request.clear_retry_s, min(self.request.interval_s, 5.0),
+                                                    waiting))
         return CompleteEvent(now, view, statuses, clear, kept)
+
+
+def interrupted_runs(port: ClusterPort, store: JournalStore) -> list[tuple[Journal, int]]:
+    """Open journals whose plan is not done while nothing moves: runs that were interrupted
+    (killed, or stopped by a fault) and that only `resume` finishes. A watch leaves them, and
+    their throttles, alone (clearing would close the journal as if the plan were done)."""
+    out = []
+    for journal in store.journals(port.describe_brokers().cluster_id, open_only=True):
+        if journal.state == "clearing":
+            continue
+        targets = journal.target_of()
+        now = {p.tp: p.replicas for p in port.describe_topics(sorted({tp.topic for tp in targets}))} if targets else {}
+        off = sum(1 for tp, t in targets.items() if tp in now and sorted(now[tp]) != sorted(t))
+        if off:
+            out.append((journal, off))
+    return out
 
 
 def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | None,
           clock: Callable[[], float], sleep: Callable[[float], None],
           emit: Callable[[WatchEvent], None] = lambda event: None,
-          guard: Callable[[str], None] | None = None) -> WatchResult:
+          guard: Callable[[str], None] | None = None, lock: ExecutionLock | None = None) -> WatchResult:
     """Watch (and with a pace, submit) reassignments until they finish, stall or time out.
 
     Returns the exit status: OK when everything finished (throttles restored unless kept),
@@ -620,7 +705,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
-                 guard=guard)
+                 guard=guard, lock=lock)
     loop.sample_writes(clock, sleep)
     start = clock()
     loop.read_baselines(0.0)
@@ -671,7 +756,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
             return WatchResult(ExitStatus.CANNOT_COMPLETE, view, tuple(loop.stalls), polls=polls, journal_path=journal)
         loop.auto_throttle(now, view, live, throttles, client, rows)
         if not poll.watched and (loop.pacer is None or loop.pacer.finished):
-            done = loop.finish(now, view, poll, sleep)
+            done = loop.finish(now, view, poll, clock, sleep)
             emit(done)
             status = ExitStatus.ERROR if done.mismatched or (done.clear and not done.clear.complete) else ExitStatus.OK
             return WatchResult(status, view, tuple(loop.stalls), done.clear, polls, journal_path=journal)

@@ -16,6 +16,8 @@ from kreassign.simulate.scenarios import Scenario, scenario_grid
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from kreassign.cluster.model import ClusterState
+    from kreassign.planner.diff import Moves
     from kreassign.simulate.inputs import Inputs
 
 SUMMARY_DIR = "summary.parquet"
@@ -37,6 +39,8 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
     """
     from kreassign.simulate.session import active_session, start_session, stop_session
 
+    # the snapshot and the plan first: a damaged file ends in one line before Spark starts (seconds)
+    prepared = prepare_inputs(request)
     session = spark if spark is not None else active_session()
     own_session = session is None
     if session is None:
@@ -46,7 +50,7 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
             threading.Thread(target=_import_plotting, name="import-matplotlib", daemon=True).start()
         session = start_session(request.spark)
     try:
-        return _run(session, request)
+        return _run(session, request, prepared)
     finally:
         if own_session:
             stop_session(session, request.spark)
@@ -58,22 +62,42 @@ def _import_plotting() -> None:
     agg_pyplot()
 
 
-def load_inputs(spark: SparkSession, request: SimulationRequest) -> Inputs:
+def prepare_inputs(request: SimulationRequest) -> tuple[ClusterState, Moves] | None:
+    """The snapshot and the plan's moves, read and checked without Spark (None: a synthetic
+    cluster, made on Spark).
+
+    Raises:
+        InputError: unreadable snapshot or plan, a plan that does not fit the cluster.
+    """
+    from kreassign.simulate.inputs import SnapshotInput, read_plan_moves
+
+    if not isinstance(request.cluster, SnapshotInput):
+        return None
+    from kreassign.cluster.snapshot import read_snapshot
+
+    assert request.plan is not None
+    state = read_snapshot(request.cluster.path)
+    return state, read_plan_moves(state, request.plan)
+
+
+def load_inputs(spark: SparkSession, request: SimulationRequest,
+                prepared: tuple[ClusterState, Moves] | None = None) -> Inputs:
     """The brokers, partitions and moves DataFrames of the request's cluster and plan."""
-    from kreassign.simulate.inputs import SnapshotInput, read_plan_moves, snapshot_inputs, synthetic_inputs
+    from kreassign.simulate.inputs import snapshot_inputs, synthetic_inputs
+    from kreassign.simulate.synthetic import SyntheticSpec
 
-    if isinstance(request.cluster, SnapshotInput):
-        from kreassign.cluster.snapshot import read_snapshot
-
-        assert request.plan is not None
-        state = read_snapshot(request.cluster.path)
+    if prepared is None:
+        prepared = prepare_inputs(request)
+    if prepared is not None:
+        state, moves = prepared
         default = request.default_network_bps
-        return snapshot_inputs(spark, state, read_plan_moves(state, request.plan),
-                               default_bps=float("inf") if default is None else default)
+        return snapshot_inputs(spark, state, moves, default_bps=float("inf") if default is None else default)
+    assert isinstance(request.cluster, SyntheticSpec)
     return synthetic_inputs(spark, request.cluster)
 
 
-def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
+def _run(spark: SparkSession, request: SimulationRequest,
+         prepared: tuple[ClusterState, Moves] | None = None) -> SimulationResult:
     from pyspark import StorageLevel
 
     from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
@@ -87,7 +111,7 @@ def _run(spark: SparkSession, request: SimulationRequest) -> SimulationResult:
     target = request.clients.headroom_target
 
     with _timed(timings, "inputs_s"):
-        inputs = load_inputs(spark, request)
+        inputs = load_inputs(spark, request, prepared)
         _check_failures(inputs.brokers, scenarios)
         scenario_df = scenarios_frame(spark, scenarios)
         # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s

@@ -174,7 +174,7 @@ def independent_view(live: LiveCluster, topics: Sequence[str]) -> IndependentVie
     from confluent_kafka import TopicPartition as ConfluentPartition
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
-    from kreassign.execute.lock import LOCK_KEY, STOP_KEY
+    from kreassign.execute.lock import LOCK_KEY, RATES_KEY, STOP_KEY
 
     client = AdminClient({"bootstrap.servers": live.bootstrap, "client.id": "kreassign-tests-independent",
                           "log_level": 0})
@@ -193,7 +193,7 @@ def independent_view(live: LiveCluster, topics: Sequence[str]) -> IndependentVie
     lists = {t: {k: e.value for k, e in configs(ConfigResource(ResourceType.TOPIC, t)).items()
                  if k in TOPIC_THROTTLE_KEYS and e.value} for t in topics}
     markers = {}
-    for group in (LOCK_KEY, STOP_KEY):
+    for group in (LOCK_KEY, STOP_KEY, RATES_KEY):
         request = ConsumerGroupTopicPartitions(group, [ConfluentPartition("__consumer_offsets", 0)])
         (future,) = client.list_consumer_group_offsets([request], request_timeout=30).values()
         for committed in future.result(timeout=60).topic_partitions:
@@ -489,7 +489,7 @@ class KafkaLive(_Base):
     def reset(self) -> None:
         """Put the shared cluster back as the next test expects it."""
         from kreassign.cluster.client_metrics import DELETE_ALL
-        from kreassign.execute.lock import LOCK_KEY, STOP_KEY
+        from kreassign.execute.lock import LOCK_KEY, RATES_KEY, STOP_KEY
 
         for b in self.cluster.brokers:
             self.cluster.resume_broker(b)
@@ -508,6 +508,6 @@ class KafkaLive(_Base):
                 port.delete_topic(name)
             for name in port.list_client_metrics() or ():
                 assert port.alter_client_metrics(name, DELETE_ALL) is None
-            port.write_markers({LOCK_KEY: None, STOP_KEY: None})
+            port.write_markers({LOCK_KEY: None, STOP_KEY: None, RATES_KEY: None})
         set_cluster_defaults(self, dict.fromkeys(THROTTLE_KEYS))
         self.created.clear()

@@ -115,6 +115,14 @@ def paced(cli: LiveCli, plan: str) -> subprocess.Popen[str]:
                      "--interval", "1s", "-o", "json")
 
 
+def paced_to_wave(live: Any, admin: Any, cli: LiveCli, plan: str, violations: list[str], wave: int | None,
+                  rng: random.Random) -> subprocess.Popen[str]:
+    """A paced execute followed (and checked) up to its wave `wave` (None: its first)."""
+    execute = paced(cli, plan)
+    follow(execute, until_wave(live, admin, violations, wave, rng))
+    return execute
+
+
 def assert_clean(live: Any, topic: str, where: dict[TopicPartition, list[int]]) -> None:
     """Checked by confluent-kafka: partitions where they should be (as sets: a reassignment keeps
     the target's order, a cancelled one the original's), no throttle left but the operator's, no

@@ -24,6 +24,8 @@ def sandbox() -> None:
 
 EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port")
 """start options that only the emulator has (real Kafka runs in real time, on its own network)"""
+KEPT_OK = 0.99
+"""a kept speed at or above this share of the asked one is reported as kept"""
 
 
 @sandbox.command()
@@ -293,7 +295,7 @@ def status(state_dir: str | None, output: str) -> None:
                                                       for k, v in sorted(pids.items(), key=lambda kv: int(kv[0]))))
         else:
             click.echo(f"engine:    emulator (imitates Kafka {info.extra.get('kafka_version', '?')})")
-            click.echo(f"speed:     {info.speed:g}x")
+            click.echo(f"speed:     {speed_line(info.speed, info.extra.get('clock'))}")
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
@@ -304,6 +306,16 @@ def status(state_dir: str | None, output: str) -> None:
             click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
     if info is None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))
+
+
+def speed_line(speed: float, clock: dict[str, Any] | None) -> str:
+    """The emulator's speed as `status` prints it: asked, and kept when its engine lags."""
+    if not clock or clock.get("kept_share", 1.0) >= KEPT_OK:
+        return f"{speed:g}x" + (f" (kept; {clock['given_up_s']:g} sandbox s given up to lag since start)"
+                                if clock and clock.get("given_up_s") else "")
+    return (f"{speed:g}x asked, {clock['kept_speed']:.3g}x kept over the last seconds: the engine cannot do more "
+            f"work on this machine, so sandbox time waits for it ({clock['given_up_s']:g} sandbox s given up "
+            "since start)")
 
 
 @sandbox.command("fetch-kafka")

@@ -1,0 +1,109 @@
+"""The emulator keeps its own clock or says so (issue 27 item 7): a scaled clock never runs
+ahead of the work its engine did; the time it gives up is measured and `sandbox status` shows
+it. Wall time, engine work time and the engine are all injected: nothing here reads the wall
+clock."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreassign.sandbox.clock import ClockKeeper, ScaledClock
+from kreassign.sandbox.cluster import SandboxCluster
+from kreassign.sandbox.daemon import PID_FILE, DaemonInfo
+from kreassign.sandbox.topics import TopicSpec
+from tests.test_sandbox_state import run_cli
+
+
+class Counter:
+    """A clock that moves only when told (`wall`), or by `step` at every reading (`work`)."""
+
+    def __init__(self, step: float = 0.0) -> None:
+        self.t = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def sandbox(wall: Counter, speed: float = 60.0) -> SandboxCluster:
+    return SandboxCluster(brokers=2, racks=0, topics=[TopicSpec("t", 1, 2, 0, 0.0)],
+                          clock=ScaledClock(speed, monotonic=wall))
+
+
+def test_a_clock_the_engine_cannot_follow_is_held_to_the_work_done() -> None:
+    wall = Counter()
+    sb = sandbox(wall)
+    assert sb.server.keeper is not None
+    # each engine tick (0.1 sandbox s) costs one unit of work; a slice may spend 4.5 units:
+    # 4 ticks, 0.4 sandbox s, per slice, against the 60 s one wall second asks for
+    for beat in range(1, 4):
+        wall.t += 1.0
+        assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is True
+        assert sb.now == pytest.approx(0.4 * beat)
+        assert sb.clock.now() == pytest.approx(sb.now)  # the clock waits for the engine
+        assert sb.clock.given_up == pytest.approx(beat * (60.0 - 0.4))
+        assert sb.server.keeper.lag_s == pytest.approx(60.0 - 0.4)
+    assert sb.server.keeper.kept_speed() == pytest.approx(0.4)
+    assert sb.engine.time_scale == pytest.approx(0.4)  # what kreassign.sandbox.time.scale reports
+    assert sb.clock_status() == {"speed": 60.0, "kept_speed": 0.4, "kept_share": round(0.4 / 60, 4),
+                                 "given_up_s": pytest.approx(3 * 59.6), "lag_s": pytest.approx(59.6)}
+    sb.stop()
+
+
+def test_a_clock_the_engine_follows_gives_nothing_up() -> None:
+    wall = Counter()
+    sb = sandbox(wall, speed=10.0)
+    for _ in range(3):
+        wall.t += 1.0
+        assert sb.server.keep_up(budget_s=4.5, work=Counter(0.0)) is False
+    assert sb.now == pytest.approx(30.0)
+    assert sb.clock.now() == pytest.approx(30.0) and sb.clock.given_up == 0.0
+    assert sb.clock_status() == {"speed": 10.0, "kept_speed": 10.0, "kept_share": 1.0, "given_up_s": 0.0,
+                                 "lag_s": 0.0}
+    sb.stop()
+
+
+def test_the_kept_speed_is_measured_over_the_last_seconds_only() -> None:
+    wall = Counter()
+    clock = ScaledClock(60.0, monotonic=wall)
+    keeper = ClockKeeper(clock, window_s=10.0)
+    for _ in range(20):  # 20 s at 15x (45 sandbox s of each 60 given up) ...
+        wall.t += 1.0
+        keeper.beat(clock.now() - 45.0, behind=True)
+    assert keeper.kept_speed() == pytest.approx(15.0)
+    for _ in range(12):  # ... then 12 s at full speed: the window has forgotten the slow part
+        wall.t += 1.0
+        keeper.beat(clock.now(), behind=False)
+    assert keeper.kept_speed() == pytest.approx(60.0)
+    assert clock.given_up == pytest.approx(20 * 45.0)
+
+
+def write_status(tmp_path: Path, clock: dict[str, Any]) -> str:
+    state = tmp_path / "sb"
+    state.mkdir()
+    DaemonInfo(os.getpid(), "127.0.0.1:1", {1: 1}, str(state), 60.0, "2026-11-27T00:00:00+00:00", "",
+               {"kafka_version": "4.4.0", "clock": clock}).write(state / PID_FILE)
+    return str(state)
+
+
+def test_status_shows_the_speed_kept_and_the_time_given_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = write_status(tmp_path, {"speed": 60.0, "kept_speed": 14.2, "kept_share": 0.2367, "given_up_s": 912.5,
+                                    "lag_s": 2.5})
+    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
+    assert code == 0
+    assert ("speed:     60x asked, 14.2x kept over the last seconds: the engine cannot do more work on this "
+            "machine, so sandbox time waits for it (912.5 sandbox s given up since start)\n") in out
+    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state, "-o", "json")
+    assert json.loads(out)["extra"]["clock"]["kept_speed"] == 14.2
+
+
+def test_status_of_a_sandbox_that_keeps_its_speed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = write_status(tmp_path, {"speed": 60.0, "kept_speed": 60.0, "kept_share": 1.0, "given_up_s": 0.0,
+                                    "lag_s": 0.0})
+    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
+    assert code == 0 and "speed:     60x\n" in out

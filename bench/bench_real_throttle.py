@@ -29,7 +29,18 @@ from typing import Any
 
 from bench.common import RESULTS, record
 from kreassign.cluster.units import parse_rate
-from kreassign.sandbox.copy_probe import MB, SHAPES, THROTTLES, Scenario, rate_label, run_emulator, summarize
+from kreassign.sandbox.copy_probe import (
+    MB,
+    SHAPES,
+    THROTTLES,
+    WARM_S,
+    Sample,
+    Scenario,
+    Trace,
+    rate_label,
+    run_emulator,
+    summarize,
+)
 
 NAME = "bench_real_throttle"
 RATES = (100_000, 1 * MB, 10 * MB, 50 * MB)
@@ -99,6 +110,7 @@ def run_real(version: str, plan: list[tuple[int, Scenario]], heap: str) -> None:
                 row = record(NAME, engine="kafka", kafka_version=version, rep=rep, scenario=scenario.label,
                              rate=scenario.rate, throttle=scenario.throttle, shape=scenario.shape,
                              size=scenario.size, write_bps=scenario.write_bps, leader=leader, follower=follower,
+                             warm_s=WARM_S if scenario.shape.startswith("isr_") else 0.0,
                              loadavg_before=[round(x, 2) for x in load],
                              loadavg_after=[round(x, 2) for x in os.getloadavg()], heap=heap,
                              cluster_start_s=round(start_s, 1), fill_s=fill_s, **summary,
@@ -115,15 +127,26 @@ def emulator_rows(scenarios: Iterable[Scenario]) -> dict[str, dict[str, Any]]:
     return {s.label: summarize(run_emulator(s)) for s in scenarios}
 
 
+def recorded(version: str) -> list[dict[str, Any]]:
+    """The real runs of `version` in bench/results/bench_real_throttle.jsonl."""
+    path = RESULTS / f"{NAME}.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # in-sync shapes count from when their in-sync partition replicated WARM_S before the move
+    return [r for r in rows if r.get("engine") == "kafka" and r.get("kafka_version") == version
+            and (not r["shape"].startswith("isr_") or r.get("warm_s") == WARM_S)]
+
+
 def table(version: str) -> str:
     """The markdown tables of the recorded real runs of `version`, with the emulator's value of
     each scenario (computed now, at its own clock in 0.1 s ticks)."""
-    path = RESULTS / f"{NAME}.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r.get("engine") == "kafka" and r.get("kafka_version") == version]
+    rows = recorded(version)
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by[r["scenario"]].append(r)
+    for r in rows:  # summarized again from the trace: the summary's rules may have changed since
+        scenario = Scenario(r["rate"], r["throttle"], r["shape"], r["size"])
+        samples = [Sample(t, int(f), int(lead), bool(m)) for t, f, lead, m in r["trace"]]
+        by[r["scenario"]].append({**r, **summarize(Trace(scenario, "kafka", samples))})
     scenarios = {label: Scenario(rs[0]["rate"], rs[0]["throttle"], rs[0]["shape"], rs[0]["size"])
                  for label, rs in by.items()}
     emu = emulator_rows(scenarios.values())
@@ -176,10 +199,15 @@ def main(argv: Sequence[str] = ()) -> None:
     parser.add_argument("--throttles", nargs="*", default=None, choices=THROTTLES)
     parser.add_argument("--heap", default="384m")
     parser.add_argument("--table", action="store_true", help="only rewrite the tables from the recorded runs")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the (repetition, scenario) runs already recorded for this Kafka version")
     args = parser.parse_args(argv)
     if not args.table:
         rates = [parse_rate(r) for r in args.rates] if args.rates else list(RATES)
         plan = runs(rates, args.shapes, args.throttles, args.reps)
+        if args.resume:
+            done = {(r["rep"], r["scenario"]) for r in recorded(args.kafka_version)}
+            plan = [(rep, s) for rep, s in plan if (rep, s.label) not in done]
         print(f"{len(plan)} runs", flush=True)
         run_real(args.kafka_version, plan, args.heap)
     text = table(args.kafka_version)

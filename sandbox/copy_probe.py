@@ -5,7 +5,8 @@ throttle of `rate` bytes/s on the leader's side, the follower's side or both, in
 shapes of the fetcher session (leader, follower) that carries the copy:
 
 * `idle`: the moving partition alone, nothing written;
-* `isr_idle`: with an in-sync partition (leader -> follower) in the same session, not written;
+* `isr_idle`: with an in-sync partition (leader -> follower) in the same session, not written,
+  replicating for WARM_S before the move (so the leader's quota is warm);
 * `isr_written`: the same in-sync partition taking writes of `write_bps`;
 * `written`: producers writing `write_bps` into the moving partition itself.
 
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
+from kreassign.sandbox.fetch import FetchConfig
 
 MB = 1_000_000
 THROTTLES = ("leader", "follower", "both", "none")
@@ -36,6 +38,10 @@ LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 QUOTA_SPAN_S = 12.0
 """a quota sensor forgets a copy this long after its last record (11 windows of 1 s, plus one)"""
+WARM_S = QUOTA_SPAN_S
+"""how long an in-sync partition replicates before the move starts: the leader records every
+response to its followers (zero bytes while nothing is throttled), so its quota windows then
+span their full length, as on a broker that leads replicated partitions (a *warm* leader)"""
 WRITE_SHARE = 0.1
 """writes of the written shapes, as a share of the throttle"""
 MIN_WRITE_BPS = 10_000.0
@@ -102,7 +108,8 @@ def summarize(trace: Trace) -> dict[str, Any]:
 
     `caught_s` is when the follower first held all the leader's bytes (or the move was no longer
     listed), the midpoint of the last sample before and the first at it; `copy_over_quota` the
-    bytes the follower copied by then over that time and the throttle; `steady_over_quota` the
+    bytes the follower copied by then (all the leader's, if the move completed) over that time
+    and the throttle; `steady_over_quota` the
     slope of the follower's size after the first quota span (the first fetches' credit spent)
     over the throttle, where the copy ran long enough after it (None otherwise)."""
     s = trace.samples
@@ -112,7 +119,8 @@ def summarize(trace: Trace) -> dict[str, Any]:
         return {"caught_s": None, "copy_over_quota": None, "steady_over_quota": None, "samples": len(s)}
     before = s[done - 1].t if done > 0 else 0.0
     caught = (before + s[done].t) / 2
-    copied = s[done].follower_bytes
+    # a move that completed between the size and the reassignment reads holds the leader's log
+    copied = s[done].follower_bytes if s[done].reassigning else max(s[done].follower_bytes, s[done].leader_bytes)
     t = np.array([x.t for x in s[:done + 1]])
     b = np.array([x.follower_bytes for x in s[:done + 1]], dtype=np.float64)
     late = t >= QUOTA_SPAN_S
@@ -157,15 +165,23 @@ class KafkaProbe:
         self.clock = clock
         self.sleep = sleep
         self._last_use: dict[tuple[int, str], float] = {}
+        self._runs = 0
 
     def create(self, topic: str, assignment: dict[int, list[int]]) -> None:
-        from kreassign.cluster.errors import ClusterError
+        from kreassign.cluster.errors import ClusterError, UnknownTopicError
 
         error = self.port.create_topic(topic, assignment)
         if error is not None:
             raise ClusterError(f"could not create topic {topic}: {error}")
-        self._wait(lambda: all((p.leader or -1) >= 0 for p in self.port.describe_topics([topic]))
-                   and len(self.port.describe_topics([topic])) == len(assignment), f"topic {topic} to have leaders")
+
+        def led() -> bool:
+            try:
+                parts = self.port.describe_topics([topic])
+            except UnknownTopicError:  # the brokers learn of a new topic a moment after the controller
+                return False
+            return len(parts) == len(assignment) and all(p.leader is not None and p.leader > 0 for p in parts)
+
+        self._wait(led, f"topic {topic} to have leaders")
 
     def prepare(self, topic: str, leader: int, size: int) -> None:
         """Topic `topic` with one replica on `leader`, holding `size` bytes."""
@@ -186,7 +202,8 @@ class KafkaProbe:
             wait = self._last_use.get(key, -1e9) + QUOTA_SPAN_S - self.clock()
             if wait > 0:
                 self.sleep(wait)
-        isr_topic = f"{topic}-isr" if scenario.shape in ("isr_idle", "isr_written") else None
+        self._runs += 1  # a deleted topic's name stays taken until its deletion completes
+        isr_topic = f"{topic}-isr-{self._runs}" if scenario.shape in ("isr_idle", "isr_written") else None
         trace = Trace(scenario, "kafka")
         with contextlib.ExitStack() as stack:
             if isr_topic is not None:
@@ -194,6 +211,7 @@ class KafkaProbe:
                 stack.callback(self.port.delete_topic, isr_topic)
                 self._wait(lambda: set(self.port.describe_topics([isr_topic])[0].isr or ()) == {leader, follower},
                            f"{isr_topic} to be in sync")
+                self.sleep(WARM_S)  # the quota sensors record the in-sync fetches over a whole span
             written = {"written": tp, "isr_written": TopicPartition(str(isr_topic), 0)}.get(scenario.shape)
             if written is not None:
                 stack.enter_context(_writing(self.bootstrap, written, scenario.write_bps))
@@ -251,20 +269,22 @@ def _writing(bootstrap: str, tp: TopicPartition, bps: float) -> Iterator[None]:
 
 
 # ---- the emulator --------------------------------------------------------------------------------
-def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout_s: float = 3600.0) -> Trace:
+def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout_s: float = 3600.0,
+                 fetch: FetchConfig | None = None) -> Trace:
     """The same scenario on a fresh emulator engine (brokers 1 and 2, leader 1) at its own
     clock, stepped in `steps` (cycled; (0.1,) is the tick of `--speed 1`) and sampled after
-    every step."""
+    every step; `fetch` the fetch limits (default: Kafka's)."""
     from kreassign.sandbox.codes import AlterOp
     from kreassign.sandbox.engine import Engine
 
     leader, follower = 1, 2
-    engine = Engine({leader: None, follower: None})
+    engine = Engine({leader: None, follower: None}, fetch=fetch)
     rates = [scenario.write_bps if scenario.shape == "written" else 0.0]
     engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=rates)
     if scenario.shape in ("isr_idle", "isr_written"):
         engine.create_topic("move-isr", assignments={0: [leader, follower]}, sizes=[0],
                             rates=[scenario.write_bps])
+        engine.advance(WARM_S)  # the quota sensors record the in-sync fetches over a whole span
     brokers, topics = throttle_ops(scenario, "move", leader, follower)
     for b, ops in brokers.items():
         engine.configs.incremental_alter_broker(b, [(k, AlterOp.SET, str(v)) for k, v in ops.items()], False)
@@ -275,10 +295,10 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
     assert p is not None
     engine.alter_reassignment("move", 0, [follower])
     trace = Trace(scenario, "emulator")
-    i = 0
-    while p.reassigning and engine.now < timeout_s:
+    i, start = 0, engine.now
+    while p.reassigning and engine.now - start < timeout_s:
         engine.step(steps[i % len(steps)])
         i += 1
         size = engine.replica_size(p, follower) if follower in p.replicas else 0
-        trace.samples.append(Sample(engine.now, size, int(engine.log_end[p.row]), p.reassigning))
+        trace.samples.append(Sample(engine.now - start, size, int(engine.log_end[p.row]), p.reassigning))
     return trace

@@ -29,9 +29,15 @@ def test_a_short_copy_has_no_steady_rate_and_an_unfinished_one_no_rate() -> None
 
 
 def test_a_written_move_is_done_when_the_reassignment_is() -> None:
-    # the leader keeps growing; the follower is never seen level with it, the move ends at 10 s
+    # the leader keeps growing; the follower is never seen level with it, the move ends by 10 s
     summary = summarize(trace([(0.0, 0, 30 * MB, True), (5.0, 15 * MB, 31 * MB, True), (10.0, 32 * MB, 33 * MB, False)]))
-    assert summary["caught_s"] == 7.5 and summary["copied_bytes"] == 32 * MB
+    assert summary["caught_s"] == 7.5 and summary["copied_bytes"] == 33 * MB  # the leader's log as it completed
+
+
+def test_a_move_seen_complete_before_its_last_copy_holds_the_leader_log() -> None:
+    # the sizes were read just before the reassignment completed, its listing just after
+    summary = summarize(trace([(0.0, 0, 30 * MB, True), (10.0, 20 * MB, 30 * MB, False)]))
+    assert summary["copied_bytes"] == 30 * MB and summary["copy_over_quota"] == round(30 / 5.0, 4)
 
 
 def test_throttle_configs_are_the_ones_execute_sets() -> None:

@@ -309,13 +309,14 @@ def status(state_dir: str | None, output: str) -> None:
 
 
 def speed_line(speed: float, clock: dict[str, Any] | None) -> str:
-    """The emulator's speed as `status` prints it: asked, and kept when its engine lags."""
-    if not clock or clock.get("kept_share", 1.0) >= KEPT_OK:
+    """The emulator's speed as `status` prints it: asked, and what it runs at and keeps when its
+    engine cannot follow."""
+    if not clock or (clock.get("running_speed", speed) >= speed and clock.get("kept_share", 1.0) >= KEPT_OK):
         return f"{speed:g}x" + (f" (kept; {clock['given_up_s']:g} sandbox s given up to lag since start)"
                                 if clock and clock.get("given_up_s") else "")
-    return (f"{speed:g}x asked, {clock['kept_speed']:.3g}x kept over the last seconds: the engine cannot do more "
-            f"work on this machine, so sandbox time waits for it ({clock['given_up_s']:g} sandbox s given up "
-            "since start)")
+    return (f"{speed:g}x asked, runs at {clock.get('running_speed', speed):.3g}x ({clock['kept_speed']:.3g}x kept over "
+            "the last seconds): the engine cannot do more work on this machine, so sandbox time waits for it "
+            f"({clock['given_up_s']:g} sandbox s given up since start)")
 
 
 @sandbox.command("fetch-kafka")

@@ -40,6 +40,8 @@ class ScaledClock:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self.speed = speed
+        self.asked = speed
+        """the speed it started with (`speed` is the one it runs at, lower once `slow_to` was called)"""
         self._monotonic = monotonic
         self._origin = monotonic()
         self._offset = 0.0
@@ -65,6 +67,14 @@ class ScaledClock:
             self._given_up += ahead
             return ahead
 
+    def slow_to(self, speed: float) -> None:
+        """Run at `speed` from now on (sandbox time stays continuous)."""
+        with self._lock:
+            now = (self._monotonic() - self._origin) * self.speed + self._offset
+            self._origin = self._monotonic()
+            self._offset = now
+            self.speed = speed
+
     @property
     def given_up(self) -> float:
         """Sandbox seconds the clock gave up (`hold`) since it started: the time it was asked to
@@ -87,6 +97,10 @@ Clock = ManualClock | ScaledClock
 
 KEPT_WINDOW_S = 10.0
 """the wall seconds over which `ClockKeeper.kept_speed` is measured"""
+SLOW_BELOW = 0.95
+"""a clock that kept less than this share of its speed over a whole window slows down"""
+HEADROOM = 0.9
+"""... to this share of the speed it kept, so that the engine keeps up from then on"""
 
 
 class ClockKeeper:
@@ -95,10 +109,12 @@ class ClockKeeper:
     The ticker calls `beat` after each slice of engine work with the sandbox time the engine
     reached. If that is short of the clock (the engine could not do the work in its slice of
     wall time: a busy machine, too many moves), the clock is held back to it, so every
-    timestamp a client sees (quota windows, parked requests, `kreassign.sandbox.time.scale`)
-    belongs to work done, and the time given up is counted: `kept_speed` (sandbox seconds per
-    wall second over the last KEPT_WINDOW_S) is the speed the sandbox actually keeps, and
-    `status` what `sandbox status` shows.
+    timestamp a client sees (quota windows, parked requests) belongs to work done, and the time
+    given up is counted. When the clock kept less than SLOW_BELOW of its speed over a whole
+    window, it slows to HEADROOM of the speed it kept: the speed it runs at, which brokers
+    report as `kreassign.sandbox.time.scale`, is then one the engine can keep, so a tool that
+    converts its wall-clock waits with it measures sandbox time. `status` is what
+    `sandbox status` shows.
     """
 
     def __init__(self, clock: ScaledClock, *, window_s: float = KEPT_WINDOW_S) -> None:
@@ -111,19 +127,26 @@ class ClockKeeper:
 
     def beat(self, done: float, behind: bool) -> float:
         """The engine reached sandbox time `done` in its slice of work, `behind` the clock's time
-        at the slice's start (it ran out of wall time first): hold the clock there. Returns the
-        sandbox seconds given up now."""
+        at the slice's start (it ran out of wall time first): hold the clock there, and slow it
+        down if it kept too little of its speed over the last window. Returns the sandbox
+        seconds given up now."""
         self.lag_s = max(self.clock.now() - done, 0.0) if behind else 0.0
         given = self.clock.hold(done) if behind else 0.0
         wall = self.clock.wall()
         self._history.append((wall, self.clock.given_up))
         while len(self._history) > 2 and self._history[1][0] <= wall - self.window_s:
             self._history.popleft()
+        if wall - self._history[0][0] >= self.window_s:
+            kept = self.kept_speed()
+            if kept < SLOW_BELOW * self.clock.speed:
+                self.clock.slow_to(max(kept * HEADROOM, 1e-3))
+                self._history.clear()
+                self._history.append((wall, self.clock.given_up))
         return given
 
     def kept_speed(self) -> float:
-        """Sandbox seconds per wall second over the last `window_s`: the asked speed less the
-        time given up (the asked speed until a wall second has passed)."""
+        """Sandbox seconds per wall second over the last `window_s` (since the last slow-down):
+        the speed run at less the time given up (that speed until a wall second has passed)."""
         (wall0, given0), (wall1, given1) = self._history[0], self._history[-1]
         span = wall1 - wall0
         if span < 1.0:
@@ -131,7 +154,7 @@ class ClockKeeper:
         return max(self.clock.speed - (given1 - given0) / span, 0.0)
 
     def status(self) -> dict[str, Any]:
-        speed = self.kept_speed()
-        return {"speed": self.clock.speed, "kept_speed": round(speed, 3),
-                "kept_share": round(speed / self.clock.speed, 4), "given_up_s": round(self.clock.given_up, 3),
+        kept = self.kept_speed()
+        return {"speed": self.clock.asked, "running_speed": round(self.clock.speed, 3), "kept_speed": round(kept, 3),
+                "kept_share": round(kept / self.clock.asked, 4), "given_up_s": round(self.clock.given_up, 3),
                 "lag_s": round(self.lag_s, 3)}

@@ -261,7 +261,9 @@ class SandboxServer:
         for at most `budget_s` of `work` time. Where the engine falls short, a scaled clock is
         held back to the time it reached (`ClockKeeper`): a heavy load (100,000 moves, a busy
         machine) slows sandbox time to the work done rather than letting it run on without the
-        work, or stopping the brokers answering. True if the slice ran out before the clock."""
+        work, or stopping the brokers answering; one that keeps too little of its speed slows
+        down, and the brokers report the speed it runs at. True if the slice ran out before the
+        clock."""
         start = work()
         with self.lock:
             target = self.clock.now()
@@ -270,7 +272,7 @@ class SandboxServer:
             behind = self.engine.now < target - 1e-9
             if self.keeper is not None:
                 self.keeper.beat(self.engine.now, behind)
-                self.engine.time_scale = self.keeper.kept_speed()
+                self.engine.time_scale = self.keeper.clock.speed
         return behind
 
     async def _data_ticker(self) -> None:

@@ -35,7 +35,7 @@ def sandbox(wall: Counter, speed: float = 60.0) -> SandboxCluster:
                           clock=ScaledClock(speed, monotonic=wall))
 
 
-def test_a_clock_the_engine_cannot_follow_is_held_to_the_work_done() -> None:
+def test_a_clock_the_engine_cannot_follow_is_held_to_the_work_done_then_slowed() -> None:
     wall = Counter()
     sb = sandbox(wall)
     assert sb.server.keeper is not None
@@ -49,9 +49,21 @@ def test_a_clock_the_engine_cannot_follow_is_held_to_the_work_done() -> None:
         assert sb.clock.given_up == pytest.approx(beat * (60.0 - 0.4))
         assert sb.server.keeper.lag_s == pytest.approx(60.0 - 0.4)
     assert sb.server.keeper.kept_speed() == pytest.approx(0.4)
-    assert sb.engine.time_scale == pytest.approx(0.4)  # what kreassign.sandbox.time.scale reports
-    assert sb.clock_status() == {"speed": 60.0, "kept_speed": 0.4, "kept_share": round(0.4 / 60, 4),
-                                 "given_up_s": pytest.approx(3 * 59.6), "lag_s": pytest.approx(59.6)}
+    assert sb.clock_status() == {"speed": 60.0, "running_speed": 60.0, "kept_speed": 0.4,
+                                 "kept_share": round(0.4 / 60, 4), "given_up_s": pytest.approx(3 * 59.6),
+                                 "lag_s": pytest.approx(59.6)}
+    for _ in range(7):  # a whole window (10 s) at 0.4x: the clock slows to 90% of that
+        wall.t += 1.0
+        sb.server.keep_up(budget_s=4.5, work=Counter(1.0))
+    assert sb.clock.speed == pytest.approx(0.36)
+    assert sb.engine.time_scale == pytest.approx(0.36)  # what kreassign.sandbox.time.scale reports
+    given_up, reached = sb.clock.given_up, sb.now
+    for _ in range(5):  # the engine keeps up with the slower clock: nothing more is given up
+        wall.t += 1.0
+        assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is False
+    assert sb.clock.given_up == given_up
+    assert sb.now == pytest.approx(reached + 5 * 0.36) and sb.clock.now() == pytest.approx(sb.now)
+    assert sb.clock_status()["running_speed"] == 0.36
     sb.stop()
 
 
@@ -63,8 +75,9 @@ def test_a_clock_the_engine_follows_gives_nothing_up() -> None:
         assert sb.server.keep_up(budget_s=4.5, work=Counter(0.0)) is False
     assert sb.now == pytest.approx(30.0)
     assert sb.clock.now() == pytest.approx(30.0) and sb.clock.given_up == 0.0
-    assert sb.clock_status() == {"speed": 10.0, "kept_speed": 10.0, "kept_share": 1.0, "given_up_s": 0.0,
-                                 "lag_s": 0.0}
+    assert sb.clock_status() == {"speed": 10.0, "running_speed": 10.0, "kept_speed": 10.0, "kept_share": 1.0,
+                                 "given_up_s": 0.0, "lag_s": 0.0}
+    assert sb.engine.time_scale == 10.0
     sb.stop()
 
 
@@ -72,15 +85,24 @@ def test_the_kept_speed_is_measured_over_the_last_seconds_only() -> None:
     wall = Counter()
     clock = ScaledClock(60.0, monotonic=wall)
     keeper = ClockKeeper(clock, window_s=10.0)
-    for _ in range(20):  # 20 s at 15x (45 sandbox s of each 60 given up) ...
-        wall.t += 1.0
-        keeper.beat(clock.now() - 45.0, behind=True)
-    assert keeper.kept_speed() == pytest.approx(15.0)
-    for _ in range(12):  # ... then 12 s at full speed: the window has forgotten the slow part
-        wall.t += 1.0
+    wall.t += 1.0  # one second at 57.6x (2.4 sandbox s given up) ...
+    keeper.beat(clock.now() - 2.4, behind=True)
+    assert keeper.kept_speed() == pytest.approx(57.6)
+    for _ in range(12):  # ... then 12 s at full speed: over 10 s that was 59.76x, not slow enough to
+        wall.t += 1.0     # slow down, and the window has since forgotten it
         keeper.beat(clock.now(), behind=False)
-    assert keeper.kept_speed() == pytest.approx(60.0)
-    assert clock.given_up == pytest.approx(20 * 45.0)
+    assert keeper.kept_speed() == pytest.approx(60.0) and clock.speed == 60.0
+    assert clock.given_up == pytest.approx(2.4)
+
+
+def test_a_slower_clock_stays_continuous() -> None:
+    wall = Counter()
+    clock = ScaledClock(60.0, monotonic=wall)
+    wall.t = 2.0
+    clock.slow_to(6.0)
+    assert clock.now() == pytest.approx(120.0)
+    wall.t = 3.0
+    assert clock.now() == pytest.approx(126.0) and clock.asked == 60.0
 
 
 def write_status(tmp_path: Path, clock: dict[str, Any]) -> str:
@@ -92,18 +114,18 @@ def write_status(tmp_path: Path, clock: dict[str, Any]) -> str:
 
 
 def test_status_shows_the_speed_kept_and_the_time_given_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = write_status(tmp_path, {"speed": 60.0, "kept_speed": 14.2, "kept_share": 0.2367, "given_up_s": 912.5,
-                                    "lag_s": 2.5})
+    state = write_status(tmp_path, {"speed": 60.0, "running_speed": 12.8, "kept_speed": 14.2, "kept_share": 0.2367,
+                                    "given_up_s": 912.5, "lag_s": 2.5})
     code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
     assert code == 0
-    assert ("speed:     60x asked, 14.2x kept over the last seconds: the engine cannot do more work on this "
-            "machine, so sandbox time waits for it (912.5 sandbox s given up since start)\n") in out
+    assert ("speed:     60x asked, runs at 12.8x (14.2x kept over the last seconds): the engine cannot do more "
+            "work on this machine, so sandbox time waits for it (912.5 sandbox s given up since start)\n") in out
     code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state, "-o", "json")
     assert json.loads(out)["extra"]["clock"]["kept_speed"] == 14.2
 
 
 def test_status_of_a_sandbox_that_keeps_its_speed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    state = write_status(tmp_path, {"speed": 60.0, "kept_speed": 60.0, "kept_share": 1.0, "given_up_s": 0.0,
-                                    "lag_s": 0.0})
+    state = write_status(tmp_path, {"speed": 60.0, "running_speed": 60.0, "kept_speed": 60.0, "kept_share": 1.0,
+                                    "given_up_s": 0.0, "lag_s": 0.0})
     code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
     assert code == 0 and "speed:     60x\n" in out

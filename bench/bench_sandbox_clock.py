@@ -12,14 +12,13 @@ import os
 import sys
 import time
 
+from bench.bench_throttle_fidelity import move_everything
 from bench.common import record
 
 
 def main(argv: list[str] | None = None) -> None:
     from kreassign.sandbox.clock import ScaledClock
     from kreassign.sandbox.cluster import SandboxCluster
-    from kreassign.sandbox.codes import AlterOp
-    from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
     from kreassign.sandbox.topics import TopicSpec
 
     args = sys.argv[1:] if argv is None else argv
@@ -28,16 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     specs = [TopicSpec(f"t{i}", 200, 2, 50_000_000_000, 1000.0) for i in range(10)]
     sb = SandboxCluster(6, 0, specs, clock=ScaledClock(speed), seed=1)
     with sb.locked() as engine:
-        for b in engine.brokers:
-            engine.configs.incremental_alter_broker(b, [(LEADER_RATE, AlterOp.SET, "20000000"),
-                                                        (FOLLOWER_RATE, AlterOp.SET, "20000000")], False)
-        for t in engine.topics:
-            engine.configs.incremental_alter_topic(t, [(LEADER_REPLICAS, AlterOp.SET, "*"),
-                                                       (FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)
-        engine.config_changed()
-        for p in engine.rows:
-            spare = next(b for b in range(1, 7) if b not in p.replicas)
-            engine.alter_reassignment(p.topic, p.index, p.replicas[:1] + [spare])
+        move_everything(engine, 20_000_000, keep=1)
     sb.start()
     start = time.monotonic()
     samples = []

@@ -22,7 +22,7 @@ def sandbox() -> None:
     jars `kreassign sandbox fetch-kafka` fetched from Maven Central or from --kafka-home."""
 
 
-EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port")
+EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas")
 """start options that only the emulator has (real Kafka runs in real time, on its own network)"""
 KEPT_OK = 0.99
 """a kept speed at or above this share of the asked one is reported as kept"""
@@ -91,7 +91,8 @@ KEPT_OK = 0.99
                    "kafka: super users); the others may describe, produce and consume (ACLs).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
-                   "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
+                   "ports). The emulator also turns on its KIP-714 client telemetry receiver; real brokers "
+                   "(--engine kafka) run the Prometheus JMX exporter's java agent. See METRICS below.")
 def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, start_timeout: float,
           brokers: int | None,
           racks: int | None, topics: tuple[str, ...], speed: float, state_dir: str | None, seed: int,
@@ -117,8 +118,9 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
     the brokers replicate over a second, PLAINTEXT listener; see docs/security.md.
 
     \b
-    METRICS (--metrics-port), named as the Prometheus JMX exporter with Strimzi's example rules
-    names a real broker's, one endpoint per broker:
+    METRICS (--metrics-port), one endpoint per broker, named as the Prometheus JMX exporter
+    names a real broker's with the rules of sandbox/kafka_engine/jmx_exporter.yaml (the rules
+    real brokers run with under --engine kafka):
       kafka_network_requestmetrics_{totaltimems,requestqueuetimems,localtimems,remotetimems,
         throttletimems}{request,quantile}   RequestMetrics histograms (Produce, FetchConsumer, ...);
         quantiles 0.50..0.999 over the last 300 sandbox seconds; TotalTime = queue + local +
@@ -129,6 +131,8 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
       kafka_server_replicamanager_{underreplicatedpartitions,leadercount,partitioncount}
       kafka_server_quota_{byte_rate,throttle_time}{resource=Produce|Fetch,clientId[,user]}
         KIP-13 per-client sensors (kafka.server:type=Produce|Fetch,client-id=...)
+      kafka_server_{leaderreplication,followerreplication}_byte_rate   KIP-73 quota sensors
+        (kafka.server:type=LeaderReplication|FollowerReplication, byte-rate), once in use
       org_apache_kafka_<client metric>{client_instance_id,client_id,...}   KIP-714 metrics the
         clients pushed to that broker (a subscription: IncrementalAlterConfigs on a
         CLIENT_METRICS resource, as kafka-client-metrics.sh --alter does); gauges keep the latest
@@ -155,7 +159,7 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
                 "_", "-") for g in given)
             raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
                              "real Kafka brokers run in real time on this machine's network, without the emulator's "
-                             "quotas or metrics endpoints")
+                             "network model or client quota options")
     elif kafka_home:
         raise InputError("--kafka-home needs --engine kafka")
     else:
@@ -329,17 +333,21 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
     """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
     binding) from Maven Central with Maven, into a cache outside any repository
     ($KREASSIGN_KAFKA_CACHE, else ~/.cache/kreassign/kafka): what `sandbox start --engine kafka`
-    runs when no --kafka-home is given. Needs Java and Maven (mvn) on PATH; no tarball is
+    runs when no --kafka-home is given; and the Prometheus JMX exporter's java agent, which
+    serves real brokers' metrics. Needs Java and Maven (mvn) on PATH; no tarball is
     downloaded."""
     from kreassign.cli.console import emit_json
-    from kreassign.sandbox.kafka_engine.dist import MATRIX, fetch
+    from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_VERSION, MATRIX, fetch, fetch_jmx_exporter
 
     fetched = [fetch(v, force=force) for v in (versions or MATRIX)]
+    agent = fetch_jmx_exporter(force=force)
     if output == "json":
-        emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched]})
+        emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched],
+                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)}})
         return
     for dist in fetched:
         click.echo(f"Kafka {dist.version}: {dist.libs}")
+    click.echo(f"Prometheus JMX exporter {JMX_EXPORTER_VERSION}: {agent}")
 
 
 @sandbox.command()

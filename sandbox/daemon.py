@@ -62,7 +62,7 @@ class SandboxOptions:
     fetch_round_s: float = FetchConfig.round_s
     log_dirs: int = 1
     client_quotas: tuple[str, ...] = ()
-    metrics_port: int | None = None  # Prometheus endpoints and the KIP-714 receiver when set
+    metrics_port: int | None = None  # Prometheus endpoints (and the emulator's KIP-714 receiver) when set
     security: dict[str, Any] | None = None
     """`Security.to_json()`: protocol, mechanism, stored credentials (no passwords), TLS dir."""
     engine: str = "emulator"
@@ -105,7 +105,7 @@ class SandboxOptions:
                                 port_base=self.port_base, heap=self.heap, seed=self.seed,
                                 overrides=self.kafka_overrides, security=Security.from_json(self.security),
                                 start_timeout_s=self.start_timeout_s,
-                                logins=[KafkaLogin.from_json(d) for d in self.logins])
+                                logins=[KafkaLogin.from_json(d) for d in self.logins], metrics_port=self.metrics_port)
         from kreassign.sandbox.cluster import SandboxCluster
 
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,

@@ -161,27 +161,36 @@ def table(version: str) -> str:
            f"(heap {rows[0]['heap'] if rows else '-'}); progress is the adding replica's DescribeLogDirs size every 0.25 s. "
            "`copy` = bytes copied by the time the follower caught up / that time / the throttle (what an ETA "
            "needs); `steady` = slope of the follower's size after the first 12 s (the quota span) / the "
-           "throttle. Written shapes write 10% of the throttle (at least 10 kB/s). Emulator: the Engine at its "
-           "own clock, 0.1 s ticks. `diff` = emulator copy / real median - 1; over 10% is marked.",
+           "throttle; `started` = when the first bytes came (controller, new replica and fetcher start-up: what "
+           "a loaded machine stretches most), `active` = the copy rate from then on. In-sync shapes replicate "
+           "their in-sync partition 12 s before the move (a warm leader). Written shapes write 10% of the "
+           "throttle (at least 10 kB/s). Emulator: the Engine at its own clock, 0.1 s ticks. `diff` = "
+           "emulator / real median - 1; over 10% is marked.",
            "",
-           "| scenario | runs | real copy median (min-max) | real steady median (min-max) | caught s (median) "
-           "| load | emulator copy | emulator steady | diff |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| scenario | runs | real copy median (min-max) | real active | real steady | started s | caught s | load "
+           "| emulator copy | emulator active | diff copy | diff active |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label in order:
         rs = by[label]
-        copy = [r["copy_over_quota"] for r in rs if r["copy_over_quota"] is not None]
-        steady = [r["steady_over_quota"] for r in rs if r["steady_over_quota"] is not None]
-        caught = [r["caught_s"] for r in rs if r["caught_s"] is not None]
+        copy, active, steady, started, caught = ([r[k] for r in rs if r.get(k) is not None] for k in (
+            "copy_over_quota", "active_over_quota", "steady_over_quota", "started_s", "caught_s"))
         e = emu[label]
-        med = statistics.median(copy) if copy else None
-        diff = (e["copy_over_quota"] / med - 1) if med and e["copy_over_quota"] else None
-        mark = " **>10%**" if diff is not None and abs(diff) > EMULATOR_DIFF and scenarios[label].throttle != "none" else ""
-        load = "-".join(f"{x:.1f}" for x in (min(r["loadavg_before"][0] for r in rs), max(r["loadavg_before"][0] for r in rs)))
-        out.append(f"| {label} | {len(rs)} | {_spread(copy)} | {_spread(steady)} | "
-                   f"{statistics.median(caught) if caught else '-'} | {load} | {e['copy_over_quota']} | "
-                   f"{e['steady_over_quota'] if e['steady_over_quota'] is not None else '-'} | "
-                   f"{'-' if diff is None else f'{diff:+.1%}'}{mark} |")
+        marks = []
+        for values, key in ((copy, "copy_over_quota"), (active, "active_over_quota")):
+            med = statistics.median(values) if values else None
+            diff = (e[key] / med - 1) if med and e[key] else None
+            big = diff is not None and abs(diff) > EMULATOR_DIFF and scenarios[label].throttle != "none"
+            marks.append("-" if diff is None else f"{diff:+.1%}" + (" **>10%**" if big else ""))
+        load = "-".join(f"{x:.0f}" for x in (min(r["loadavg_before"][0] for r in rs),
+                                            max(r["loadavg_before"][0] for r in rs)))
+        out.append(f"| {label} | {len(rs)} | {_spread(copy)} | {_spread(active)} | {_spread(steady)} | "
+                   f"{_median(started)} | {_median(caught)} | {load} | {e['copy_over_quota']} | "
+                   f"{e['active_over_quota']} | {marks[0]} | {marks[1]} |")
     return "\n".join(out) + "\n"
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
 
 
 def _spread(values: list[float]) -> str:

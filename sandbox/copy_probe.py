@@ -111,7 +111,10 @@ def summarize(trace: Trace) -> dict[str, Any]:
     bytes the follower copied by then (all the leader's, if the move completed) over that time
     and the throttle; `steady_over_quota` the
     slope of the follower's size after the first quota span (the first fetches' credit spent)
-    over the throttle, where the copy ran long enough after it (None otherwise)."""
+    over the throttle, where the copy ran long enough after it (None otherwise). `started_s` is
+    when the first bytes came (the controller, the new replica and its fetcher take that long:
+    not a throttle's doing, and what a loaded machine stretches most), and `active_over_quota`
+    the copy rate from then on."""
     s = trace.samples
     rate = trace.scenario.rate
     done = next((i for i, x in enumerate(s) if x.follower_bytes >= x.leader_bytes > 0 or not x.reassigning), None)
@@ -127,8 +130,12 @@ def summarize(trace: Trace) -> dict[str, Any]:
     steady = None
     if late.sum() >= 4 and t[late][-1] - t[late][0] >= 5.0:
         steady = float(np.polyfit(t[late], b[late], 1)[0]) / rate
-    return {"caught_s": round(caught, 3), "copied_bytes": int(copied),
+    first = next(i for i, x in enumerate(s[:done + 1]) if x.follower_bytes > 0 or i == done)
+    started = (s[first - 1].t + s[first].t) / 2 if first > 0 else 0.0
+    active = caught - started
+    return {"caught_s": round(caught, 3), "copied_bytes": int(copied), "started_s": round(started, 3),
             "copy_over_quota": round(copied / caught / rate, 4) if caught > 0 else None,
+            "active_over_quota": round(copied / active / rate, 4) if active > 0 else None,
             "steady_over_quota": None if steady is None else round(steady, 4), "samples": len(s)}
 
 

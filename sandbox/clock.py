@@ -97,6 +97,10 @@ Clock = ManualClock | ScaledClock
 
 KEPT_WINDOW_S = 10.0
 """the wall seconds over which `ClockKeeper.kept_speed` is measured"""
+MAX_LAG_S = 1.0
+"""how far (sandbox seconds) the clock may run ahead of the engine before it waits for it: one
+quota window, so no client-facing rate is measured over time the engine did not cover; a
+moment's lag (a thread preempted on a busy machine) catches up in the next slices"""
 SLOW_BELOW = 0.95
 """a clock that kept less than this share of its speed over a whole window slows down"""
 HEADROOM = 0.9
@@ -107,19 +111,20 @@ class ClockKeeper:
     """Keeps a scaled clock honest: sandbox time never runs ahead of the work the engine did.
 
     The ticker calls `beat` after each slice of engine work with the sandbox time the engine
-    reached. If that is short of the clock (the engine could not do the work in its slice of
-    wall time: a busy machine, too many moves), the clock is held back to it, so every
-    timestamp a client sees (quota windows, parked requests) belongs to work done, and the time
-    given up is counted. When the clock kept less than SLOW_BELOW of its speed over a whole
+    reached. If that is more than `max_lag_s` short of the clock (the engine could not do the
+    work in its slices of wall time: a busy machine, too many moves), the clock is held back to
+    that distance, so the timestamps a client sees (quota windows, parked requests) stay within
+    one quota window of work done, and the time given up is counted. When the clock kept less than SLOW_BELOW of its speed over a whole
     window, it slows to HEADROOM of the speed it kept: the speed it runs at, which brokers
     report as `kreassign.sandbox.time.scale`, is then one the engine can keep, so a tool that
     converts its wall-clock waits with it measures sandbox time. `status` is what
     `sandbox status` shows.
     """
 
-    def __init__(self, clock: ScaledClock, *, window_s: float = KEPT_WINDOW_S) -> None:
+    def __init__(self, clock: ScaledClock, *, window_s: float = KEPT_WINDOW_S, max_lag_s: float = MAX_LAG_S) -> None:
         self.clock = clock
         self.window_s = window_s
+        self.max_lag_s = max_lag_s
         self._history: collections.deque[tuple[float, float]] = collections.deque()  # (wall, given up)
         self._history.append((clock.wall(), clock.given_up))
         self.lag_s = 0.0
@@ -127,11 +132,11 @@ class ClockKeeper:
 
     def beat(self, done: float, behind: bool) -> float:
         """The engine reached sandbox time `done` in its slice of work, `behind` the clock's time
-        at the slice's start (it ran out of wall time first): hold the clock there, and slow it
-        down if it kept too little of its speed over the last window. Returns the sandbox
-        seconds given up now."""
+        at the slice's start (it ran out of wall time first): hold the clock within `max_lag_s`
+        of it, and slow it down if it kept too little of its speed over the last window.
+        Returns the sandbox seconds given up now."""
         self.lag_s = max(self.clock.now() - done, 0.0) if behind else 0.0
-        given = self.clock.hold(done) if behind else 0.0
+        given = self.clock.hold(done + self.max_lag_s) if behind else 0.0
         wall = self.clock.wall()
         self._history.append((wall, self.clock.given_up))
         while len(self._history) > 2 and self._history[1][0] <= wall - self.window_s:

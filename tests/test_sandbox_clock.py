@@ -41,29 +41,44 @@ def test_a_clock_the_engine_cannot_follow_is_held_to_the_work_done_then_slowed()
     assert sb.server.keeper is not None
     # each engine tick (0.1 sandbox s) costs one unit of work; a slice may spend 4.5 units:
     # 4 ticks, 0.4 sandbox s, per slice, against the 60 s one wall second asks for
-    for beat in range(1, 4):
+    wall.t += 1.0
+    assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is True
+    assert sb.now == pytest.approx(0.4)
+    assert sb.clock.now() == pytest.approx(1.4)  # the clock waits, one quota window (1 s) ahead
+    assert sb.clock.given_up == pytest.approx(58.6) and sb.server.keeper.lag_s == pytest.approx(59.6)
+    for beat in range(2, 4):
         wall.t += 1.0
         assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is True
-        assert sb.now == pytest.approx(0.4 * beat)
-        assert sb.clock.now() == pytest.approx(sb.now)  # the clock waits for the engine
-        assert sb.clock.given_up == pytest.approx(beat * (60.0 - 0.4))
-        assert sb.server.keeper.lag_s == pytest.approx(60.0 - 0.4)
-    assert sb.server.keeper.kept_speed() == pytest.approx(0.4)
-    assert sb.clock_status() == {"speed": 60.0, "running_speed": 60.0, "kept_speed": 0.4,
-                                 "kept_share": round(0.4 / 60, 4), "given_up_s": pytest.approx(3 * 59.6),
-                                 "lag_s": pytest.approx(59.6)}
-    for _ in range(7):  # a whole window (10 s) at 0.4x: the clock slows to 90% of that
+        assert sb.now == pytest.approx(0.4 * beat) and sb.clock.now() == pytest.approx(sb.now + 1.0)
+        assert sb.clock.given_up == pytest.approx(58.6 + (beat - 1) * 59.6)
+    assert sb.server.keeper.kept_speed() == pytest.approx(60 - (58.6 + 2 * 59.6) / 3)
+    assert sb.clock_status() == {"speed": 60.0, "running_speed": 60.0, "kept_speed": round(60 - 177.8 / 3, 3),
+                                 "kept_share": round((60 - 177.8 / 3) / 60, 4), "given_up_s": pytest.approx(177.8),
+                                 "lag_s": pytest.approx(60.6)}
+    for _ in range(7):  # a whole window (10 s) kept 0.5x: the clock slows to 90% of that
         wall.t += 1.0
         sb.server.keep_up(budget_s=4.5, work=Counter(1.0))
-    assert sb.clock.speed == pytest.approx(0.36)
-    assert sb.engine.time_scale == pytest.approx(0.36)  # what kreassign.sandbox.time.scale reports
-    given_up, reached = sb.clock.given_up, sb.now
-    for _ in range(5):  # the engine keeps up with the slower clock: nothing more is given up
+    kept = 60 - (58.6 + 9 * 59.6) / 10
+    assert sb.clock.speed == pytest.approx(0.9 * kept) == pytest.approx(0.45)
+    assert sb.engine.time_scale == pytest.approx(0.45)  # what kreassign.sandbox.time.scale reports
+    given_up = sb.clock.given_up
+    for _ in range(5):  # an engine that keeps up with the slower clock: nothing more is given up
         wall.t += 1.0
-        assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is False
+        sb.server.keep_up(budget_s=4.5, work=Counter(0.5))
     assert sb.clock.given_up == given_up
-    assert sb.now == pytest.approx(reached + 5 * 0.36) and sb.clock.now() == pytest.approx(sb.now)
-    assert sb.clock_status()["running_speed"] == 0.36
+    assert sb.clock.now() == pytest.approx(sb.now)  # and the second it was behind is made up
+    assert sb.clock_status()["running_speed"] == 0.45
+    sb.stop()
+
+
+def test_a_moment_behind_is_made_up_not_given_up() -> None:
+    wall = Counter()
+    sb = sandbox(wall, speed=1.0)
+    wall.t += 0.5  # a slice that ran out 0.3 s short (a preempted thread), within one quota window
+    assert sb.server.keep_up(budget_s=2.5, work=Counter(1.0)) is True
+    assert sb.now == pytest.approx(0.2) and sb.clock.given_up == 0.0
+    assert sb.server.keep_up(budget_s=4.5, work=Counter(1.0)) is False  # the next slice catches up
+    assert sb.now == pytest.approx(sb.clock.now()) and sb.clock.given_up == 0.0
     sb.stop()
 
 
@@ -85,8 +100,8 @@ def test_the_kept_speed_is_measured_over_the_last_seconds_only() -> None:
     wall = Counter()
     clock = ScaledClock(60.0, monotonic=wall)
     keeper = ClockKeeper(clock, window_s=10.0)
-    wall.t += 1.0  # one second at 57.6x (2.4 sandbox s given up) ...
-    keeper.beat(clock.now() - 2.4, behind=True)
+    wall.t += 1.0  # one second at 57.6x (3.4 s behind: 2.4 sandbox s given up, 1 s allowed) ...
+    keeper.beat(clock.now() - 3.4, behind=True)
     assert keeper.kept_speed() == pytest.approx(57.6)
     for _ in range(12):  # ... then 12 s at full speed: over 10 s that was 59.76x, not slow enough to
         wall.t += 1.0     # slow down, and the window has since forgotten it

@@ -89,13 +89,21 @@ def model_agreement() -> dict[str, object]:
 
 
 def big_engine(throttle: float | None):  # type: ignore[no-untyped-def]
-    from kreassign.sandbox.codes import AlterOp
-    from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
     from kreassign.sandbox.engine import Engine
     from kreassign.sandbox.topics import TopicSpec
 
     engine = Engine({b: None for b in range(1, 7)}, seed=1)
     engine.add_topics([TopicSpec(f"topic-{i:02d}", 5000, 3, 10_000_000, 1_000.0) for i in range(20)])
+    move_everything(engine, throttle, keep=2)
+    return engine
+
+
+def move_everything(engine, throttle: float | None, keep: int) -> None:  # type: ignore[no-untyped-def]
+    """Throttle every broker and replica at `throttle` (None: not at all) and move every
+    partition: its first `keep` replicas stay, the next broker not among them joins."""
+    from kreassign.sandbox.codes import AlterOp
+    from kreassign.sandbox.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+
     if throttle is not None:
         for b in engine.brokers:
             ops = [(LEADER_RATE, AlterOp.SET, str(int(throttle))), (FOLLOWER_RATE, AlterOp.SET, str(int(throttle)))]
@@ -105,9 +113,8 @@ def big_engine(throttle: float | None):  # type: ignore[no-untyped-def]
                                                        (FOLLOWER_REPLICAS, AlterOp.SET, "*")], False)
         engine.config_changed()
     for p in engine.rows:
-        spare = next(b for b in range(1, 7) if b not in p.replicas)
-        engine.alter_reassignment(p.topic, p.index, p.replicas[:2] + [spare])
-    return engine
+        spare = next(b for b in sorted(engine.brokers) if b not in p.replicas)
+        engine.alter_reassignment(p.topic, p.index, p.replicas[:keep] + [spare])
 
 
 def tick_times() -> dict[str, object]:

@@ -23,12 +23,13 @@ def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
     return best
 
 
-def record(name: str, **fields: Any) -> dict[str, Any]:
-    """Append one result line to bench/results/<name>.jsonl and print it."""
+def record(name: str, *, quiet: bool = False, **fields: Any) -> dict[str, Any]:
+    """Append one result line to bench/results/<name>.jsonl and print it (unless `quiet`)."""
     row = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "cpus": os.cpu_count(), "python": platform.python_version(), **fields}
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / f"{name}.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(row, sort_keys=True) + "\n")
-    print(json.dumps(row, indent=1, sort_keys=True))
+    if not quiet:
+        print(json.dumps(row, indent=1, sort_keys=True))
     return row

@@ -22,8 +22,10 @@ def sandbox() -> None:
     jars `kreassign sandbox fetch-kafka` fetched from Maven Central or from --kafka-home."""
 
 
-EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas", "metrics_port")
+EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas")
 """start options that only the emulator has (real Kafka runs in real time, on its own network)"""
+KEPT_OK = 0.99
+"""a kept speed at or above this share of the asked one is reported as kept"""
 
 
 @sandbox.command()
@@ -89,7 +91,8 @@ EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quo
                    "kafka: super users); the others may describe, produce and consume (ACLs).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
-                   "ports). Also turns on the KIP-714 client telemetry receiver. See METRICS below.")
+                   "ports). The emulator also turns on its KIP-714 client telemetry receiver; real brokers "
+                   "(--engine kafka) run the Prometheus JMX exporter's java agent. See METRICS below.")
 @output_option
 def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, start_timeout: float,
           brokers: int | None,
@@ -116,8 +119,9 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
     the brokers replicate over a second, PLAINTEXT listener; see docs/security.md.
 
     \b
-    METRICS (--metrics-port), named as the Prometheus JMX exporter with Strimzi's example rules
-    names a real broker's, one endpoint per broker:
+    METRICS (--metrics-port), one endpoint per broker, named as the Prometheus JMX exporter
+    names a real broker's with the rules of sandbox/kafka_engine/jmx_exporter.yaml (the rules
+    real brokers run with under --engine kafka):
       kafka_network_requestmetrics_{totaltimems,requestqueuetimems,localtimems,remotetimems,
         throttletimems}{request,quantile}   RequestMetrics histograms (Produce, FetchConsumer, ...);
         quantiles 0.50..0.999 over the last 300 sandbox seconds; TotalTime = queue + local +
@@ -128,6 +132,8 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
       kafka_server_replicamanager_{underreplicatedpartitions,leadercount,partitioncount}
       kafka_server_quota_{byte_rate,throttle_time}{resource=Produce|Fetch,clientId[,user]}
         KIP-13 per-client sensors (kafka.server:type=Produce|Fetch,client-id=...)
+      kafka_server_{leaderreplication,followerreplication}_byte_rate   KIP-73 quota sensors
+        (kafka.server:type=LeaderReplication|FollowerReplication, byte-rate), once in use
       org_apache_kafka_<client metric>{client_instance_id,client_id,...}   KIP-714 metrics the
         clients pushed to that broker (a subscription: IncrementalAlterConfigs on a
         CLIENT_METRICS resource, as kafka-client-metrics.sh --alter does); gauges keep the latest
@@ -154,7 +160,7 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
                 "_", "-") for g in given)
             raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
                              "real Kafka brokers run in real time on this machine's network, without the emulator's "
-                             "quotas or metrics endpoints")
+                             "network model or client quota options")
     elif kafka_home:
         raise InputError("--kafka-home needs --engine kafka")
     else:
@@ -313,7 +319,7 @@ def status(state_dir: str | None, output: str) -> None:
                                                       for k, v in sorted(pids.items(), key=lambda kv: int(kv[0]))))
         else:
             click.echo(f"engine:    emulator (imitates Kafka {info.extra.get('kafka_version', '?')})")
-            click.echo(f"speed:     {info.speed:g}x")
+            click.echo(f"speed:     {speed_line(info.speed, info.extra.get('clock'))}")
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
@@ -326,6 +332,17 @@ def status(state_dir: str | None, output: str) -> None:
         raise click.exceptions.Exit(int(ExitStatus.ERROR))
 
 
+def speed_line(speed: float, clock: dict[str, Any] | None) -> str:
+    """The emulator's speed as `status` prints it: asked, and what it runs at and keeps when its
+    engine cannot follow."""
+    if not clock or (clock.get("running_speed", speed) >= speed and clock.get("kept_share", 1.0) >= KEPT_OK):
+        return f"{speed:g}x" + (f" (kept; {clock['given_up_s']:g} sandbox s given up to lag since start)"
+                                if clock and clock.get("given_up_s") else "")
+    return (f"{speed:g}x asked, runs at {clock.get('running_speed', speed):.3g}x ({clock['kept_speed']:.3g}x kept over "
+            "the last seconds): the engine cannot do more work on this machine, so sandbox time waits for it "
+            f"({clock['given_up_s']:g} sandbox s given up since start)")
+
+
 @sandbox.command("fetch-kafka")
 @click.option("--kafka-version", "versions", multiple=True, metavar="X.Y.Z",
               help="A Kafka release to fetch (repeatable; default: every release kreassign is tested with).")
@@ -335,17 +352,21 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
     """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
     binding) from Maven Central with Maven, into a cache outside any repository
     ($KREASSIGN_KAFKA_CACHE, else ~/.cache/kreassign/kafka): what `sandbox start --engine kafka`
-    runs when no --kafka-home is given. Needs Java and Maven (mvn) on PATH; no tarball is
+    runs when no --kafka-home is given; and the Prometheus JMX exporter's java agent, which
+    serves real brokers' metrics. Needs Java and Maven (mvn) on PATH; no tarball is
     downloaded."""
     from kreassign.cli.console import emit_json
-    from kreassign.sandbox.kafka_engine.dist import MATRIX, fetch
+    from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_VERSION, MATRIX, fetch, fetch_jmx_exporter
 
     fetched = [fetch(v, force=force) for v in (versions or MATRIX)]
+    agent = fetch_jmx_exporter(force=force)
     if output == "json":
-        emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched]})
+        emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched],
+                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)}})
         return
     for dist in fetched:
         click.echo(f"Kafka {dist.version}: {dist.libs}")
+    click.echo(f"Prometheus JMX exporter {JMX_EXPORTER_VERSION}: {agent}")
 
 
 @sandbox.command()

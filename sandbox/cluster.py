@@ -232,6 +232,13 @@ class SandboxCluster:
         with self.lock:
             return self.engine.now
 
+    def clock_status(self) -> dict[str, Any] | None:
+        """How well a scaled clock keeps its speed (`ClockKeeper.status`: the speed asked, the
+        speed kept over the last seconds, the sandbox seconds given up to the engine's lag); None
+        on a manual clock."""
+        keeper = self.server.keeper
+        return keeper.status() if keeper is not None else None
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[Engine]:
         """The engine, with the lock held: read or change state without racing the server."""

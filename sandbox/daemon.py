@@ -62,7 +62,7 @@ class SandboxOptions:
     fetch_round_s: float = FetchConfig.round_s
     log_dirs: int = 1
     client_quotas: tuple[str, ...] = ()
-    metrics_port: int | None = None  # Prometheus endpoints and the KIP-714 receiver when set
+    metrics_port: int | None = None  # Prometheus endpoints (and the emulator's KIP-714 receiver) when set
     security: dict[str, Any] | None = None
     """`Security.to_json()`: protocol, mechanism, stored credentials (no passwords), TLS dir."""
     engine: str = "emulator"
@@ -105,7 +105,7 @@ class SandboxOptions:
                                 port_base=self.port_base, heap=self.heap, seed=self.seed,
                                 overrides=self.kafka_overrides, security=Security.from_json(self.security),
                                 start_timeout_s=self.start_timeout_s,
-                                logins=[KafkaLogin.from_json(d) for d in self.logins])
+                                logins=[KafkaLogin.from_json(d) for d in self.logins], metrics_port=self.metrics_port)
         from kreassign.sandbox.cluster import SandboxCluster
 
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
@@ -176,13 +176,26 @@ def kafka_extra(cluster: Any) -> dict[str, Any]:
             "kafka_jars": str(cluster.dist.libs), "pids": {str(k): v for k, v in cluster.pids().items()}}
 
 
-def serve(cluster: Any, stop: threading.Event, on_ready: Callable[[Any], None]) -> None:
-    """Start the cluster, call `on_ready`, block until `stop` is set (or Ctrl-C), then stop cleanly."""
+STATUS_EVERY_S = 2.0
+"""how often a running emulator rewrites its clock's lag into sandbox.json (`sandbox status`)"""
+
+
+def clock_extra(cluster: Any) -> dict[str, Any]:
+    """What `sandbox.json` and `status` show about the emulator's clock (`ClockKeeper.status`)."""
+    status = getattr(cluster, "clock_status", lambda: None)()
+    return {"clock": status} if status is not None else {}
+
+
+def serve(cluster: Any, stop: threading.Event, on_ready: Callable[[Any], None],
+          on_beat: Callable[[Any], None] | None = None) -> None:
+    """Start the cluster, call `on_ready`, then `on_beat` every STATUS_EVERY_S until `stop` is
+    set (or Ctrl-C), then stop cleanly."""
     cluster.start()
     try:
         on_ready(cluster)
-        while not stop.wait(0.5):
-            pass
+        while not stop.wait(STATUS_EVERY_S):
+            if on_beat is not None:
+                on_beat(cluster)
     finally:
         cluster.stop()
 
@@ -281,19 +294,29 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
 
+    written: list[DaemonInfo] = []
+
     def ready(cluster: Any) -> None:
         security = cluster.security
         extra = {} if security.protocol == "PLAINTEXT" else {"security_protocol": security.protocol,
                                                              "sasl_mechanism": security.mechanism}
         speed = 1.0 if options.engine == "kafka" else options.speed
-        DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), speed,
-                   dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   str(state_dir / LOG_FILE), {**extra, **metrics_extra(cluster), **kafka_extra(cluster)},
-                   options.engine).write(state_dir / PID_FILE)
+        info = DaemonInfo(os.getpid(), cluster.bootstrap, cluster.ports, str(state_dir), speed,
+                          dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                          str(state_dir / LOG_FILE), {**extra, **metrics_extra(cluster), **kafka_extra(cluster)},
+                          options.engine)
+        info.write(state_dir / PID_FILE)
+        written.append(info)
         print(f"sandbox ready: {cluster.bootstrap}", flush=True)
 
+    def beat(cluster: Any) -> None:
+        clock = clock_extra(cluster)
+        if written and clock:
+            written[0].extra.update(clock)
+            written[0].write(state_dir / PID_FILE)
+
     try:
-        serve(options.build(state_dir), stop, ready)
+        serve(options.build(state_dir), stop, ready, beat)
     except KreassignError as exc:
         print(f"Error: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -1,7 +1,9 @@
 """A Prometheus endpoint per sandbox broker, with the names the Prometheus JMX exporter gives a
-real broker under Strimzi's example rules (lower-cased `kafka_<domain>_<type>_<name>`, histogram
-percentiles as `quantile` labels, `...PerSec` meters as `_total` counters, quota sensors as
-`kafka_server_quota_<sensor>{resource, clientId[, user]}`), plus the KIP-714 metrics clients
+real broker under the rules of kafka_engine/jmx_exporter.yaml, which real brokers run with
+(lower-cased `kafka_<domain>_<type>_<name>`, histogram percentiles as `quantile` labels,
+`...PerSec` meters as `_total` counters, quota sensors as `kafka_server_quota_<sensor>{resource,
+clientId[, user]}`, KIP-73's as `kafka_server_{leader,follower}replication_byte_rate`;
+tests/test_prometheus_vs_kafka.py compares the two), plus the KIP-714 metrics clients
 pushed to that broker, as a receiver plugin exporting to Prometheus names them (dots become
 underscores; the client instance and id, and the data point's attributes, become labels).
 
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 
@@ -85,6 +88,7 @@ class BrokerCollector:
             yield from self._topics()
             yield from self._replica_manager()
             yield from self._quotas(now)
+            yield from self._replication_quotas(now)
             yield from self._telemetry()
 
     def _requests(self, timings: list[RequestTiming], counts: list[RequestTiming]) -> Iterator[Metric]:
@@ -156,6 +160,20 @@ class BrokerCollector:
                 # Kafka's JMX names leave out empty tags (a client-id quota has no user)
                 labels = {"resource": QUOTA_RESOURCE[key], **({"user": user} if user else {}), "clientId": client_id}
                 family.add_sample(family.name, labels, stat.measure(now_ms))
+            yield family
+
+    def _replication_quotas(self, now: float) -> Iterator[Metric]:
+        """KIP-73's sensors (`kafka.server:type=LeaderReplication|FollowerReplication`,
+        `byte-rate`), measured as a JMX read measures them; a sensor never used has no series
+        yet, as Kafka creates it on first use."""
+        rep = self.sources.engine.replication
+        nb, i = len(rep.broker_ids), rep.pos[self.broker_id]
+        for side, row in (("leaderreplication", i), ("followerreplication", nb + i)):
+            family = GaugeMetricFamily(f"kafka_server_{side}_byte_rate", f"KIP-73 {side} byte-rate")
+            if np.isfinite(rep.rates.start[row]).any():
+                which = np.zeros(2 * nb, dtype=bool)
+                which[row] = True
+                family.add_metric([], float(rep.rates.rates(now, which)[row]))
             yield family
 
     def _telemetry(self) -> Iterator[Metric]:

@@ -25,7 +25,7 @@ from typing import Any
 from kreassign.sandbox.acl import refusal, report_operations
 from kreassign.sandbox.client_quota_hook import ClientQuotaHook, NoClientQuotas
 from kreassign.sandbox.client_quotas import QuotaConfigs
-from kreassign.sandbox.clock import Clock, ScaledClock
+from kreassign.sandbox.clock import Clock, ClockKeeper, ScaledClock
 from kreassign.sandbox.context import Context
 from kreassign.sandbox.dataplane import DataPlane
 from kreassign.sandbox.engine import Engine
@@ -101,6 +101,8 @@ class SandboxServer:
         self._wake_at: float | None = None
         self.lock = lock
         self.clock = clock
+        self.keeper = ClockKeeper(clock) if isinstance(clock, ScaledClock) else None
+        """holds a scaled clock to the engine's work and measures the lag (`sandbox status`)"""
         self.faults = faults
         self.ranges = ranges
         self.host = host
@@ -244,22 +246,34 @@ class SandboxServer:
         self._release = asyncio.Event()
 
     async def _ticker(self) -> None:
-        """Run the engine up to the clock, one engine tick at a time, in slices of at most
-        SLICE_WALL_SECONDS of work, each followed by as long again for the connections: a heavy
-        load (100,000 moves) makes sandbox time lag the clock rather than stop the brokers
-        answering."""
+        """Run the engine up to the clock in slices of at most SLICE_WALL_SECONDS of work, each
+        followed by as long again for the connections (`keep_up`)."""
         while True:
             await asyncio.sleep(TICK_WALL_SECONDS)
-            target = self.clock.now()
             while True:
                 start = time.perf_counter()
-                with self.lock:
-                    while self.engine.now < target - 1e-9 and time.perf_counter() - start < SLICE_WALL_SECONDS:
-                        self.engine.run_until(min(target, self.engine.now + self.engine.tick))
-                    behind = self.engine.now < target - 1e-9
-                if not behind:
+                if not self.keep_up():
                     break
                 await asyncio.sleep(time.perf_counter() - start)
+
+    def keep_up(self, budget_s: float = SLICE_WALL_SECONDS, work: Callable[[], float] = time.perf_counter) -> bool:
+        """One slice of the ticker: run the engine toward the clock, one engine tick at a time,
+        for at most `budget_s` of `work` time. Where the engine falls short, a scaled clock is
+        held back to the time it reached (`ClockKeeper`): a heavy load (100,000 moves, a busy
+        machine) slows sandbox time to the work done rather than letting it run on without the
+        work, or stopping the brokers answering; one that keeps too little of its speed slows
+        down, and the brokers report the speed it runs at. True if the slice ran out before the
+        clock."""
+        start = work()
+        with self.lock:
+            target = self.clock.now()
+            while self.engine.now < target - 1e-9 and work() - start < budget_s:
+                self.engine.run_until(min(target, self.engine.now + self.engine.tick))
+            behind = self.engine.now < target - 1e-9
+            if self.keeper is not None:
+                self.keeper.beat(self.engine.now, behind)
+                self.engine.time_scale = self.keeper.clock.speed
+        return behind
 
     async def _data_ticker(self) -> None:
         """Beside the engine's ticker: log-dir copies follow sandbox time, and parked requests are

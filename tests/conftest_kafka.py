@@ -7,7 +7,9 @@
 * `live`: the backend of the live tests, parametrized over the emulator and real Kafka
   (`tests/live.py`). $KREASSIGN_LIVE_ENGINES=emulator limits it to the emulator (a quick run on a
   machine without Java); `make test` runs both. A test marked `live_wall_clock` gets an emulator
-  on the wall clock (for clients that wait on replication, such as acks=all producers).
+  on the wall clock (for clients that wait on replication, such as acks=all producers); one
+  marked `live_metrics` gets its Prometheus endpoints (the real brokers always serve theirs,
+  through the JMX exporter's agent).
 
 The jars must be there: a missing Java, Maven or jar fails these tests with the reason, it does
 not skip them. At the end of the session the count of live tests per engine is printed.
@@ -48,8 +50,9 @@ class KafkaPool:
             cluster = None
             try:
                 # 384 MB heaps and a generous start: several suites may run on one loaded machine
+                # with the Prometheus JMX exporter on every broker (tests/test_prometheus_vs_kafka.py)
                 cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m", start_timeout_s=600.0)
+                                       topics=(), heap="384m", start_timeout_s=600.0, metrics_port=0)
                 cluster.start()
                 with cluster.admin() as port:
                     # The first FindCoordinator creates __consumer_offsets; its coordinator then
@@ -92,8 +95,10 @@ def live(request: pytest.FixtureRequest, sandbox_factory: Callable[..., Any]) ->
         from kreassign.sandbox.clock import ManualClock, ScaledClock
 
         wall = request.node.get_closest_marker("live_wall_clock") is not None
+        metrics = 0 if request.node.get_closest_marker("live_metrics") is not None else None
         yield EmulatorLive(sandbox_factory(brokers=BROKERS, racks=RACKS, topics=(), log_dirs=LOG_DIRS,
-                                           clock=ScaledClock(1.0) if wall else ManualClock()), wall_clock=wall)
+                                           clock=ScaledClock(1.0) if wall else ManualClock(),
+                                           metrics_port=metrics), wall_clock=wall)
         return
     backend = KafkaLive(request.getfixturevalue("kafka_cluster"))
     try:

@@ -69,6 +69,9 @@ class LiveCluster(Protocol):
     def ports(self) -> dict[int, int]: ...
 
     @property
+    def metrics_ports(self) -> dict[int, int]: ...
+
+    @property
     def cluster_id(self) -> str: ...
 
     def topic(self, partitions: int = 1, rf: int = 3, *, assignment: Mapping[int, Sequence[int]] | None = None,
@@ -406,6 +409,10 @@ class EmulatorLive(_Base):
         return dict(self.sandbox.ports)
 
     @property
+    def metrics_ports(self) -> dict[int, int]:
+        return dict(self.sandbox.metrics_ports)
+
+    @property
     def cluster_id(self) -> str:
         with self.sandbox.locked() as engine:
             return str(engine.cluster_id)
@@ -452,6 +459,10 @@ class KafkaLive(_Base):
     @property
     def ports(self) -> dict[int, int]:
         return dict(self.cluster.ports)
+
+    @property
+    def metrics_ports(self) -> dict[int, int]:
+        return dict(self.cluster.metrics_ports)
 
     @property
     def cluster_id(self) -> str:

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,25 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
         assert json.loads((state / "kafka.json").read_text())["logins"] == []
     finally:
         assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
+
+
+def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def maven(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        calls.append(list(argv))
+        out = Path(next(a for a in argv if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / dist.JMX_EXPORTER_JAR).write_bytes(b"agent")
+        return subprocess.CompletedProcess(list(argv), 0, "", "")
+
+    with pytest.raises(InputError, match=r"JMX exporter 1.0.1 is not fetched yet: run `make kafka`"):
+        dist.jmx_exporter_jar(tmp_path)
+    jar = dist.fetch_jmx_exporter(tmp_path, run=maven)
+    assert jar == tmp_path / "jmx-exporter" / "1.0.1" / "jmx_prometheus_javaagent-1.0.1.jar" == dist.jmx_exporter_jar(tmp_path)
+    assert jar.read_bytes() == b"agent"
+    assert calls[0][calls[0].index("-f") + 1] == str(dist.JMX_EXPORTER_POM)
+    assert "-Djmx.exporter.version=1.0.1" in calls[0]
+    dist.fetch_jmx_exporter(tmp_path, run=maven)
+    assert len(calls) == 1  # cached: Maven is not asked again
+    assert dist.JMX_EXPORTER_RULES.is_file() and dist.JMX_EXPORTER_POM.is_file()

@@ -32,7 +32,7 @@ from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputErro
 from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.kafka_engine import jvm
 from kreassign.sandbox.kafka_engine.data import PartitionLoad, Writer, create_topics, fill, plan_topics, scaled_defaults
-from kreassign.sandbox.kafka_engine.dist import KafkaDist, find_java_for
+from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_RULES, KafkaDist, find_java_for, jmx_exporter_jar
 from kreassign.sandbox.kafka_engine.secured import KEYSTORE_FILE, KafkaLogin, apply_logins, client_listener, keystore_pem
 from kreassign.sandbox.kafka_engine.node_config import (
     CONTROLLER_ID,
@@ -117,13 +117,17 @@ class KafkaCluster:
         logins: the SASL logins (`secured.KafkaLogin`), put on the cluster at every start.
         overrides: broker settings that replace the defaults (node_config).
         start_timeout_s: how long start() waits for every broker to register.
+        metrics_port: serve each broker's metrics in Prometheus' format (the JMX exporter's java
+            agent with the rules of jmx_exporter.yaml) on 127.0.0.1, broker i on
+            metrics_port + i - 1 (0: free ports; None: no metrics).
     """
 
     def __init__(self, dist: KafkaDist, *, brokers: int = DEFAULT_BROKERS, racks: int = 2,
                  log_dirs: int = DEFAULT_LOG_DIRS, topics: Sequence[TopicSpec] | None = (),
                  state_dir: str | os.PathLike[str] | None = None, fresh: bool = False, port_base: int = 0,
                  heap: str = DEFAULT_HEAP, security: Security | None = None, logins: Sequence[KafkaLogin] = (),
-                 overrides: Mapping[str, str] | None = None, seed: int = 0, start_timeout_s: float = 120.0) -> None:
+                 overrides: Mapping[str, str] | None = None, seed: int = 0, start_timeout_s: float = 120.0,
+                 metrics_port: int | None = None) -> None:
         check_shape(brokers, racks, log_dirs)
         if port_base and not 1024 <= port_base <= 65535 - 2 * brokers - 1:
             raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
@@ -163,6 +167,11 @@ class KafkaCluster:
         else:
             self.cluster_id = new_cluster_id()
             self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {})
+        self._agent = jmx_exporter_jar() if metrics_port is not None else None
+        brokers_now = self.layout.brokers
+        self._metrics_ports: dict[int, int] = {} if metrics_port is None else dict(zip(
+            brokers_now, [metrics_port + i for i in range(len(brokers_now))] if metrics_port else
+            free_ports(len(brokers_now))))
         self.topics: dict[str, dict[int, PartitionLoad]] = {}
         self._nodes: dict[int, _Node] = {}
         self._writer: Writer | None = None
@@ -208,8 +217,10 @@ class KafkaCluster:
             render = log4j2_properties if self.dist.log4j2 else log4j1_properties
             log_config.write_text(render(logs / "server.log"))
             heap = CONTROLLER_HEAP if node == CONTROLLER_ID else self.heap
+            agent = ([f"-javaagent:{self._agent}={LOOPBACK}:{self._metrics_ports[node]}:{JMX_EXPORTER_RULES}"]
+                     if self._agent is not None and node in self._metrics_ports else [])
             argv = [self.java, *jvm_flags(heap=heap, log_config=log_config, log4j2=self.dist.log4j2, logs_dir=logs),
-                    "-cp", self.dist.classpath, "kafka.Kafka", str(props)]
+                    *agent, "-cp", self.dist.classpath, "kafka.Kafka", str(props)]
             self._nodes[node] = _Node(node, argv, logs / "stdout.log")
 
     def _record(self) -> None:
@@ -282,7 +293,7 @@ class KafkaCluster:
         self._writer = Writer(self.internal_bootstrap, rates).start()
 
     def _check_ports(self) -> None:
-        taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(),
+        taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(), *self._metrics_ports.values(),
                              self.layout.controller_port] if port_in_use(p)]
         if taken:
             raise InputError(f"port{'s' if len(taken) > 1 else ''} {', '.join(map(str, taken))} on 127.0.0.1 "
@@ -424,7 +435,8 @@ class KafkaCluster:
 
     @property
     def metrics_ports(self) -> dict[int, int]:
-        return {}
+        """Each broker's Prometheus port (the JMX exporter's agent; empty without metrics_port)."""
+        return dict(self._metrics_ports)
 
     @property
     def security(self) -> Security:

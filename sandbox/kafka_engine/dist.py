@@ -30,6 +30,12 @@ ENV_CACHE = "KREASSIGN_KAFKA_CACHE"
 MANIFEST = "kafka.json"
 POM = Path(__file__).with_name("pom.xml")
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+JMX_EXPORTER_VERSION = "1.0.1"
+"""io.prometheus.jmx:jmx_prometheus_javaagent, the newest on Maven Central"""
+JMX_EXPORTER_POM = Path(__file__).with_name("jmx-exporter-pom.xml")
+JMX_EXPORTER_RULES = Path(__file__).with_name("jmx_exporter.yaml")
+JMX_EXPORTER_DIR = "jmx-exporter"
+JMX_EXPORTER_JAR = f"jmx_prometheus_javaagent-{JMX_EXPORTER_VERSION}.jar"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _BROKER_JAR = re.compile(r"^kafka_2\.1[23]-(\d+\.\d+\.\d+)\.jar$")
 
@@ -164,22 +170,11 @@ def fetch(version: str, root: Path | None = None, *,
     folder = (root or cache_root()) / version
     if (folder / MANIFEST).is_file() and not force:
         return cached(version, root)
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise InputError("Maven (mvn) is needed to fetch Kafka's jars from Maven Central and is not on PATH: install "
-                         "it (Debian: apt-get install maven), or give --kafka-home with an unpacked Kafka")
-    find_java_for(11)  # Maven itself needs a JDK; the broker's own need is checked at start
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=folder.parent))
     try:
-        argv = [mvn, "-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(POM),
-                f"-Dkafka.version={version}", *(["-Pkafka4"] if _key(version) >= (4, 0) else []),
-                f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime",
-                f"-DoutputDirectory={scratch / 'libs'}"]
-        done = run(argv)
-        if done.returncode != 0:
-            detail = _maven_error(done.stdout + done.stderr)
-            raise InputError(f"Maven could not fetch Kafka {version}: {detail}")
+        _maven_copy(POM, [f"-Dkafka.version={version}", *(["-Pkafka4"] if _key(version) >= (4, 0) else [])],
+                    scratch / "libs", f"Kafka {version}", run)
         jars = sorted(p.name for p in (scratch / "libs").glob("*.jar"))
         (scratch / MANIFEST).write_text(json.dumps({"version": version, "source": "Maven Central", "jars": jars},
                                                    indent=1))
@@ -189,6 +184,65 @@ def fetch(version: str, root: Path | None = None, *,
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return cached(version, root)
+
+
+def _maven_copy(pom: Path, options: Sequence[str], out: Path, what: str,
+                run: Callable[[Sequence[str]], subprocess.CompletedProcess[str]]) -> None:
+    """`pom`'s runtime dependencies copied into `out` by Maven.
+
+    Raises:
+        InputError: Maven or Java missing, or Maven could not resolve them.
+    """
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise InputError(f"Maven (mvn) is needed to fetch {what} from Maven Central and is not on PATH: install "
+                         "it (Debian: apt-get install maven), or give --kafka-home with an unpacked Kafka")
+    find_java_for(11)  # Maven itself needs a JDK; the broker's own need is checked at start
+    argv = [mvn, "-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(pom), *options,
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={out}"]
+    done = run(argv)
+    if done.returncode != 0:
+        raise InputError(f"Maven could not fetch {what}: {_maven_error(done.stdout + done.stderr)}")
+
+
+def jmx_exporter_jar(root: Path | None = None) -> Path:
+    """The Prometheus JMX exporter's agent jar `fetch_jmx_exporter` left.
+
+    Raises:
+        InputError: not fetched yet.
+    """
+    jar = (root or cache_root()) / JMX_EXPORTER_DIR / JMX_EXPORTER_VERSION / JMX_EXPORTER_JAR
+    if not jar.is_file():
+        raise InputError(f"the Prometheus JMX exporter {JMX_EXPORTER_VERSION} is not fetched yet: run `make kafka` "
+                         "(or `kreassign sandbox fetch-kafka`)")
+    return jar
+
+
+def fetch_jmx_exporter(root: Path | None = None, *,
+                       run: Callable[[Sequence[str]], subprocess.CompletedProcess[str]] = _run,
+                       force: bool = False) -> Path:
+    """Copy the Prometheus JMX exporter's java agent from Maven Central into the cache, by
+    jmx-exporter-pom.xml (a no-op when it is there, unless `force`); returns the jar.
+
+    Raises:
+        InputError: Maven or Java missing, or Maven could not resolve it.
+    """
+    folder = (root or cache_root()) / JMX_EXPORTER_DIR / JMX_EXPORTER_VERSION
+    if (folder / JMX_EXPORTER_JAR).is_file() and not force:
+        return folder / JMX_EXPORTER_JAR
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{JMX_EXPORTER_VERSION}-", dir=folder.parent))
+    try:
+        _maven_copy(JMX_EXPORTER_POM, [f"-Djmx.exporter.version={JMX_EXPORTER_VERSION}"], scratch,
+                    f"the Prometheus JMX exporter {JMX_EXPORTER_VERSION}", run)
+        if not (scratch / JMX_EXPORTER_JAR).is_file():
+            raise InputError(f"Maven did not leave {JMX_EXPORTER_JAR}: see {JMX_EXPORTER_POM}")
+        if folder.exists():
+            shutil.rmtree(folder)
+        scratch.rename(folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder / JMX_EXPORTER_JAR
 
 
 def _maven_error(output: str) -> str:

@@ -1,0 +1,228 @@
+"""Copy rate / quota on real Kafka brokers, and the emulator on the same scenarios (issue 27,
+items 1 and 3).
+
+Starts a 3-broker KRaft cluster of real Kafka (`KafkaCluster`, small heaps, stopped at the end),
+and moves one partition per rate (100 kB/s, 1, 10 and 50 MB/s) from broker to broker in a ring
+under a leader throttle, a follower throttle or both, in each session shape of
+`kreassign.sandbox.copy_probe` (alone, with an idle or a written in-sync partition in the same
+fetcher session, written by a producer), several repetitions interleaved; plus one unthrottled
+copy of the largest partition per repetition (what this machine replicates at most). Progress
+is the adding replica's DescribeLogDirs size, polled every 0.25 s. Each run's summary and the
+load average go to bench/results/bench_real_throttle.jsonl (with its trace), and the tables
+(median and spread per scenario, emulator vs real) to bench/results/real_throttle_<version>.md.
+
+    python -m bench.bench_real_throttle                     # the whole plan (about 45 minutes)
+    python -m bench.bench_real_throttle --reps 1 --rates 1MB/s --shapes idle --throttles both
+    python -m bench.bench_real_throttle --table             # only rewrite the tables from the jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bench.common import RESULTS, record
+from kreassign.cluster.units import parse_rate
+from kreassign.sandbox.copy_probe import (
+    MB,
+    SHAPES,
+    THROTTLES,
+    WARM_S,
+    Sample,
+    Scenario,
+    Trace,
+    rate_label,
+    run_emulator,
+    summarize,
+)
+
+NAME = "bench_real_throttle"
+RATES = (100_000, 1 * MB, 10 * MB, 50 * MB)
+SECONDS = {100_000: 30.0, 1 * MB: 20.0, 10 * MB: 20.0, 50 * MB: 15.0}
+"""how long each rate's copy takes at the quota (the partition holds rate x seconds)"""
+PLAN: dict[str, tuple[tuple[str, ...], int]] = {
+    # shape: (throttles, repetitions)
+    "idle": (("leader", "follower", "both"), 3),
+    "isr_idle": (("follower", "both"), 2),
+    "isr_written": (("leader", "follower", "both"), 2),
+    "written": (("leader", "follower", "both"), 2),
+}
+BROKERS = 3
+EMULATOR_DIFF = 0.10
+"""where the emulator's copy rate differs from the real broker's by more than this, it is fixed"""
+
+
+def size_for(rate: float) -> int:
+    return int(rate * SECONDS.get(int(rate), 20.0))
+
+
+def runs(rates: Sequence[float], shapes: Sequence[str], throttles: Sequence[str] | None,
+         reps: int | None) -> list[tuple[int, Scenario]]:
+    """(repetition, scenario), repetitions outermost so load drifts spread over all scenarios."""
+    out = []
+    top = max(reps or n for _, n in PLAN.values())
+    for rep in range(top):
+        if throttles is None or "none" in throttles:
+            out.append((rep, Scenario(max(rates), "none", "idle", size_for(max(rates)))))
+        for shape in shapes:
+            kinds, n = PLAN[shape]
+            if rep >= (reps or n):
+                continue
+            for throttle in (t for t in (throttles or kinds) if t != "none"):
+                for rate in rates:
+                    out.append((rep, Scenario(rate, throttle, shape, size_for(rate))))
+    return out
+
+
+def run_real(version: str, plan: list[tuple[int, Scenario]], heap: str) -> None:
+    from kreassign.cluster.admin import open_admin
+    from kreassign.sandbox.copy_probe import KafkaProbe
+    from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+    from kreassign.sandbox.kafka_engine.dist import locate
+
+    rates = sorted({s.rate for _, s in plan})
+    started = time.monotonic()
+    with KafkaCluster(locate(None, version), brokers=BROKERS, racks=0, log_dirs=1, topics=(), heap=heap) as kafka:
+        start_s = time.monotonic() - started
+        with open_admin(kafka.internal_bootstrap, timeout_s=60.0) as port:
+            probe = KafkaProbe(kafka.internal_bootstrap, port)
+            where: dict[float, int] = {}
+            fill_s: dict[str, float] = {}
+            for i, rate in enumerate(rates):
+                where[rate] = i % BROKERS + 1
+                t0 = time.monotonic()
+                probe.prepare(topic_of(rate), where[rate], size_for(rate))
+                fill_s[rate_label(rate)] = round(time.monotonic() - t0, 1)
+            print(f"cluster up in {start_s:.0f}s, filled {fill_s}", flush=True)
+            for n, (rep, scenario) in enumerate(plan):
+                leader = where[scenario.rate]
+                follower = leader % BROKERS + 1
+                load = os.getloadavg()
+                trace = probe.run(scenario, topic_of(scenario.rate), leader, follower)
+                where[scenario.rate] = follower
+                summary = summarize(trace)
+                row = record(NAME, engine="kafka", kafka_version=version, rep=rep, scenario=scenario.label,
+                             rate=scenario.rate, throttle=scenario.throttle, shape=scenario.shape,
+                             size=scenario.size, write_bps=scenario.write_bps, leader=leader, follower=follower,
+                             warm_s=WARM_S if scenario.shape.startswith("isr_") else 0.0,
+                             loadavg_before=[round(x, 2) for x in load],
+                             loadavg_after=[round(x, 2) for x in os.getloadavg()], heap=heap,
+                             cluster_start_s=round(start_s, 1), fill_s=fill_s, **summary,
+                             trace=trace.to_json()["samples"], quiet=True)
+                print(f"[{n + 1}/{len(plan)}] {scenario.label} rep {rep}: copy/quota {row['copy_over_quota']} "
+                      f"steady {row['steady_over_quota']} in {row['caught_s']}s, load {load[0]:.2f}", flush=True)
+
+
+def topic_of(rate: float) -> str:
+    return f"move-{int(rate)}"
+
+
+def emulator_rows(scenarios: Iterable[Scenario]) -> dict[str, dict[str, Any]]:
+    return {s.label: summarize(run_emulator(s)) for s in scenarios}
+
+
+def recorded(version: str) -> list[dict[str, Any]]:
+    """The real runs of `version` in bench/results/bench_real_throttle.jsonl."""
+    path = RESULTS / f"{NAME}.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # in-sync shapes count from when their in-sync partition replicated WARM_S before the move
+    return [r for r in rows if r.get("engine") == "kafka" and r.get("kafka_version") == version
+            and (not r["shape"].startswith("isr_") or r.get("warm_s") == WARM_S)]
+
+
+def table(version: str) -> str:
+    """The markdown tables of the recorded real runs of `version`, with the emulator's value of
+    each scenario (computed now, at its own clock in 0.1 s ticks)."""
+    rows = recorded(version)
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:  # summarized again from the trace: the summary's rules may have changed since
+        scenario = Scenario(r["rate"], r["throttle"], r["shape"], r["size"])
+        samples = [Sample(t, int(f), int(lead), bool(m)) for t, f, lead, m in r["trace"]]
+        by[r["scenario"]].append({**r, **summarize(Trace(scenario, "kafka", samples))})
+    scenarios = {label: Scenario(rs[0]["rate"], rs[0]["throttle"], rs[0]["shape"], rs[0]["size"])
+                 for label, rs in by.items()}
+    emu = emulator_rows(scenarios.values())
+    order = sorted(by, key=lambda k: (SHAPES.index(scenarios[k].shape), THROTTLES.index(scenarios[k].throttle),
+                                      scenarios[k].rate))
+    loads = [x for r in rows for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+    out = [f"# Copy rate / quota on real Kafka {version} and on the emulator",
+           "",
+           f"`python -m bench.bench_real_throttle` ({len(rows)} runs, {rows[0]['date'][:10] if rows else '-'} to "
+           f"{rows[-1]['date'][:10] if rows else '-'}; 1-minute load {min(loads, default=0):.2f}-{max(loads, default=0):.2f} "
+           f"on {os.cpu_count()} cores, shared). One partition moved between two of 3 brokers "
+           f"(heap {rows[0]['heap'] if rows else '-'}); progress is the adding replica's DescribeLogDirs size every 0.25 s. "
+           "`copy` = bytes copied by the time the follower caught up / that time / the throttle (what an ETA "
+           "needs); `steady` = slope of the follower's size after the first 12 s (the quota span) / the "
+           "throttle; `started` = when the first bytes came (controller, new replica and fetcher start-up: what "
+           "a loaded machine stretches most), `active` = the copy rate from then on. In-sync shapes replicate "
+           "their in-sync partition 12 s before the move (a warm leader). Written shapes write 10% of the "
+           "throttle (at least 10 kB/s). Emulator: the Engine at its own clock, 0.1 s ticks. `diff` = "
+           "emulator / real median - 1; over 10% is marked.",
+           "",
+           "| scenario | runs | real copy median (min-max) | real active | real steady | started s | caught s | load "
+           "| emulator copy | emulator active | diff copy | diff active |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label in order:
+        rs = by[label]
+        copy, active, steady, started, caught = ([r[k] for r in rs if r.get(k) is not None] for k in (
+            "copy_over_quota", "active_over_quota", "steady_over_quota", "started_s", "caught_s"))
+        e = emu[label]
+        marks = []
+        for values, key in ((copy, "copy_over_quota"), (active, "active_over_quota")):
+            med = statistics.median(values) if values else None
+            diff = (e[key] / med - 1) if med and e[key] else None
+            big = diff is not None and abs(diff) > EMULATOR_DIFF and scenarios[label].throttle != "none"
+            marks.append("-" if diff is None else f"{diff:+.1%}" + (" **>10%**" if big else ""))
+        load = "-".join(f"{x:.0f}" for x in (min(r["loadavg_before"][0] for r in rs),
+                                            max(r["loadavg_before"][0] for r in rs)))
+        out.append(f"| {label} | {len(rs)} | {_spread(copy)} | {_spread(active)} | {_spread(steady)} | "
+                   f"{_median(started)} | {_median(caught)} | {load} | {e['copy_over_quota']} | "
+                   f"{e['active_over_quota']} | {marks[0]} | {marks[1]} |")
+    return "\n".join(out) + "\n"
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kafka-version", default="4.4.0")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions (default: the plan's per shape)")
+    parser.add_argument("--rates", nargs="*", default=None, help="throttles to measure, e.g. 1MB/s")
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=SHAPES)
+    parser.add_argument("--throttles", nargs="*", default=None, choices=THROTTLES)
+    parser.add_argument("--heap", default="384m")
+    parser.add_argument("--table", action="store_true", help="only rewrite the tables from the recorded runs")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the (repetition, scenario) runs already recorded for this Kafka version")
+    args = parser.parse_args(argv)
+    if not args.table:
+        rates = [parse_rate(r) for r in args.rates] if args.rates else list(RATES)
+        plan = runs(rates, args.shapes, args.throttles, args.reps)
+        if args.resume:
+            done = {(r["rep"], r["scenario"]) for r in recorded(args.kafka_version)}
+            plan = [(rep, s) for rep, s in plan if (rep, s.label) not in done]
+        print(f"{len(plan)} runs", flush=True)
+        run_real(args.kafka_version, plan, args.heap)
+    text = table(args.kafka_version)
+    (RESULTS / f"real_throttle_{args.kafka_version}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

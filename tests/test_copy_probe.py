@@ -1,0 +1,133 @@
+"""The calibration probe (`sandbox/copy_probe.py`): how a trace becomes copy rate / quota, the
+throttle configs a scenario sets, the emulator's run of a scenario, and (marked kafka) the
+emulator against real Kafka on a scenario the replication model's constants rest on."""
+from __future__ import annotations
+
+import urllib.request
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kreassign.sandbox.copy_probe import MB, KafkaProbe, Sample, Scenario, Trace, run_emulator, summarize, throttle_ops
+
+from live import wait_until
+
+
+def trace(samples: list[tuple[float, int, int, bool]], rate: float = 1 * MB) -> Trace:
+    return Trace(Scenario(rate, "both", "idle", 30 * MB), "test", [Sample(*s) for s in samples])
+
+
+def test_summary_of_a_copy_at_a_steady_rate() -> None:
+    # 1.5 MB/s from t=1 s: 30 MB caught between the samples at 20.5 and 21 s (midpoint 20.75 s)
+    points = [(t / 2, min(max(int((t / 2 - 1) * 1.5 * MB), 0), 30 * MB), 30 * MB, t / 2 < 21) for t in range(0, 46)]
+    summary = summarize(trace(points))
+    assert summary["caught_s"] == 20.75
+    assert summary["copied_bytes"] == 30 * MB
+    assert summary["copy_over_quota"] == round(30 / 20.75, 4)
+    assert summary["steady_over_quota"] == pytest.approx(1.5)  # the slope after the first 12 s
+    # the first bytes came between the samples at 1.0 and 1.5 s
+    assert summary["started_s"] == 1.25 and summary["active_over_quota"] == round(30 / (20.75 - 1.25), 4)
+
+
+def test_a_short_copy_has_no_steady_rate_and_an_unfinished_one_no_rate() -> None:
+    short = summarize(trace([(0.0, 0, 30 * MB, True), (5.0, 10 * MB, 30 * MB, True), (10.0, 30 * MB, 30 * MB, False)]))
+    assert short["caught_s"] == 7.5 and short["steady_over_quota"] is None
+    assert short["copy_over_quota"] == round(30 / 7.5, 4)
+    assert summarize(trace([(0.0, 0, 30 * MB, True), (5.0, 10 * MB, 30 * MB, True)]))["copy_over_quota"] is None
+
+
+def test_a_written_move_is_done_when_the_reassignment_is() -> None:
+    # the leader keeps growing; the follower is never seen level with it, the move ends by 10 s
+    summary = summarize(trace([(0.0, 0, 30 * MB, True), (5.0, 15 * MB, 31 * MB, True), (10.0, 32 * MB, 33 * MB, False)]))
+    assert summary["caught_s"] == 7.5 and summary["copied_bytes"] == 33 * MB  # the leader's log as it completed
+
+
+def test_a_move_seen_complete_before_its_last_copy_holds_the_leader_log() -> None:
+    # the sizes were read just before the reassignment completed, its listing just after
+    summary = summarize(trace([(0.0, 0, 30 * MB, True), (10.0, 20 * MB, 30 * MB, False)]))
+    assert summary["copied_bytes"] == 30 * MB and summary["copy_over_quota"] == round(30 / 5.0, 4)
+
+
+def test_throttle_configs_are_the_ones_execute_sets() -> None:
+    both = Scenario(2 * MB, "both", "idle", MB)
+    assert throttle_ops(both, "t", 1, 2) == (
+        {1: {"leader.replication.throttled.rate": "2000000"}, 2: {"follower.replication.throttled.rate": "2000000"}},
+        {"t": {"leader.replication.throttled.replicas": "0:1", "follower.replication.throttled.replicas": "0:2"}})
+    assert throttle_ops(Scenario(2 * MB, "follower", "idle", MB), "t", 1, 2, clear=True) == (
+        {2: {"follower.replication.throttled.rate": None}}, {"t": {"follower.replication.throttled.replicas": None}})
+    assert throttle_ops(Scenario(2 * MB, "none", "idle", MB), "t", 1, 2) == ({}, {"t": {}})
+
+
+def test_written_shapes_write_a_tenth_of_the_throttle() -> None:
+    assert Scenario(10 * MB, "leader", "written", MB).write_bps == 1 * MB
+    assert Scenario(50_000, "leader", "isr_written", MB).write_bps == 10_000  # at least 10 kB/s
+    assert Scenario(10 * MB, "leader", "isr_idle", MB).write_bps == 0
+    with pytest.raises(ValueError):
+        Scenario(MB, "sideways", "idle", MB)
+
+
+def test_the_emulator_copies_the_whole_partition_and_reports_it() -> None:
+    result = run_emulator(Scenario(10 * MB, "both", "idle", 100 * MB))
+    last = result.samples[-1]
+    assert not last.reassigning and last.follower_bytes == last.leader_bytes == 100 * MB
+    assert all(a.follower_bytes <= b.follower_bytes for a, b in zip(result.samples, result.samples[1:]))
+    assert all(s.reassigning for s in result.samples[:-1])
+    unthrottled = summarize(run_emulator(Scenario(10 * MB, "none", "idle", 100 * MB)))
+    assert unthrottled["caught_s"] < summarize(result)["caught_s"]
+
+
+ENGINE_AGREEMENT = 0.10
+"""issue 27: where the emulator's copy rate differs from the real broker's by more than this, the
+emulator is fixed (bench/results/real_throttle_4.4.0.md has every scenario)"""
+REAL_SCENARIOS = [
+    # the quota span: the first fetch goes through whole, the next one when 11 windows forget it
+    Scenario(100_000, "both", "idle", 2_000_000),
+    # a warm leader's flood is not here: the emulator's is 1-3 s of the rate larger than the real
+    # one (bench/results/real_throttle_4.4.0.md, isr_written/leader), still to be fixed
+]
+
+
+def free_pair(port: Any, brokers: list[int]) -> tuple[int, int]:
+    """A leader and a follower that share no partition (a fetcher session of its own)."""
+    taken = {(p.leader, r) for p in port.describe_topics() for r in p.replicas}
+    return next((a, b) for a in brokers for b in brokers if a != b and (a, b) not in taken)
+
+
+def sensors_quiet(cluster: Any, leader: int, follower: int, below: float) -> bool:
+    """The brokers' replication quota sensors have forgotten earlier tests' copies, as the JMX
+    exporter reads them: under `below` B/s, or never used. (Not 0: a leader records the size of
+    every response to its followers, empty or not, about 30 B/s of headers.)"""
+    return all((gauge(cluster.metrics_ports[b], name) or 0.0) < below for b, name in (
+        (leader, "kafka_server_leaderreplication_byte_rate"), (follower, "kafka_server_followerreplication_byte_rate")))
+
+
+def gauge(port: int, name: str) -> float | None:
+    """The value of an unlabelled gauge on a broker's /metrics (None: not there)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    return None
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("scenario", REAL_SCENARIOS, ids=lambda s: str(s.label))
+def test_the_emulator_copies_at_the_real_brokers_rate(kafka_cluster: Any, scenario: Scenario) -> None:
+    topic = f"probe-{scenario.shape}-{int(scenario.rate)}"
+    with kafka_cluster.admin() as port:
+        leader, follower = free_pair(port, kafka_cluster.brokers)
+        wait_until(lambda: sensors_quiet(kafka_cluster, leader, follower, scenario.rate / 100),
+                   "the quota sensors to forget earlier copies")
+        probe = KafkaProbe(kafka_cluster.internal_bootstrap, port)
+        try:
+            probe.prepare(topic, leader, scenario.size)
+            real = summarize(probe.run(scenario, topic, leader, follower))
+        finally:
+            port.delete_topic(topic)
+    emulated = summarize(run_emulator(scenario))
+    # from the first bytes on: the time a loaded machine takes to start the fetcher is not the throttle's
+    assert real["active_over_quota"] is not None
+    assert abs(emulated["active_over_quota"] / real["active_over_quota"] - 1) <= ENGINE_AGREEMENT, (real, emulated)

@@ -201,6 +201,9 @@ def with_canary(port: Any, request: Any, bootstrap_server: str | None, command_c
                 request_timeout: float | None, topic: str | None) -> tuple[Any, Callable[[], list[str]]]:
     """The request with a canary measurement, and the function that closes the canary."""
     import dataclasses
+    import functools
+
+    from kreassign.cluster.client_latency import CANARY_POLL_ROUNDS
 
     from kreassign.cluster.canary import open_canary
     from kreassign.cluster.client_config import load_client_config
@@ -209,7 +212,7 @@ def with_canary(port: Any, request: Any, bootstrap_server: str | None, command_c
     config = load_client_config(command_config, bootstrap_server=bootstrap_server, timeout_s=request_timeout)
     scale = request.time_scale or read_time_scale(port, [b.id for b in port.describe_brokers().brokers])
     probe, close = open_canary(port, config, topic=topic, scale=scale)
-    return dataclasses.replace(request, canary=probe.measure), close
+    return dataclasses.replace(request, canary=functools.partial(probe.measure, CANARY_POLL_ROUNDS)), close
 
 
 def metrics_request(urls: tuple[str, ...], names_file: str | None) -> dict[str, Any]:

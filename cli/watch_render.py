@@ -126,8 +126,7 @@ class WatchScreen:
                 table.add_column(name, justify="right")
             for c in event.canary:
                 i = rise.get(c.broker)
-                table.add_row(str(c.broker), _ms(c.p50_ms), _ms(c.p99_ms),
-                              "-" if i is None or i.p99_increase is None else f"{i.p99_increase:+.0%}",
+                table.add_row(str(c.broker), _ms(c.p50_ms), _ms(c.p99_ms), _rise(i, table=True),
                               _ms(c.end_to_end_p99_ms), _ms(c.throttle_max_ms), str(c.timeouts))
             out.append(table)
         note = event.client_note if event is not None else None
@@ -416,9 +415,13 @@ def _capacity(value: float) -> str:
     return "unknown" if math.isinf(value) else format_rate(value)
 
 
-def _rise(impact: Impact | None) -> str:
+def _rise(impact: Impact | None, *, table: bool = False) -> str:
+    """The p99's rise over the baseline; a rise within the noise of the two samples is shown as
+    such (its raw figure in brackets), not as an impact."""
     if impact is None:
-        return "not measured"
-    if impact.over_everything:
+        return "-" if table else "not measured"
+    if impact.over_everything and not table:
         return "throttled" if impact.throttled else f"{impact.timeouts} timeout(s)"
+    if impact.within_noise and impact.measured_increase is not None:
+        return f"noise ({impact.measured_increase:+.0%})"
     return "-" if impact.p99_increase is None else f"{impact.p99_increase:+.0%}"

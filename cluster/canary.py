@@ -8,6 +8,7 @@ so an accelerated sandbox reads like the Kafka it stands for."""
 from __future__ import annotations
 
 import struct
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +50,7 @@ class CanaryProbe:
 
         self.topic, self.leaders, self.scale, self.timeout_s, self.clock = topic, dict(leaders), scale, timeout_s, clock
         self.notes: list[str] = []
+        self.receiver: _Receiver | None = None
         self._filler = b"\0" * max(payload_bytes - _HEADER.size, 0)
         common: dict[str, Any] = {k: v for k, v in config.admin_kwargs().items()
                                   if k not in ("client_id", "request_timeout_ms", "bootstrap_timeout_ms", "api_version")}
@@ -73,15 +75,17 @@ class CanaryProbe:
             # brokers learn of a new topic, and resolve only after the first measured record was written
             self.consumer.seek(KafkaTopicPartition(topic, p), warm.offset + 1)
         self.consumer.poll(timeout_ms=0)
+        self.receiver = _Receiver(self.consumer, clock)
 
     def measure(self, rounds: int = 1, *, interval_s: float = 0.0,
                 sleep: Callable[[float], None] = time.sleep) -> list[LatencySample]:
-        """Send `rounds` records to every partition (acks=all) and read them back."""
+        """Send `rounds` records to every partition (acks=all), one at a time, and read them back.
+        The end-to-end delay is taken when the receiver thread reads the record, so no record
+        waits for the sends after it before anything reads it."""
         from kafka.errors import KafkaError, KafkaTimeoutError
 
         samples: list[LatencySample] = []
-        sent: dict[tuple[int, int], tuple[int, float | None]] = {}
-        received: dict[tuple[int, int], float] = {}
+        sent: dict[tuple[int, int], tuple[int, float]] = {}
         for n in range(rounds):
             for p, leader in sorted(self.leaders.items()):
                 start = self.clock()
@@ -93,11 +97,11 @@ class CanaryProbe:
                     samples.append(LatencySample(leader, None))
                 except KafkaError as exc:
                     self.notes.append(f"partition {p} (leader {leader}): {exc}")
-            received.update(_drain(self.consumer, len(sent) - len(received), 0.0, self.clock))  # read as we go
             if n + 1 < rounds:
                 sleep(interval_s)
         throttle = _throttle_ms(self.producer.metrics()) * self.scale
-        received.update(_drain(self.consumer, len(sent) - len(received), self.timeout_s, self.clock))
+        assert self.receiver is not None, "measure after close"
+        received = self.receiver.wait_for(sent, self.timeout_s)
         for key, (leader, produce_ms) in sorted(sent.items()):
             e2e = received.get(key)
             samples.append(LatencySample(leader, produce_ms, None if e2e is None else e2e * 1000 * self.scale,
@@ -106,21 +110,57 @@ class CanaryProbe:
 
     def close(self) -> None:
         close_producer(self.producer, self.timeout_s)
+        if self.receiver is not None:
+            self.receiver.stop()
+            self.receiver = None
         self.consumer.close()
 
 
-def _drain(consumer: Any, want: int, timeout_s: float, clock: Callable[[], float]) -> dict[tuple[int, int], float]:
-    """Read the canary records back: (partition, offset) -> seconds from send to receipt."""
-    got: dict[tuple[int, int], float] = {}
-    deadline = clock() + timeout_s
-    while True:
-        for records in consumer.poll(timeout_ms=0 if timeout_s <= 0 else 200).values():
-            now = clock()
-            for r in records:
-                if len(r.value) >= _HEADER.size:
-                    got[(r.partition, r.offset)] = max(now - _HEADER.unpack_from(r.value)[0], 0.0)
-        if len(got) >= want or clock() >= deadline:
-            return got
+class _Receiver:
+    """The canary's consumer, polled by a thread of its own: each record's delay from its send
+    time (in its value) to its receipt, taken as it arrives. Only this thread touches the consumer
+    until `stop`."""
+
+    def __init__(self, consumer: Any, clock: Callable[[], float]) -> None:
+        self.consumer, self.clock = consumer, clock
+        self._got: dict[tuple[int, int], float] = {}
+        self._changed = threading.Condition()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kreassign-canary-receiver", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                batches = self.consumer.poll(timeout_ms=50)
+            except Exception as exc:  # noqa: BLE001 - any client failure ends the receiver: reads then go missing
+                warnings.warn(f"the canary's consumer stopped: {exc}", RuntimeWarning, stacklevel=1)
+                return
+            if not batches:
+                continue
+            now = self.clock()
+            with self._changed:
+                for records in batches.values():
+                    for r in records:
+                        if len(r.value) >= _HEADER.size:
+                            self._got[(r.partition, r.offset)] = max(now - _HEADER.unpack_from(r.value)[0], 0.0)
+                self._changed.notify_all()
+
+    def wait_for(self, keys: Mapping[tuple[int, int], Any], timeout_s: float) -> dict[tuple[int, int], float]:
+        """The delays of `keys` read so far, waiting up to `timeout_s` for the rest; each is
+        handed over once."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not all(k in self._got for k in keys) and self._thread.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(min(left, 0.1))
+            return {k: self._got.pop(k) for k in keys if k in self._got}
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5.0)
 
 
 def _throttle_ms(metrics: Mapping[str, Mapping[str, float]]) -> float:

@@ -26,7 +26,9 @@ from typing import Any
 from kreassign.cluster.errors import ClusterError, ExitStatus
 from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, MetricNames, broker_metrics, missing_note
 from kreassign.cluster.capture import take_reading
-from kreassign.cluster.client_latency import BrokerLatency, Impact, LatencySample, impact, summarize, worst
+from kreassign.cluster.client_latency import (
+    BrokerLatency, Impact, LatencySample, impact, measure_baseline, steering_impact, summarize,
+)
 from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
@@ -119,7 +121,6 @@ class WatchRequest:
         return self.network_capacity if self.network_capacity is not None else (None, None)
 
 
-_CANARY_BASELINE_ROUNDS = 3
 _MIN_METRICS_WINDOW_S = 1.0  # counters read closer together than this give no rate yet
 STALL_CLEAR_POLLS = 2
 """a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
@@ -386,12 +387,15 @@ class _Loop:
     """the canary's worst impact at the last poll (None: no canary)"""
 
     def canary_now(self) -> tuple[tuple[BrokerLatency, ...], tuple[Impact, ...]]:
-        """This poll's canary per broker and its impact against the baseline."""
+        """This poll's canary per broker and its impact against the baseline (a poll's requests
+        are judged alone: a window's p99 is nearly its slowest request, which would outlive the
+        throttle change that ended it)."""
         if self.request.canary is None:
             return (), ()
         now = summarize(self.request.canary())
         impacts = impact(self.canary_baseline, now)
-        self.canary_worst = worst(impacts)
+        auto = self.request.auto
+        self.canary_worst = steering_impact(impacts, None if auto is None else auto.max_impact)
         return tuple(now.values()), tuple(impacts.values())
 
     def client_metrics(self, now: float) -> tuple[tuple[BrokerMetrics, ...], str | None]:
@@ -542,8 +546,7 @@ class _Loop:
         """Before the first poll: the canary's p99 per broker and the brokers' first metrics
         reading (the start of the counters' first window, and with --max-impact the p99 baseline)."""
         if self.request.canary is not None:
-            self.canary_baseline = tuple(summarize(
-                [s for _ in range(_CANARY_BASELINE_ROUNDS) for s in self.request.canary()]).values())
+            self.canary_baseline = tuple(measure_baseline(self.request.canary).values())
         if self.request.metrics is None:
             return
         self.scraped = read_brokers(self.request.metrics, self.request.metric_names, now)

@@ -19,8 +19,8 @@ from test_throttle_cmd import invoke
 from live import write_records
 
 pytestmark = pytest.mark.e2e
-CANARY_LINE = re.compile(r"  broker (\d): 1 produce\(s\), 0 timed out, p50 \d+\.\d ms, p99 \d+\.\d ms, "
-                         r"end-to-end p99 \d+\.\d ms, throttled up to 0 ms")
+CANARY_LINE = re.compile(r"  broker (\d): 1 produce\(s\), 0 timed out, p50 \d+\.\d ms, p99 \d+\.\d ms "
+                         r"\[\d+\.\d, \? \(needs 368 produces\)\], end-to-end p99 \d+\.\d ms, throttled up to 0 ms")
 
 
 def test_canary_assignment_puts_a_leader_on_every_broker() -> None:
@@ -66,7 +66,7 @@ def test_canary_measures_every_broker_reports_impact_and_leaves_nothing_behind(l
     assert set(rises) == set(live.brokers) and later["worst_impact"] == max(rises.values())
     text = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "1", "--interval", "0")
     lines = text.stdout.splitlines()
-    assert lines[0] == "Canary on __kreassign_canary (times in cluster ms):"
+    assert lines[0] == "Canary on __kreassign_canary (times in cluster ms; p99 with its 95% interval):"
     assert [int(m.group(1)) for m in map(CANARY_LINE.fullmatch, lines[1:]) if m] == live.brokers, text.stdout
     assert text.stderr == "" and leftovers(live) == before
 
@@ -88,8 +88,9 @@ def test_canary_reads_its_records_back_without_list_offsets(sandbox_factory: Any
 
 
 def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -> None:
-    """A canary whose produce latency grows with the move's copy rate (deterministic stand-in):
-    the baseline is taken before the first poll, each poll reports p99 and the rise over it."""
+    """A canary whose produce latency grows with the move's copy rate (deterministic stand-in, ten
+    requests per broker a poll): the baseline is taken before the first poll, each poll reports
+    p99 and the rise over it (more than noise: every request is above the baseline's tail)."""
     from test_watch import GrowingCluster, TP
 
     from kreassign.cluster.client_latency import LatencySample
@@ -99,7 +100,7 @@ def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -
     latency = {"ms": 10.0}
 
     def canary() -> list[LatencySample]:
-        return [LatencySample(b, latency["ms"]) for b in (1, 2)]
+        return [LatencySample(b, latency["ms"]) for _ in range(10) for b in (1, 2)]
 
     def sleep(seconds: float) -> None:
         fake.advance(seconds)
@@ -134,12 +135,14 @@ def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path) -> None:
     assert invoke(None, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE), "--bootstrap-server", live.bootstrap,
                   "--journal-dir", journals).exit_code == 0
     ran = invoke(None, "watch", "--bootstrap-server", live.bootstrap, "--canary", "--interval", "5s", "--stop-after",
-                 "10s", "--sample", "0", "--output", "json", "--journal-dir", journals,
+                 "45s", "--sample", "0", "--output", "json", "--journal-dir", journals,
                  runtime=Runtime(clock=time.monotonic, sleep=lambda s: None))  # polls back to back
     assert ran.exit_code == 3, ran.output[-2000:]
     progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]
     assert len(progress) >= 2 and {c["broker"] for c in progress[0]["canary"]} == set(live.brokers)
-    assert all(c["requests"] == 1 and c["timeouts"] == 0 for c in progress[-1]["canary"])
+    from kreassign.cluster.client_latency import CANARY_POLL_ROUNDS
+
+    assert all(c["requests"] == CANARY_POLL_ROUNDS and c["timeouts"] == 0 for c in progress[-1]["canary"])
     assert {i["broker"] for i in progress[-1]["canary_impact"]} == set(live.brokers)
 
 
@@ -164,9 +167,10 @@ def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, t
     base = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "3", "--interval", "0", "-o",
                   "json")
     assert base.exit_code == 0, base.output
-    # a baseline of 0.01 ms makes every rise positive, so the measured relation decides every side
+    # a baseline of 0.01 ms (its tail too) makes every rise positive and more than noise, so the
+    # measured relation decides every side
     doc = json.loads(base.stdout)
-    doc["brokers"] = [{**b, "p99_ms": 0.01} for b in doc["brokers"]]
+    doc["brokers"] = [{**b, "p99_ms": 0.01, "tail_ms": 0.01} for b in doc["brokers"]]
     (tmp_path / "baseline.json").write_text(json.dumps(doc), encoding="utf-8")
     ran = invoke(None, "execute", "-f", str(plan_of(0, [2])), "--throttle", "100000", "--bootstrap-server",
                  live.bootstrap, "--journal-dir", str(tmp_path / "j"))
@@ -192,3 +196,36 @@ def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, t
                 continue
             room = 100_000_000 - b[f"client_{side}_bps"]
             assert b[rate] == int(min(current[b["broker"]][i] * 0.2 / rise, room))
+
+
+@pytest.mark.live_wall_clock
+def test_two_canaries_of_an_idle_cluster_agree_within_their_intervals(live: Any) -> None:
+    """Two probes on an idle cluster, measuring in turns (so both see the same machine): for
+    every broker their p99 intervals overlap and neither reports an impact over the other."""
+    from kreassign.cluster.canary import CanaryProbe
+    from kreassign.cluster.client_config import build_client_config
+    from kreassign.cluster.client_latency import WATCH_BASELINE_REQUESTS, impact, summarize
+
+    topic = live.topic(assignment=canary_assignment(live.brokers))
+    with live.admin() as port:
+        leaders = {p.partition: p.leader for p in port.describe_topics([topic])}
+    config = build_client_config({}, bootstrap_server=live.bootstrap)
+    first, second = CanaryProbe(config, topic, leaders), CanaryProbe(config, topic, leaders)
+    try:
+        a, b = [], []
+        for _ in range(WATCH_BASELINE_REQUESTS // 10):
+            a += first.measure(10)
+            b += second.measure(10)
+    finally:
+        first.close()
+        second.close()
+    ours, theirs = summarize(a), summarize(b)
+    assert set(ours) == set(theirs) == set(live.brokers)
+    for broker in live.brokers:
+        x, y = ours[broker], theirs[broker]
+        assert (x.requests, x.timeouts, y.requests, y.timeouts) == (WATCH_BASELINE_REQUESTS, 0, WATCH_BASELINE_REQUESTS, 0)
+        assert x.tail_ms is not None and y.tail_ms is not None
+        top = [v if v is not None else float("inf") for v in (x.p99_high_ms, y.p99_high_ms)]
+        assert (x.p99_low_ms or 0.0) <= top[1] and (y.p99_low_ms or 0.0) <= top[0], (x, y)
+    for baseline, now in ((ours, theirs), (theirs, ours)):
+        assert all(i.within_noise and i.p99_increase == 0.0 for i in impact(baseline.values(), now).values())

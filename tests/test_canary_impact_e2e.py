@@ -52,7 +52,7 @@ def run(sb: SandboxCluster, *args: str) -> Ran:
 
 
 def canary(sb: SandboxCluster, *extra: str) -> dict[str, Any]:
-    ran = run(sb, "canary", "--rounds", "10", "--interval", "0", "--output", "json", *extra)
+    ran = run(sb, "canary", "--rounds", "40", "--interval", "0", "--output", "json", *extra)
     assert ran.exit_code == 0, ran.output
     return json.loads(ran.stdout)  # type: ignore[no-any-return]
 
@@ -68,10 +68,14 @@ def test_an_unthrottled_move_raises_the_canary_produce_p99(moving: tuple[Sandbox
     # a second of the sandbox's time copying: the links' catch-up share is then that of the move
     wait_until(lambda: sb.engine.now - started >= 1.0, what="a second of copying")
     during = canary(sb, "--baseline", str(baseline))
-    rises = {i["broker"]: i["p99_increase"] for i in during["impact"]}
-    # every broker sends or receives a move; a 1 MiB response ahead is +52 ms on a ~12 ms round
-    assert set(rises) == {1, 2, 3} and min(rises.values()) > 1.0, rises
-    assert during["worst_impact"] > 2.0
+    rises = {i["broker"]: i for i in during["impact"]}
+    # a 1 MiB catch-up response ahead of a produce is +52 ms on a ~12 ms round: the worst broker's
+    # tail rises by more than noise (its requests exceed the baseline's p90 more often than chance
+    # allows); the others' may or may not, by how the copy's responses fell among the 40 rounds
+    assert set(rises) == {1, 2, 3}
+    top = max(rises.values(), key=lambda i: i["p99_increase"])
+    assert (top["within_noise"], top["p99_increase"] > 0.3) == (False, True), rises
+    assert during["worst_impact"] == top["p99_increase"]
 
 
 def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: tuple[SandboxCluster, Path],
@@ -79,16 +83,14 @@ def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: tuple[Sa
     """`watch --pace` takes the canary baseline, submits the plan unthrottled, and steers by the
     canary's worst impact at every poll (--adjust-every = --interval: it may change at each).
 
-    A canary poll is one acks=all produce per broker, and a raised throttle lets the quota burst
-    (its 11 s window was below the new rate), so single polls scatter around the controller's
-    band (it raises below half the bound, lowers above it). Precisely: the controller has
-    *settled* from the first poll within the bound on; from then on the median of the polls'
-    worst impact is within the bound, at most a third of the unthrottled one, and every poll
-    above the bound is answered at once by a lower, journaled rate."""
+    A poll is ten acks=all produces per broker, and a rise within the noise of the baseline counts
+    as none, so the unthrottled move shows as an impact over the bound within a few polls and the
+    first throttle change answers it; from then on the median of the polls' worst impact is within
+    the bound, and every poll above the bound is answered at once by a lower, journaled rate."""
     sb, plan = moving
     ran = run(sb, "watch", "--pace", str(plan), "--canary", "--auto-throttle", "--max-impact", f"{MAX_IMPACT:.0%}",
               "--interval", "1s", "--adjust-every", "1s", "--change-threshold", "5%", "--min-rate", "100kB/s",
-              "--stop-after", "16s", "--sample", "0", "--output", "json", "--journal-dir", str(tmp_path / "j"))
+              "--stop-after", "40s", "--sample", "0", "--output", "json", "--journal-dir", str(tmp_path / "j"))
     assert ran.exit_code == 3, ran.output[-3000:]
     seen = [json.loads(line) for line in ran.stdout.splitlines()]
     polls = [(e["at"], max(i["p99_increase"] for i in e["canary_impact"]))
@@ -96,12 +98,13 @@ def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: tuple[Sa
     changes = {e["at"]: e for e in seen if e["event"] == "throttle"}
     assert all(e["journal"] for e in changes.values())
     shown = (polls, [(at, e["reason"]) for at, e in changes.items()])
-    unthrottled = polls[1][1]  # the first poll after the plan went in (the first one precedes the copying)
-    assert unthrottled > 2 * MAX_IMPACT and "above the bound" in changes[polls[1][0]]["reason"], shown
-    first_within = next(k for k, (_, impact) in enumerate(polls) if k > 1 and impact <= MAX_IMPACT)
-    settled = polls[first_within:]
+    assert changes, shown
+    first_change = min(changes)
+    assert max(i for at, i in polls if at <= first_change) > MAX_IMPACT, shown
+    assert "above the bound" in changes[first_change]["reason"], shown
+    settled = [(at, i) for at, i in polls if at > first_change]
     assert len(settled) >= 5, shown
-    assert statistics.median(i for _, i in settled) <= min(MAX_IMPACT, unthrottled / 3), shown
+    assert statistics.median(i for _, i in settled) <= MAX_IMPACT, shown
     for at, impact in settled:
         if impact > MAX_IMPACT:
             change = changes.get(at)

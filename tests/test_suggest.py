@@ -216,8 +216,8 @@ def test_measured_impact_scales_the_catch_up_it_was_measured_with() -> None:
     assert s.to_dict()["bound"] == {"kind": "measured-impact", "source": "canary", "note": (
         "--max-impact bounds the rise of the canary's produce p99 over its baseline, in proportion to the "
         "catch-up traffic measured with it; brokers without a measured rise keep the capacity share")}
-    assert s.to_dict()["brokers"][0]["impact"] == {"broker": 1, "p99_increase": 0.4, "throttled": False,
-                                                   "timeouts": 0}
+    assert s.to_dict()["brokers"][0]["impact"] == {"broker": 1, "p99_increase": 0.4, "measured_increase": None,
+                                                   "within_noise": False, "throttled": False, "timeouts": 0}
 
 
 def test_measured_impact_never_exceeds_what_clients_leave_of_the_network() -> None:

@@ -79,8 +79,6 @@ ALLOWED: tuple[Allowed, ...] = (
             "librdkafka builds, KAFKA-18659); kafka-python 3.0.12 has no schema below v3", releases=("4.4.0",)),
     Allowed("ApiVersions*", r"\.api_keys\[api_key=18\]\.max_version",
             "ApiVersions v5 is newer than kafka-python 3.0.12's schemas", releases=("4.4.0",)),
-    Allowed("ApiVersions", r"\.api_keys\[api_key=17\]\.min_version", "SaslHandshake v0 is followed by raw SASL tokens "
-            "(before KIP-152); the emulator speaks only the framed SaslAuthenticate exchange"),
     Allowed("ApiVersions", r"\.(supported_features|finalized_features|finalized_features_epoch|zk_migration_ready)",
             "feature levels (KIP-584: metadata.version, ...): the emulator has none; clients use them only for "
             "features kreassign does not touch"),

@@ -118,7 +118,7 @@ def read_text(path: str) -> str:
     try:
         return read_bounded(path, limit=PLAN_LIMIT)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
-        raise AdminCommandFailed(f"Unable to read file {clip(path)}") from None
+        raise AdminCommandFailed(f"Unable to read file {path}") from None  # Kafka prints it whole
     except OSError as exc:
         if exc.errno == errno.EILSEQ:
             raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file ({exc.strerror})") from None

@@ -71,10 +71,9 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
     """Change the throttle of a running move, without restarting anything. Every change is
     journaled with the values it replaces, so `throttle clear` restores them."""
     from kreassign.cli.console import emit_json
+    from kreassign.cli.runtime import run_control
     from kreassign.cli.watch_render import set_lines
     from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
-
-    from kreassign.cli.runtime import run_control
     from kreassign.execute.run import live_owner, throttle_through_run
 
     request = ThrottleSetRequest(leader_rate=rates.leader, follower_rate=rates.follower,

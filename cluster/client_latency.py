@@ -64,7 +64,8 @@ def _binomial_cdf(n: int, p: float) -> list[float]:
     for k in range(n + 1):
         total += math.exp(log_pmf)
         out.append(min(total, 1.0))
-        log_pmf += math.log(n - k) - math.log(k + 1) + step if k < n else 0.0
+        if k < n:  # pmf(k + 1) / pmf(k) = (n - k) / (k + 1) * p / (1 - p)
+            log_pmf += math.log(n - k) - math.log(k + 1) + step
     return out
 
 

@@ -228,6 +228,10 @@ class KafkaAdmin(ConfigCalls):
                     continue
             if not should_retry(error):
                 raise translate(error, what) from error
+            if not per_broker and isinstance(error, _CONNECTION_ERRORS) and hasattr(self._client, "_controller_id"):
+                # The broker kafka-python sends controller requests to (on KRaft a random live
+                # broker) may be the one that stopped: ask the metadata for another next time.
+                self._client._controller_id = None
             now = self._clock()
             if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now

@@ -23,6 +23,10 @@ from kreassign.cluster.port import (
 )
 
 T = TypeVar("T")
+# A group's coordinator moved (its broker stopped, or leads the offsets partition no more):
+# kafka-python's admin caches coordinators for good, so these errors drop the cached one.
+_COORDINATOR_MOVED = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError,
+                      Errors.KafkaConnectionError, Errors.NodeNotReadyError, Errors.RequestTimedOutError)
 MARKER_PARTITION = KafkaTopicPartition("__consumer_offsets", 0)
 """Where the markers live: partition 0 of the offsets topic (see `read_markers`)."""
 
@@ -114,7 +118,11 @@ class ConfigCalls:
         spot = MARKER_PARTITION
 
         def fetch() -> dict[str, Any]:
-            result: dict[str, Any] = self._client.list_group_offsets({name: [spot] for name in wanted})
+            try:
+                result: dict[str, Any] = self._client.list_group_offsets({name: [spot] for name in wanted})
+            except _COORDINATOR_MOVED:
+                self._forget_coordinators(wanted)
+                raise
             return result
 
         try:
@@ -140,9 +148,15 @@ class ConfigCalls:
             offset = OffsetAndMetadata(0, value or "", None)
 
             def commit(group: str = name, committed: Any = offset) -> Any:
-                result = self._client.alter_group_offsets(group, {MARKER_PARTITION: committed})
+                try:
+                    result = self._client.alter_group_offsets(group, {MARKER_PARTITION: committed})
+                except _COORDINATOR_MOVED:
+                    self._forget_coordinators([group])
+                    raise
                 error = result.get(MARKER_PARTITION, Errors.NoError)
                 if error is not Errors.NoError and getattr(error, "retriable", False):
+                    if issubclass(error, _COORDINATOR_MOVED):
+                        self._forget_coordinators([group])
                     raise error(f"group {group}")  # coordinator moving or loading: try again
                 return error
 
@@ -150,6 +164,16 @@ class ConfigCalls:
             if error is not Errors.NoError:
                 return named_refusal(api_error(error), "READ", f"GROUP {name} and TOPIC __consumer_offsets")
         return None
+
+    def _forget_coordinators(self, groups: Iterable[str]) -> None:
+        """Drop the cached coordinators of `groups`, so the next call asks FindCoordinator again
+        (found on Kafka 4.4.0: after a broker restart the lock's release kept asking the broker
+        that coordinated the group before, and the lock stayed until its lease ran out)."""
+        cluster = getattr(getattr(self._client, "_manager", None), "cluster", None)
+        cached = getattr(cluster, "_coordinators", None)
+        if isinstance(cached, dict):
+            for key in [k for k in cached if isinstance(k, tuple) and k[-1] in set(groups)]:
+                del cached[key]
 
     def _alter_configs(self, resources: list[Any], validate_only: bool) -> dict[str, dict[str, str]]:
         # raise_on_unknown=False: the throttle rates are unknown to DescribeConfigs until set,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import secrets
 import socket
@@ -43,6 +44,8 @@ from kreassign.cluster.authorization import LOCK_ACLS
 from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.processes import pid_alive
+
+_log = logging.getLogger(__name__)
 
 LOCK_KEY = "kreassign.execution.lock"
 STOP_KEY = "kreassign.execution.stop"
@@ -303,10 +306,14 @@ class ExecutionLock:
                 try:
                     self._give_back()
                     break
-                except ClusterError:
+                except ClusterError as exc:
                     if attempt < 2:
                         self.sleep(1.0)
-                # else: the lease expires on its own; same-host runs see the local lock free
+                    elif self.owner is not None:
+                        # the lease expires on its own; same-host runs see the local lock free
+                        until = time.strftime("%H:%M:%S", time.localtime(self.owner.lease_until))
+                        _log.warning("Warning: could not give the execution lock back (%s); other hosts see the "
+                                     "cluster locked until its lease ends at %s.", exc, until)
         finally:
             self.owner = None
             self._unlock_local()

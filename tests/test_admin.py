@@ -358,6 +358,61 @@ def test_controller_moved_runtime_error_is_retried(make_admin: Callable[..., Kaf
         make_admin().list_reassignments()
 
 
+def test_a_stopped_controller_is_looked_up_again(make_admin: Callable[..., KafkaAdmin],
+                                                 client: FakeAdminClient) -> None:
+    """kafka-python keeps sending controller requests to the broker it chose (on KRaft a random
+    live one) even after that broker stopped; a connection error makes the next attempt ask again."""
+    client._controller_id = 2  # type: ignore[attr-defined]
+    client.fail["list_partition_reassignments"] = [Errors.KafkaConnectionError("Connection to node 2 refused")]
+    assert make_admin().list_reassignments() == {}
+    assert client._controller_id is None  # type: ignore[attr-defined]
+
+
+class FakeGroups:
+    """kafka-python 3.0.12's group-offset calls with its coordinator cache, which it never drops:
+    the cached coordinator answers NOT_COORDINATOR (or is down) once the group moved."""
+
+    def __init__(self, client: FakeAdminClient) -> None:
+        self.coordinators: dict[tuple[int, str], int] = {}
+        self.coordinator = 1
+        self.offsets: dict[str, Any] = {}
+        self.asked: list[int] = []
+        client._manager = SimpleNamespace(cluster=SimpleNamespace(_coordinators=self.coordinators))  # type: ignore[attr-defined]
+        client.list_group_offsets = self.list_group_offsets  # type: ignore[attr-defined]
+        client.alter_group_offsets = self.alter_group_offsets  # type: ignore[attr-defined]
+
+    def _route(self, group: str) -> int:
+        node = self.coordinators.setdefault((0, group), self.coordinator)
+        self.asked.append(node)
+        return node
+
+    def list_group_offsets(self, specs: dict[str, Any]) -> dict[str, Any]:
+        for group in specs:
+            if self._route(group) != self.coordinator:
+                raise Errors.NotCoordinatorError(group)
+        return {g: {tp: self.offsets[g] for tp in tps} for g, tps in specs.items() if g in self.offsets}
+
+    def alter_group_offsets(self, group: str, offsets: dict[Any, Any]) -> dict[Any, Any]:
+        if self._route(group) != self.coordinator:
+            return {tp: Errors.NotCoordinatorError for tp in offsets}
+        self.offsets[group] = next(iter(offsets.values()))
+        return {tp: Errors.NoError for tp in offsets}
+
+
+def test_markers_follow_a_coordinator_that_moved(make_admin: Callable[..., KafkaAdmin],
+                                                 client: FakeAdminClient) -> None:
+    """Found on Kafka 4.4.0: after a broker restart the lock's release kept asking the broker that
+    coordinated the group before, and the lock stayed behind until its lease ran out."""
+    groups = FakeGroups(client)
+    admin = make_admin()
+    assert admin.write_markers({"kreassign.execution.lock": "held"}) is None
+    groups.coordinator = 3  # broker 1 stopped; broker 3 leads the offsets partition now
+    assert admin.read_markers(["kreassign.execution.lock"]) == {"kreassign.execution.lock": "held"}
+    groups.coordinator = 2
+    assert admin.write_markers({"kreassign.execution.lock": None}) is None
+    assert admin.read_markers(["kreassign.execution.lock"]) == {}
+    assert groups.asked == [1, 1, 3, 3, 2, 2]
+
 @pytest.mark.parametrize("error, expected", [
     (Errors.InvalidReplicationAssignmentError, ApiError(39, "INVALID_REPLICATION_ASSIGNMENT",
                                                         "Replication assignment is invalid.")),

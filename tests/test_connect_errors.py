@@ -62,6 +62,10 @@ def failure(props: dict[str, str], error: BaseException | None, kind: ListenerKi
     ({}, Errors.KafkaConnectionError("socket disconnected"), ListenerKind(tls=True, sasl_mechanisms=()),
      SecurityMismatch, "h:9093 speaks TLS, but security.protocol is PLAINTEXT: set security.protocol=SSL in "
                        "--command-config."),
+    # Kafka 3.9.2's TLS listener may answer a plaintext request with a TLS alert record first
+    ({}, Errors.InvalidReceiveError("Invalid frame length: 352518912"), ListenerKind(tls=True, sasl_mechanisms=("PLAIN",)),
+     SecurityMismatch, "h:9093 speaks TLS with SASL (mechanisms: PLAIN), but security.protocol is PLAINTEXT: set "
+                       "security.protocol=SASL_SSL in --command-config."),
     ({}, Errors.KafkaConnectionError("socket disconnected"), ListenerKind(tls=False, sasl_mechanisms=("PLAIN",)),
      SecurityMismatch, "h:9093 speaks SASL without TLS (mechanisms: PLAIN), but security.protocol is PLAINTEXT: "
                        "set security.protocol=SASL_PLAINTEXT in --command-config."),

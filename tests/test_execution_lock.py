@@ -1,12 +1,15 @@
 """The execution lock's protocol: Fischer's timed mutual exclusion on a cluster config marker."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fake_cluster import FakeCluster
+from kreassign.cluster.errors import ClusterError
 from kreassign.execute.lock import LOCK_KEY, STOP_KEY, ExecutionLock, ExecutionLocked, LockLost, Owner, StopRequested
 
 
@@ -86,3 +89,24 @@ def test_a_stale_owner_stops_once_another_run_took_the_lock(tmp_path: Path) -> N
         owner.check()
     owner.release()
     assert LOCK_KEY in port.markers  # not ours to delete
+
+
+class RefusingWrites(FakeCluster):
+    """A cluster whose offsets coordinator stopped answering commits (a broker restart)."""
+
+    def write_markers(self, ops: dict[str, str | None]) -> Any:
+        if LOCK_KEY in ops and ops[LOCK_KEY] is None:
+            raise ClusterError("Could not write the execution lock within 3s")
+        return super().write_markers(ops)
+
+
+def test_a_lock_that_cannot_be_given_back_is_said_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    port = RefusingWrites([1])
+    waits: list[float] = []
+    owner = lock(port, tmp_path, 1, "host-a", sleep=waits.append, lease_s=120.0).acquire()
+    waits.clear()
+    owner.release()
+    assert waits == [1.0, 1.0] and LOCK_KEY in port.markers  # three tries, then the lease ends it
+    assert caplog.messages == ["Warning: could not give the execution lock back (Could not write the execution "
+                               "lock within 3s); other hosts see the cluster locked until its lease ends at "
+                               + time.strftime("%H:%M:%S", time.localtime(1120.0)) + "."]

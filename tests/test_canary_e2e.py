@@ -124,16 +124,19 @@ def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -
 def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path) -> None:
     from kreassign.cli.runtime import Runtime
 
-    from live import HOLD_RATE
+    from live import HOLD_BYTES, HOLD_RATE
 
     topic = live.topic(assignment={0: [1, 2]})
-    write_records(live.bootstrap, topic, 0, 8 * 1024 * 1024)
+    write_records(live.bootstrap, topic, 0, HOLD_BYTES)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 3]}]}),
                     encoding="utf-8")
     journals = str(tmp_path / "j")
-    assert invoke(None, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE), "--bootstrap-server", live.bootstrap,
-                  "--journal-dir", journals).exit_code == 0
+    executed = invoke(None, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE), "--bootstrap-server",
+                      live.bootstrap, "--journal-dir", journals)
+    assert executed.exit_code == 0, executed.output
+    with live.admin() as admin:  # the move holds before the watch starts (a CI run once saw it done)
+        assert [tp.partition for tp in admin.list_reassignments() if tp.topic == topic] == [0], executed.output
     ran = invoke(None, "watch", "--bootstrap-server", live.bootstrap, "--canary", "--interval", "5s", "--stop-after",
                  "45s", "--sample", "0", "--output", "json", "--journal-dir", journals,
                  runtime=Runtime(clock=time.monotonic, sleep=lambda s: None))  # polls back to back

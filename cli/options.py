@@ -133,7 +133,8 @@ def command_config_option(f: F) -> F:
 def request_timeout_option(f: F) -> F:
     """--request-timeout: the deadline of each cluster request, the same in every command."""
     return click.option("--request-timeout", type=DURATION, default=None,
-                        help="Deadline of each cluster request (default: the client's, 30s).")(f)
+                        help="Deadline of each cluster operation, retries included (default 60s; one "
+                             "request 30s). A command still waiting says what for every 15s.")(f)
 
 
 def source_options(f: F) -> F:

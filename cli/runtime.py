@@ -72,7 +72,8 @@ def open_port(bootstrap: str | None, command_config: str | None, request_timeout
     if not bootstrap:
         raise InputError("no cluster given: use --bootstrap-server HOST:PORT (or set KREASSIGN_BOOTSTRAP_SERVER)")
     return open_admin(bootstrap, command_config=command_config, timeout_s=request_timeout_s,
-                      warn=warn or (lambda line: click.echo(f"Warning: {line}", err=True)))
+                      warn=warn or (lambda line: click.echo(f"Warning: {line}", err=True)),
+                      waiting=lambda line: click.echo(f"Waiting: {line}", err=True))
 
 
 def connect(bootstrap: str | None, command_config: str | None,

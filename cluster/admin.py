@@ -51,7 +51,16 @@ from kreassign.cluster.admin_results import (
     translate,
     unreachable,
 )
-from kreassign.cluster.admin_retry import GaveUp, KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
+from kreassign.cluster import admin_retry
+from kreassign.cluster.admin_retry import (
+    GaveUp,
+    KafkaLogTap,
+    NoAnswer,
+    ThrottleGate,
+    each_broker,
+    should_retry,
+    within,
+)
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
 from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
@@ -84,6 +93,10 @@ _log = logging.getLogger(__name__)
 _PRE_DESCRIBE_CLUSTER_API = (2, 7)
 # Raised by kafka-python's _send_request_to_controller when NOT_CONTROLLER persists.
 _CONTROLLER_MOVED = "Failed to find active controller id"
+BROKER_WORKERS = 8
+"""Brokers asked at once by a per-broker operation (DescribeLogDirs, DescribeConfigs and
+IncrementalAlterConfigs of BROKER resources, AlterReplicaLogDirs): such an operation is bounded
+by one broker's budget, not by the sum over the brokers."""
 _CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                       Errors.RequestTimedOutError, Errors.KafkaTimeoutError)
 
@@ -113,8 +126,12 @@ class KafkaAdmin(ConfigCalls):
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        waiting: Callable[[str], None] | None = None,
+        broker_workers: int = BROKER_WORKERS,
     ) -> None:
         self._client = client
+        self._waiting = waiting
+        self._broker_workers = broker_workers
         self._timeouts = timeouts or AdminTimeouts()
         self._fallback_factory = fallback_factory
         self._fallback: Any = None
@@ -194,6 +211,17 @@ class KafkaAdmin(ConfigCalls):
         last: Errors.KafkaError | None = None
         attempt = 0
         looked_up = False
+        said = [start]
+
+        def still_waiting() -> None:
+            # at most every HEARTBEAT_S, whether the wait is one slow answer or many retries
+            now = self._clock()
+            if self._waiting is not None and now - said[0] >= 0.9 * admin_retry.HEARTBEAT_S:
+                said[0] = now
+                since = f"; last error: {short(last)}" if last else ""
+                self._waiting(f"still waiting for the cluster to {what}: {now - start:.0f}s so far, giving up "
+                              f"after {budget:g}s{since}")
+
         while True:
             wait = self._gate.remaining(broker)
             if wait > 0:
@@ -201,8 +229,10 @@ class KafkaAdmin(ConfigCalls):
                     throttled = f"throttles us (quota) for {wait:.1f}s more, beyond the {budget:g}s timeout"
                     raise GaveUp(f"Could not {what}: broker {broker} {throttled}.", f"it {throttled}")
                 self._sleep(wait)
+            still_waiting()
             try:
-                return within(fn, deadline - self._clock())
+                return within(fn, deadline - self._clock(),
+                              heartbeat=still_waiting if self._waiting is not None else None)
             except NoAnswer:
                 who = f"broker {broker}" if per_broker else "the cluster"
                 before = f" (before that: {short(last)})" if last else ""
@@ -359,7 +389,7 @@ class KafkaAdmin(ConfigCalls):
     # ---- log dirs ----------------------------------------------------------------------------
     def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
                       partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
-        """DescribeLogDirs, one broker at a time; brokers that do not answer are reported.
+        """DescribeLogDirs, each broker asked on its own; brokers that do not answer are reported.
 
         Each broker is asked only about the wanted partitions it hosts (from Metadata, which
         lists adding replicas too), so requests stay small on big clusters; partitions of
@@ -377,10 +407,11 @@ class KafkaAdmin(ConfigCalls):
         replicas: dict[TopicPartitionReplica, ReplicaLogDir] = {}
         dirs: dict[int, tuple[LogDir, ...]] = {}
         unreachable: dict[int, ApiError] = {}
-        for broker in ids:
-            result = self._per_broker(
-                f"describe the log dirs of broker {broker}", broker,
-                partial(self._client.describe_log_dirs, topic_partitions=dict(hosted[broker]), brokers=[broker]))
+        answers = each_broker(ids, lambda broker: self._per_broker(
+            f"describe the log dirs of broker {broker}", broker,
+            partial(self._client.describe_log_dirs, topic_partitions=dict(hosted[broker]), brokers=[broker])),
+            workers=self._broker_workers)
+        for broker, result in answers.items():
             if isinstance(result, ApiError):
                 unreachable[broker] = result
                 continue
@@ -390,16 +421,18 @@ class KafkaAdmin(ConfigCalls):
 
     def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
                                ) -> dict[TopicPartitionReplica, ApiError | None]:
-        """AlterReplicaLogDirs, one broker at a time."""
+        """AlterReplicaLogDirs, each broker asked on its own."""
         by_broker: dict[int, dict[TopicPartitionReplica, str]] = defaultdict(dict)
         for replica, path in moves.items():
             by_broker[replica.broker][replica] = path
         out: dict[TopicPartitionReplica, ApiError | None] = {}
-        for broker, wanted in sorted(by_broker.items()):
-            request = {KafkaReplica(r.topic, r.partition, r.broker): d for r, d in wanted.items()}
-            result = self._per_broker(f"move replicas between log dirs of broker {broker}", broker,
-                                      partial(self._client.alter_replica_log_dirs, request))
-            for replica in wanted:
+        answers = each_broker(sorted(by_broker), lambda broker: self._per_broker(
+            f"move replicas between log dirs of broker {broker}", broker, partial(
+                self._client.alter_replica_log_dirs,
+                {KafkaReplica(r.topic, r.partition, r.broker): d for r, d in by_broker[broker].items()})),
+            workers=self._broker_workers)
+        for broker, result in answers.items():
+            for replica in by_broker[broker]:
                 if isinstance(result, ApiError):
                     out[replica] = result
                     continue
@@ -588,9 +621,11 @@ def open_admin(
     command_config: str | None = None,
     timeout_s: float | None = None,
     warn: Callable[[str], None] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> Iterator[KafkaAdmin]:
     """Connect with `--bootstrap-server`, `--command-config` and an optional operation timeout;
-    closes the client and removes temporary PEM files on exit.
+    closes the client and removes temporary PEM files on exit. `waiting` hears what an operation
+    still waits for, every HEARTBEAT_S while it waits.
 
     Raises:
         InputError: a bad --command-config.
@@ -600,7 +635,7 @@ def open_admin(
     for line in config.warnings:
         (warn or _log.warning)(line)
     try:
-        with KafkaAdmin.connect(config) as admin:
+        with KafkaAdmin.connect(config, waiting=waiting) as admin:
             yield admin
     finally:
         config.cleanup()

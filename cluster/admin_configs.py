@@ -11,6 +11,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
 from kreassign.cluster.admin_results import alter_ops, alter_result, api_error, config_entries, named_refusal
+from kreassign.cluster.admin_retry import each_broker
 from kreassign.cluster.authorization import LOCK_ACLS
 from kreassign.cluster.errors import ClusterError, NotAuthorized
 from kreassign.cluster.port import (
@@ -36,6 +37,7 @@ class ConfigCalls:
 
     if TYPE_CHECKING:
         _client: Any
+        _broker_workers: int
 
         def _call(self, what: str, fn: Callable[[], T], *, broker: int | None = None) -> T: ...
 
@@ -47,11 +49,11 @@ class ConfigCalls:
         wanted = None if keys is None else sorted(set(keys))
         configs: dict[int, dict[str, ConfigEntry]] = {}
         errors: dict[int, ApiError] = {}
-        for broker in sorted(set(broker_ids)):
-            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), wanted)
-            result = self._per_broker(
-                f"describe the configs of broker {broker}", broker,
-                partial(self._client.describe_configs, [resource], config_filter="all"))
+        answers = each_broker(sorted(set(broker_ids)), lambda broker: self._per_broker(
+            f"describe the configs of broker {broker}", broker,
+            partial(self._client.describe_configs, [ConfigResource(ConfigResourceType.BROKER, str(broker), wanted)],
+                    config_filter="all")), workers=self._broker_workers)
+        for broker, result in answers.items():
             if isinstance(result, ApiError):
                 errors[broker] = result
                 continue
@@ -89,10 +91,12 @@ class ConfigCalls:
                                   validate_only: bool = False) -> AlterConfigsResult:
         """IncrementalAlterConfigs: BROKER resources each to their own broker, topics together."""
         brokers: dict[int, ApiError | None] = {}
-        for broker, ops in sorted((broker_ops or {}).items()):
-            resource = ConfigResource(ConfigResourceType.BROKER, str(broker), alter_ops(ops))
-            result = self._per_broker(f"alter the configs of broker {broker}", broker,
-                                      partial(self._alter_configs, [resource], validate_only))
+        ops_of = dict(broker_ops or {})
+        answers = each_broker(sorted(ops_of), lambda broker: self._per_broker(
+            f"alter the configs of broker {broker}", broker, partial(self._alter_configs, [ConfigResource(
+                ConfigResourceType.BROKER, str(broker), alter_ops(ops_of[broker]))], validate_only)),
+            workers=self._broker_workers)
+        for broker, result in answers.items():
             brokers[broker] = result if isinstance(result, ApiError) else named_refusal(
                 alter_result(result, "broker", str(broker)), "ALTER_CONFIGS", f"the CLUSTER (broker {broker}'s configs)")
         topics: dict[str, ApiError | None] = {}

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
@@ -113,8 +114,15 @@ class GaveUp(ClusterUnreachable):
         self.reason = reason
 
 
-def within(fn: Callable[[], T], timeout_s: float, *, interrupt: threading.Event | None = None) -> T:
-    """Run `fn` on a helper thread and wait at most `timeout_s` for it (or until `interrupt` is set).
+HEARTBEAT_S = 15.0
+"""How often an operation still waiting for the cluster says so (an operator sees a line at
+least every 30 s, issue 29), measured on the adapter's clock."""
+
+
+def within(fn: Callable[[], T], timeout_s: float, *, interrupt: threading.Event | None = None,
+           heartbeat: Callable[[], None] | None = None) -> T:
+    """Run `fn` on a helper thread and wait at most `timeout_s` for it (or until `interrupt` is set),
+    calling `heartbeat` every HEARTBEAT_S seconds of that wait.
 
     kafka-python bounds each request by request_timeout_ms, but not a connection that hangs in
     its handshake (socket_connection_setup_timeout_ms, 10-30s, is not a KafkaAdminClient
@@ -135,7 +143,13 @@ def within(fn: Callable[[], T], timeout_s: float, *, interrupt: threading.Event 
             done.set()
 
     threading.Thread(target=run, name="kreassign-admin-call", daemon=True).start()
-    if not done.wait(timeout_s) or not outcome:
+    left, every_s = timeout_s, HEARTBEAT_S
+    while not done.wait(min(left, every_s) if heartbeat is not None else left):
+        left -= every_s
+        if heartbeat is None or left <= 0:
+            raise NoAnswer()
+        heartbeat()
+    if not outcome:
         raise NoAnswer()
     ok, value = outcome[0]
     if ok:
@@ -149,3 +163,15 @@ def should_retry(error: Errors.KafkaError) -> bool:
     if isinstance(error, Errors.UnknownTopicOrPartitionError):
         return False
     return bool(error.retriable)
+
+
+def each_broker(brokers: Iterable[int], ask: Callable[[int], T], *, workers: int) -> dict[int, T]:
+    """`ask(broker)` for every broker, `workers` at a time: an operation over many brokers waits
+    as long as its slowest broker, not as long as all of them together (kafka-python's client
+    takes calls from several threads; its I/O thread does the sending)."""
+    ids = list(dict.fromkeys(brokers))
+    if workers <= 1 or len(ids) <= 1:
+        return {b: ask(b) for b in ids}
+    with ThreadPoolExecutor(max_workers=min(workers, len(ids)), thread_name_prefix="kreassign-broker") as pool:
+        futures = {b: pool.submit(ask, b) for b in ids}
+        return {b: futures[b].result() for b in ids}

@@ -200,6 +200,7 @@ def make_admin(client: FakeAdminClient, clock: FakeClock) -> Callable[..., Kafka
 
     def make(**kw: Any) -> KafkaAdmin:
         kw.setdefault("timeouts", TIMEOUTS)
+        kw.setdefault("broker_workers", 1)  # the fake clock's sleeps in call order (concurrency: its own tests)
         admin = KafkaAdmin(client, clock=clock, sleep=clock.sleep, rng=random.Random(7), **kw)
         made.append(admin)
         return admin
@@ -356,6 +357,60 @@ def test_controller_moved_runtime_error_is_retried(make_admin: Callable[..., Kaf
     client.fail["list_partition_reassignments"] = [RuntimeError("something else")]
     with pytest.raises(RuntimeError, match="something else"):
         make_admin().list_reassignments()
+
+
+def test_brokers_are_asked_at_once(client: FakeAdminClient) -> None:
+    """A per-broker operation waits for its slowest broker, not for the sum of them: every broker's
+    request is out before any is answered (a barrier of three would time out one at a time)."""
+    barrier = threading.Barrier(3, timeout=30)
+    configs, log_dirs = client.describe_configs, client.describe_log_dirs
+
+    def together(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            barrier.wait()
+            return real(*args, **kwargs)
+        return call
+
+    client.describe_configs = together(configs)  # type: ignore[method-assign]
+    client.describe_log_dirs = together(log_dirs)  # type: ignore[method-assign]
+    client.brokers = {1: None, 2: None, 3: None}
+    admin = KafkaAdmin(client, timeouts=TIMEOUTS)
+    try:
+        assert sorted(admin.describe_broker_configs([3, 1, 2]).configs) == [1, 2, 3]
+        barrier.reset()
+        assert admin.log_dir_sizes([1, 2, 3]).unreachable == {}
+        barrier.reset()
+        assert admin.incremental_alter_configs({b: {"x": "1"} for b in (1, 2, 3)}).brokers == {1: None, 2: None,
+                                                                                                 3: None}
+    finally:
+        admin.close()
+
+
+def test_an_operation_that_waits_says_so(client: FakeAdminClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer that takes long is reported every HEARTBEAT_S while it is awaited, with what is
+    awaited and when kreassign gives up."""
+    monkeypatch.setattr("kreassign.cluster.admin_retry.HEARTBEAT_S", 0.02)
+    release = threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        release.wait(10)
+        return {}
+
+    client.list_partition_reassignments = slow  # type: ignore[method-assign,assignment]
+    said: list[str] = []
+
+    def heard(line: str) -> None:
+        said.append(line)
+        if len(said) == 2:
+            release.set()
+
+    admin = KafkaAdmin(client, timeouts=AdminTimeouts(api_timeout_s=600.0), waiting=heard)
+    try:
+        assert admin.list_reassignments() == {}
+    finally:
+        release.set()
+        admin.close()
+    assert said == ["still waiting for the cluster to list partition reassignments: 0s so far, giving up after 600s"] * 2
 
 
 def test_a_stopped_controller_is_looked_up_again(make_admin: Callable[..., KafkaAdmin],

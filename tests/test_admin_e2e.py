@@ -9,6 +9,7 @@ requests, held responses, injected error codes, an old broker's API versions); e
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -321,3 +322,25 @@ def test_e2e_retries_in_the_middle(sandbox: Any) -> None:
     finally:
         admin.close()
 
+
+
+def test_e2e_a_command_waiting_for_the_cluster_says_what_it_waits_for(
+        sandbox: Any, kreassign: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulator only (held responses): `watch` against a controller that does not answer says what
+    it waits for every HEARTBEAT_S (shortened here), then gives up within its --request-timeout
+    with one line (issue 29: a run once went on silently for minutes)."""
+    monkeypatch.setattr("kreassign.cluster.admin_retry.HEARTBEAT_S", 0.3)
+    sandbox.delay_responses(None, api="ListPartitionReassignments")
+    try:
+        ran = kreassign.run("watch", "--bootstrap-server", sandbox.bootstrap, "--request-timeout", "2s")
+    finally:
+        sandbox.release_responses()
+    lines = ran.stderr.splitlines()
+    assert ran.exit_code == 5, ran.stderr
+    waiting = [line for line in lines if line.startswith("Waiting: ")]
+    assert waiting and all(re.fullmatch(r"Waiting: still waiting for the cluster to list partition reassignments: "
+                                        r"\d+s so far, giving up after 2s(; last error: .+)?", line) for line in waiting)
+    # no answer at all, or kafka-python's own request timeout seen first: one line either way
+    last = lines[-1]
+    assert last.startswith("Error: Could not list partition reassignments") and "within 2s" in last
+    assert last.endswith("Check that the brokers are running and reachable.")

@@ -167,6 +167,9 @@ def test_missing_bootstrap_server_is_a_clear_error(monkeypatch: pytest.MonkeyPat
     code, _, err = run(capsys, "list")
     assert code == 1 and "no cluster given: use --bootstrap-server" in err
 
+POLL_OPERATIONS_DOCUMENTED = 13
+"""docs/journal.md, "How long a command waits": operations of one poll of a paced run"""
+
 
 class Steps:
     """Sandbox-free time for the watch loop: each sleep advances the clock, records the moves in
@@ -210,6 +213,27 @@ def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluste
     assert journal.state == "finished" and ran.stderr == f"Journal: {journal.path}\n"
     assert journal.options["paced"]["max_moves_per_broker"] == 1
 
+
+def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path) -> None:
+    """The bound docs/journal.md states ("How long a command waits"): a poll of a paced run makes
+    13 cluster operations when it submits a wave (fewer otherwise), each ending within its timeout."""
+    fake.add_topic("baz", [[1, 2]])
+    plan = plan_file(tmp_path, {"foo-0": [1, 3], "baz-0": [1, 4], "bar-0": [3, 1]})
+    marks: list[int] = []
+    steps = Steps(fake)
+    advance = steps.sleep
+
+    def sleep(seconds: float) -> None:
+        marks.append(len(fake.calls))
+        advance(seconds)
+
+    steps.sleep = sleep  # type: ignore[method-assign]
+    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
+                 "--interval", "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime())
+    assert ran.exit_code == 0, ran.output
+    per_poll = [b - a for a, b in zip(marks, marks[1:])]
+    assert per_poll == [13]  # the poll between the two sleeps submits the second wave
+    assert max(per_poll) <= POLL_OPERATIONS_DOCUMENTED
 
 def test_paced_execute_text_dry_run_and_refusals(fake: FakeCluster, tmp_path: Path) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [2, 4]})

@@ -387,8 +387,25 @@ class _Base:
             self._pass(self.wait_step_s if step_s is None else step_s)
 
     def finish_moves(self, timeout_s: float | None = None) -> None:
-        """Let time pass until no reassignment is in flight."""
-        self.wait_until(lambda: not self.reassigning(), what="the moves to finish", timeout_s=timeout_s)
+        """Let time pass until no reassignment is in flight, and every broker's metadata shows the
+        moves' ends (the controller answers ListPartitionReassignments; the Metadata a broker
+        answers follows a moment later: a CI run read (1, 2, 4, 3) after a move to (1, 2, 4))."""
+        ends: dict[TopicPartition, set[tuple[int, ...]]] = {}
+
+        def finished() -> bool:
+            moving = self.reassigning()
+            for tp, r in moving.items():
+                ends.setdefault(tp, set()).update({tuple(r.target), tuple(r.original)})
+            return not moving
+
+        self.wait_until(finished, what="the moves to finish", timeout_s=timeout_s)
+        if ends:
+            def settled() -> bool:
+                with self.admin() as port:
+                    now = {p.tp: tuple(p.replicas) for p in port.describe_topics(sorted({tp.topic for tp in ends}))}
+                return all(now.get(tp) in wanted for tp, wanted in ends.items())
+
+            self.wait_until(settled, what="the brokers' metadata to show the moves' ends", timeout_s=timeout_s)
 
 
 class EmulatorLive(_Base):

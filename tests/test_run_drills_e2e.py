@@ -110,8 +110,11 @@ def test_a_second_terminal_watches_changes_the_rates_and_verifies_through_the_ru
     assert_clean(live, topic, targets)
 
 
-def test_a_broker_restarted_mid_run_ends_with_its_throttles_restored_exactly(live: Any, tmp_path: Path) -> None:
-    """Broker 2 (the one carrying the operator's rate) stops after the first wave and starts again
+@pytest.mark.parametrize("fault", ["stop", "kill -9", "SIGSTOP"])
+def test_a_broker_restarted_mid_run_ends_with_its_throttles_restored_exactly(live: Any, tmp_path: Path,
+                                                                             fault: str) -> None:
+    """Broker 2 (the one carrying the operator's rate) stops after the first wave (a clean stop,
+    kill -9 of its JVM, or SIGSTOP: it holds its connections and answers nothing) and comes back
     two polls later; the run goes on, and its end restores broker 2's rate to the operator's."""
     rng = random.Random(12)
     topic, _current, targets, plan = drill_cluster(live, tmp_path)
@@ -119,12 +122,18 @@ def test_a_broker_restarted_mid_run_ends_with_its_throttles_restored_exactly(liv
     violations: list[str] = []
     with live.admin() as admin:
         execute = paced_to_wave(live, admin, cli, plan, violations, None, rng)
-        live.stop_broker(2)
+        if fault == "SIGSTOP":
+            live.pause_broker(2)
+        else:
+            live.stop_broker(2, kill=fault == "kill -9")
         polls = [0]
 
         def restart_then_check(event: dict[str, Any]) -> bool:
             if polls[0] == 2:
-                live.start_broker(2)
+                if fault == "SIGSTOP":
+                    live.resume_broker(2)
+                else:
+                    live.start_broker(2)
             polls[0] += 1
             if polls[0] > 2:
                 check(admin, violations)

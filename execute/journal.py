@@ -133,6 +133,13 @@ class Journal:
     def target_of(self) -> dict[TopicPartition, tuple[int, ...]]:
         return {t.tp: t.replicas for t in self.targets}
 
+    @property
+    def standing(self) -> bool:
+        """A `throttle set` made while nothing moved: the operator's standing throttle, which
+        only `throttle clear` ends (a watch that sees moves end leaves it; found walking through
+        a decommission on Kafka 4.4.0: a bare watch removed the rate set for broker 3)."""
+        return self.command == "throttle set" and not self.targets
+
     # ---- changes in memory (persisted by the next record, set_state or update) ---------------
     def remember_previous(self, brokers: Mapping[int, Mapping[str, str | None]],
                           topics: Mapping[str, Mapping[str, str | None]], unreadable: Iterable[int] = ()) -> None:

@@ -268,8 +268,9 @@ def journal_for_change(store: JournalStore, change: ThrottleChange, command: str
                        journal: Journal | None = None) -> Journal:
     """`journal` (the run's own, held open by its caller), else the open journal of this cluster
     (the newest), with the values this change replaces recorded where it has none; or a new
-    journal for the reassignments in flight."""
-    opened = store.journals(change.cluster_id, open_only=True)
+    journal for the reassignments in flight. A change while moves run never joins a standing
+    throttle's journal (`Journal.standing`): it ends with the moves, the standing one does not."""
+    opened = [j for j in store.journals(change.cluster_id, open_only=True) if not (change.in_flight and j.standing)]
     if journal is not None or opened:
         journal = journal if journal is not None else opened[0]
         previous = inherit_previous(change.previous, opened)

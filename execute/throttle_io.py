@@ -84,11 +84,12 @@ def inherit_previous(snapshot: ThrottleSnapshot, others: Iterable[Journal]) -> T
     """Replace values that another open run set with the values that run found before it.
 
     Without this, a second plan executed while the first still runs would record the first
-    plan's throttle as "the operator's value" and restore it forever after both finish.
+    plan's throttle as "the operator's value" and restore it forever after both finish. A
+    standing throttle (`Journal.standing`) is the operator's value: a run restores it.
     """
     brokers = {b: dict(v) for b, v in snapshot.brokers.items()}
     topics = {t: dict(v) for t, v in snapshot.topics.items()}
-    for journal in others:
+    for journal in (j for j in others if not j.standing):
         for b, keys in brokers.items():
             for key, value in keys.items():
                 if value is not None and journal.planned_brokers.get(b, {}).get(key) == value:

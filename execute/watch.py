@@ -659,6 +659,8 @@ class _Loop:
         else:
             topics = self.seen_topics | {t.topic for t in self.request.targets or ()}
             unfinished = [] if self.pacer is not None or self.store is None else interrupted_runs(self.port, self.store)
+            standing = [] if self.store is None else [
+                j.path for j in self.store.journals(self.port.describe_brokers().cluster_id, open_only=True) if j.standing]
             if unfinished:
                 kept = "; ".join(f"the run of {j.path} was interrupted with {n} partition(s) not at their target: "
                                  f"finish it with `kreassign resume --journal {j.path}` (it restores them at its end)"
@@ -667,9 +669,11 @@ class _Loop:
             def waiting(brokers: tuple[int, ...], left: float) -> None:
                 self.emit(WaitingEvent(now, f"broker(s) {','.join(map(str, brokers))} to answer, to restore "
                                             f"their throttles (trying {left:.0f}s more)", brokers))
-            # kreassign's own watch never removes a throttle no run of it set (an operator's)
+            # kreassign's own watch never removes a throttle no run of it set (an operator's), nor
+            # an operator's standing `throttle set`
+            skip = [j.path for j, _ in unfinished] + standing
             clear = clear_all_throttles(self.port, store=self.store, force=True, dry_run=self.request.dry_run,
-                                        leftover_topics=topics, foreign=False, skip=[j.path for j, _ in unfinished],
+                                        leftover_topics=topics, foreign=False, skip=skip,
                                         retry=Retry(clock, sleep, self.request.clear_retry_s, min(self.request.interval_s, 5.0),
                                                     waiting))
         return CompleteEvent(now, view, statuses, clear, kept)

@@ -214,6 +214,23 @@ def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluste
     assert journal.options["paced"]["max_moves_per_broker"] == 1
 
 
+def test_a_standing_throttle_set_before_a_run_is_restored_at_its_end(fake: FakeCluster, tmp_path: Path) -> None:
+    """The operator's `throttle set` while nothing moved (a standing throttle, journaled) is the
+    value a later run restores, and a watch in between leaves it (found on Kafka 4.4.0: the run
+    read the standing journal's own "before" and deleted the operator's 7 MB/s at its end)."""
+    journals = str(tmp_path / "j")
+    assert invoke(fake, "throttle", "set", "--brokers", "2", "--leader-rate", "777",
+                  "--journal-dir", journals).exit_code == 0
+    assert invoke(fake, "watch", "--journal-dir", journals, runtime=Steps(fake).runtime()).exit_code == 0
+    assert fake.broker_configs[2] == {"leader.replication.throttled.rate": "777"}
+    plan = plan_file(tmp_path, {"foo-0": [1, 3], "bar-0": [3, 1]})
+    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
+                 "--interval", "5s", "--journal-dir", journals, "-o", "json", runtime=Steps(fake).runtime())
+    assert ran.exit_code == 0, ran.output
+    assert fake.broker_configs == {1: {}, 2: {"leader.replication.throttled.rate": "777"}, 3: {}, 4: {}}
+    (standing,) = JournalStore(tmp_path / "j").journals(fake.cluster_id, open_only=True)
+    assert standing.command == "throttle set"  # `throttle clear` ends it
+
 def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path) -> None:
     """The bound docs/journal.md states ("How long a command waits"): a poll of a paced run makes
     13 cluster operations when it submits a wave (fewer otherwise), each ending within its timeout."""

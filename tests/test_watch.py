@@ -108,6 +108,28 @@ def run(fake: GrowingCluster, request: WatchRequest, store: JournalStore | None)
     return result, events
 
 
+def test_a_standing_throttle_set_while_nothing_moved_outlives_a_watch(tmp_path: Path) -> None:
+    """`throttle set` while nothing moves is the operator's standing throttle: a watch that sees
+    nothing moving leaves it (and its journal) for `throttle clear`; one set during a move ends
+    with the move (found walking through a decommission on Kafka 4.4.0)."""
+    fake = GrowingCluster()
+    store = JournalStore(tmp_path)
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=7 * MB, brokers=(3,))),
+                          store=store)
+    (standing,) = store.journals(fake.cluster_id, open_only=True)
+    assert standing.standing
+    result, events = run(fake, WatchRequest(targets=None, interval_s=5), store)
+    assert result.status == ExitStatus.OK and isinstance(events[-1], CompleteEvent)
+    assert fake.broker_configs[3] == {LEADER_RATE: str(7 * MB)}
+    assert [j.path for j in store.journals(fake.cluster_id, open_only=True)] == [standing.path]
+
+    fake.alter_reassignments({TP: [1, 3]})
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(follower_rate=5 * MB)), store=store)
+    result, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5), store)
+    assert result.status == ExitStatus.OK
+    assert fake.broker_configs[3] == {LEADER_RATE: str(7 * MB)}  # the move's rate went, the standing one stays
+    assert [j.path for j in store.journals(fake.cluster_id, open_only=True)] == [standing.path]
+
 def test_watch_to_completion_restores_throttles(tmp_path: Path) -> None:
     fake = GrowingCluster()
     fake.broker_configs[3][FOLLOWER_RATE] = "4000000"  # the operator's, before the move

@@ -71,6 +71,8 @@ def lower_bound(inp: ModelInput, admission: Admission | None = None) -> LowerBou
     assert released is not None
     w_out = w - released
     freed = np.bincount(src[led], weights=np.maximum(-w_out[led], 0.0), minlength=b)
+    if admission is not None and admission.release_finished:
+        freed = zeros  # finished moves leave the quotas' count: what they stop sending frees nothing
     credit = inp.leader_credit
     srcp = np.maximum(src, 0)
     others = np.minimum(np.minimum(np.full(len(inp), inp.fetch.partition_bps), inp.fetch.fetcher_bps), in_cap[dst])
@@ -91,7 +93,7 @@ def lower_bound(inp: ModelInput, admission: Admission | None = None) -> LowerBou
             copied = inp.bytes + np.where(w > 0, w * alone, 0.0)
         out_work = np.bincount(src[led], weights=copied[led], minlength=b)
         in_work = np.bincount(dst[led], weights=copied[led], minlength=b)
-        out_w = -freed if not admission.release_finished else zeros
+        out_w = -freed
         in_w = zeros
     out_s = np.where(np.isinf(out_cap), 0.0, _ratio(np.maximum(out_work - credit, 0), out_cap - out_w))
     in_s = np.where(np.isinf(in_cap), 0.0, _ratio(np.maximum(in_work, 0), in_cap - in_w))

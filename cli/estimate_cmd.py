@@ -6,12 +6,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kreassign.cli.options import (
-    COUNT, SIZE, THROTTLE, output_option, plan_option, rate_options, sample_option, source_options,
+    COUNT, SIZE, THROTTLE, output_option, plan_option, rate_options, sample_option, source_options, units_option,
 )
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from kreassign.cluster.units import Units
     from kreassign.predict.estimate import EstimateResult
     from kreassign.throttle.rates import Rates
 
@@ -49,12 +50,13 @@ class BrokerRateType(click.ParamType):
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Run at most this many bytes of moves at a time.")
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,
               help="Which moves start first when a limit holds the others back.")
+@units_option
 @output_option
 def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
              request_timeout: float | None, sample: float | None,
              rates: Rates,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
-             max_inflight_bytes: int | None, order: str, output: str) -> None:
+             max_inflight_bytes: int | None, order: str, units: Units, output: str) -> None:
     """Estimate when a reassignment completes under replication throttles: the ETA, the lower
     bound no schedule can beat, the brokers that decide it, and the moves that can never catch
     up with their partition's writes (with the rate that would let them). Changes nothing."""
@@ -72,10 +74,10 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     if output == "json":
         emit_json(result.to_dict())
     else:
-        stdout_console().print(render_estimate(result))
+        stdout_console().print(render_estimate(result, units))
 
 
-def render_estimate(result: EstimateResult) -> RenderableType:
+def render_estimate(result: EstimateResult, units: Units = "decimal") -> RenderableType:
     """The ETA headline, the bottlenecks, the moves that never complete and a per-broker table."""
     from rich.console import Group
     from rich.table import Table
@@ -89,7 +91,7 @@ def render_estimate(result: EstimateResult) -> RenderableType:
     head.append(f"ETA {format_duration(result.eta_s)}", style="bold")
     where = f" on broker {lower.broker}" if lower.broker is not None else ""
     head.append(f" (lower bound {format_duration(lower.seconds)}: {lower.limit.label}{where}); "
-                f"{result.moves} move(s) of {result.partitions} partition(s), {format_bytes(result.bytes)} to copy.")
+                f"{result.moves} move(s) of {result.partitions} partition(s), {format_bytes(result.bytes, units)} to copy.")
     parts: list[RenderableType] = [head, Text(rates_line(result.write_rates),
                                               style="yellow" if result.write_rates is None else "")]
     if not result.completes and result.completable_eta_s > 0:
@@ -106,13 +108,14 @@ def render_estimate(result: EstimateResult) -> RenderableType:
         for s in result.stalled[:_MAX_STALLED_ROWS]:
             limit = s.limit.label + (f" on broker {s.broker}" if s.broker is not None else "")
             table.add_row(str(s.tp), "-" if s.source is None else str(s.source), str(s.dest),
-                          format_rate(s.write_bps), limit, "-" if s.needed_bps is None else format_rate(s.needed_bps),
-                          "-" if s.suggested_rate is None else format_rate(s.suggested_rate))
+                          format_rate(s.write_bps, units), limit,
+                          "-" if s.needed_bps is None else format_rate(s.needed_bps, units),
+                          "-" if s.suggested_rate is None else format_rate(s.suggested_rate, units))
         if len(result.stalled) > _MAX_STALLED_ROWS:
             table.caption = f"... and {len(result.stalled) - _MAX_STALLED_ROWS} more (use --output json for all)"
         parts.append(table)
         if result.fix_rate is not None and result.fix_eta_s is not None:
-            parts.append(Text(f"--throttle {result.fix_rate} ({format_rate(result.fix_rate)}) lets every move finish: "
+            parts.append(Text(f"--throttle {result.fix_rate} ({format_rate(result.fix_rate, units)}) lets every move finish: "
                               f"ETA {format_duration(result.fix_eta_s)}."))
         else:
             parts.append(Text("No throttle alone lets these moves finish: a network or fetch limit holds them."))
@@ -120,13 +123,13 @@ def render_estimate(result: EstimateResult) -> RenderableType:
     for col in ("broker", "leader rate", "follower rate", "bytes in", "bytes out", "busy until"):
         table.add_column(col, justify="right")
     for b in result.brokers:
-        table.add_row(str(b.broker), _rate(b.leader_rate), _rate(b.follower_rate), format_bytes(b.bytes_in),
-                      format_bytes(b.bytes_out), format_duration(b.busy_until_s))
+        table.add_row(str(b.broker), _rate(b.leader_rate, units), _rate(b.follower_rate, units),
+                      format_bytes(b.bytes_in, units), format_bytes(b.bytes_out, units), format_duration(b.busy_until_s))
     parts.append(table)
     return Group(*parts)
 
 
-def _rate(value: float) -> str:
+def _rate(value: float, units: Units) -> str:
     from kreassign.cluster.units import format_rate
 
-    return "unthrottled" if value == float("inf") else format_rate(value)
+    return "unthrottled" if value == float("inf") else format_rate(value, units)

@@ -20,6 +20,7 @@ import click
 
 from kreassign.cli.options import (
     COUNT, DURATION, SIZE, THROTTLE, cluster_options, log_dir_timeout_option, output_option, plan_option, rate_options,
+    units_option,
 )
 from kreassign.cli.runtime import connect, journal_store, read_plan, run_control, timing
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from kreassign.cluster.kafka_json import ParsedReassignment
     from kreassign.cluster.port import ClusterPort
     from kreassign.execute.journal import Journal, JournalStore
+    from kreassign.cluster.units import Units
     from kreassign.throttle.rates import Rates
     from kreassign.execute.operations import ExecuteRequest, VerifyRequest
     from kreassign.execute.pacing import PaceLimits
@@ -73,12 +75,13 @@ def _emit(data: dict[str, Any]) -> None:
 @click.option("--force", is_flag=True, help="Take the cluster's execution lock from a run that is proven dead "
               "(same host: its process is gone; other host: its lease expired) although it ran another plan.")
 @click.option("--dry-run", is_flag=True, help="Print what would be set and submitted; change nothing.")
+@units_option
 @output_option
 def execute(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
             journal_dir: str | None, plan_file: str, rates: Rates, log_dir_throttle: int | None, additional: bool,
             max_moves_per_broker: int | None, max_inflight_bytes: int | None, order: str | None,
             interval: float | None, retarget_in_flight: bool, disallow_rf_change: bool, force: bool, dry_run: bool,
-            output: str, timeout: float) -> int:
+            units: Units, output: str, timeout: float) -> int:
     """Start a reassignment under throttles, recording every step in the execution journal.
 
     With --max-moves-per-broker, --max-inflight-bytes or --order the plan is paced: it is
@@ -117,7 +120,7 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
         limits = PaceLimits(max_moves_per_broker, max_inflight_bytes, order or "plan")  # type: ignore[arg-type]
         return _execute_paced(request, limits, store, plan_file=plan_file, connection=(
             bootstrap_server, command_config, request_timeout), interval_s=interval, dry_run=dry_run, output=output,
-            control=control)
+            control=control, units=units)
     text = output == "text"
     out, err = sys.stdout, sys.stderr
 
@@ -150,13 +153,13 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     if result.ok or (result.held_back and result.submitted and not result.submit_errors):
         from kreassign.cli.execute_render import execute_summary
 
-        out.write("".join(f"{line}\n" for line in execute_summary(result, plan_file)))
+        out.write("".join(f"{line}\n" for line in execute_summary(result, plan_file, units)))
     return kafka_live.finish_execute(result, err)
 
 
 def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalStore, *, plan_file: str,
                    connection: tuple[str | None, str | None, float | None], interval_s: float | None,
-                   dry_run: bool, output: str, control: RunControl | None = None) -> int:
+                   dry_run: bool, output: str, control: RunControl | None = None, units: Units = "decimal") -> int:
     """Submit the plan wave by wave and watch it to the end (the `watch --pace` loop)."""
     from kreassign.cli import kafka_live
     from kreassign.cli.watch_cmd import echo_first_wave, event_printer
@@ -170,7 +173,7 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
         raise InputError("a paced execute moves replicas between brokers only, and this plan also moves "
                          "replicas between log dirs: run it without --max-moves-per-broker, "
                          "--max-inflight-bytes and --order (or drop its log dirs)")
-    emit, close = event_printer(output)
+    emit, close = event_printer(output, units)
     try:
         with connect(*connection) as port:
             outcome = run_execute(port, request, store=store, pace=limits, dry_run=dry_run,
@@ -219,10 +222,11 @@ def render_would_execute(plan: Any) -> str:
               help="Keep watching until the plan's moves finish (progress, ETA, stalled moves, as "
                    "`kreassign watch` shows them), then clear the throttles.")
 @click.option("--interval", type=DURATION, default=None, help="With --watch: time between polls (default 10s).")
+@units_option
 @output_option
 def verify(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
            journal_dir: str | None, plan_file: str, preserve_throttles: bool, exit_status: bool,
-           dry_run: bool, follow: bool, interval: float | None, output: str) -> int:
+           dry_run: bool, follow: bool, interval: float | None, units: Units, output: str) -> int:
     """Report a reassignment's progress; once nothing moves, clear the throttles its run set (restoring the
     values found before it). Throttles no kreassign run set (an operator's own) are left as they are; the
     Kafka-compatible --verify deletes them, as Kafka does.
@@ -240,7 +244,7 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
                             dry_run=dry_run, foreign=False)
     if follow:
         return _verify_watching(request, journal_store(journal_dir), connection=(bootstrap_server, command_config, request_timeout),
-                                interval_s=interval if interval is not None else 10.0, output=output)
+                                interval_s=interval if interval is not None else 10.0, output=output, units=units)
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result, owner = verify_run(port, request, store=journal_store(journal_dir), control=run_control())
     if output == "json":
@@ -257,14 +261,15 @@ def verify(bootstrap_server: str | None, command_config: str | None, request_tim
 
 
 def _verify_watching(request: VerifyRequest, store: JournalStore, *,
-                     connection: tuple[str | None, str | None, float | None], interval_s: float, output: str) -> int:
+                     connection: tuple[str | None, str | None, float | None], interval_s: float, output: str,
+                     units: Units = "decimal") -> int:
     """`verify --watch`: the watch loop over the plan's partitions, then the clear."""
     from kreassign.cli.watch_cmd import event_printer
     from kreassign.execute.watch import watch_plan
 
     clock, sleep = timing()
     with connect(*connection) as port:
-        emit, close = event_printer(output)
+        emit, close = event_printer(output, units)
         try:
             result = watch_plan(port, request.targets, store=store, clock=clock, sleep=sleep, emit=emit,
                                 interval_s=interval_s, keep_throttles=request.preserve_throttles,

@@ -5,9 +5,10 @@ import click
 
 from typing import TYPE_CHECKING
 
-from kreassign.cli.options import output_option, plan_option, rate_options, sample_option, source_options
+from kreassign.cli.options import output_option, plan_option, rate_options, sample_option, source_options, units_option
 
 if TYPE_CHECKING:
+    from kreassign.cluster.units import Units
     from kreassign.throttle.rates import Rates
 
 
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
 @source_options
 @sample_option
 @rate_options()
+@units_option
 @output_option
 def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
          request_timeout: float | None, sample: float | None,
-         rates: Rates, output: str) -> None:
+         rates: Rates, units: Units, output: str) -> None:
     """Summarise a reassignment: moves, bytes in and out per broker, leader changes, and the
     throttle configs that execution would set. Changes nothing."""
     from kreassign.cli.console import emit_json, stdout_console
@@ -36,4 +38,4 @@ def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, com
     if output == "json":
         emit_json(report.to_dict())
     else:
-        stdout_console().print(render_plan(report))
+        stdout_console().print(render_plan(report, units))

@@ -5,23 +5,23 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kreassign.cluster.units import format_bytes, format_duration, format_rate
+from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
 from kreassign.predict.plan_report import PlanReport
 
 _MAX_PARTITION_ROWS = 20
 
 
-def render_plan(report: PlanReport) -> RenderableType:
+def render_plan(report: PlanReport, units: Units = "decimal") -> RenderableType:
     diff = report.diff
     totals = diff.totals()
     head = Text()
     head.append(f"{totals['partitions']} partition(s) in the plan: ", style="bold")
     head.append(f"{totals['partitions_moved']} move data, {totals['partitions_changed']} change, "
                 f"{totals['replicas_added']} replica(s) added, {totals['replicas_removed']} removed, "
-                f"{format_bytes(totals['bytes_moved'])} to copy, "
+                f"{format_bytes(totals['bytes_moved'], units)} to copy, "
                 f"{totals['leader_changes']} preferred-leader change(s).")
-    parts: list[RenderableType] = [head, broker_table(report)]
+    parts: list[RenderableType] = [head, broker_table(report, units)]
     changes = diff.partition_changes
     if changes:
         table = Table(title="Partition changes", title_justify="left")
@@ -33,7 +33,7 @@ def render_plan(report: PlanReport) -> RenderableType:
         if len(changes) > _MAX_PARTITION_ROWS:
             table.caption = f"... and {len(changes) - _MAX_PARTITION_ROWS} more (use --output json for all)"
         parts.append(table)
-    parts.append(throttle_table(report))
+    parts.append(throttle_table(report, units))
     if report.eta_s is not None:
         parts.append(Text(f"At these throttles the replication model's ETA is {format_duration(report.eta_s)}."))
         parts.append(Text(rates_line(report.write_rates), style="yellow" if report.write_rates is None else ""))
@@ -42,18 +42,18 @@ def render_plan(report: PlanReport) -> RenderableType:
     return Group(*parts)
 
 
-def broker_table(report: PlanReport) -> Table:
+def broker_table(report: PlanReport, units: Units = "decimal") -> Table:
     table = Table(title="Per broker", title_justify="left")
     for col in ("broker", "rack", "bytes in", "bytes out", "replicas", "leaders"):
         table.add_column(col, justify="right" if col != "rack" else "left")
     for b in report.brokers:
-        table.add_row(str(b.broker), b.rack or "-", format_bytes(b.bytes_in), format_bytes(b.bytes_out),
+        table.add_row(str(b.broker), b.rack or "-", format_bytes(b.bytes_in, units), format_bytes(b.bytes_out, units),
                       _before_after(b.replicas_before, b.replicas_after),
                       _before_after(b.leaders_before, b.leaders_after))
     return table
 
 
-def throttle_table(report: PlanReport) -> RenderableType:
+def throttle_table(report: PlanReport, units: Units = "decimal") -> RenderableType:
     from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
 
     throttles = report.throttles
@@ -63,7 +63,7 @@ def throttle_table(report: PlanReport) -> RenderableType:
     for col in ("broker", "leader rate", "follower rate", "log-dir rate"):
         rates.add_column(col, justify="right")
     for broker, keys in throttles.broker_rates.items():
-        rates.add_row(str(broker), *(_rate(keys.get(k)) for k in (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)))
+        rates.add_row(str(broker), *(_rate(keys.get(k), units) for k in (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)))
     lists = Table(title="Throttled replicas (partition:broker) execute would set", title_justify="left")
     lists.add_column("topic")
     lists.add_column("leader side", overflow="fold")
@@ -73,8 +73,8 @@ def throttle_table(report: PlanReport) -> RenderableType:
     return Group(rates, lists)
 
 
-def _rate(value: str | None) -> str:
-    return "-" if value is None else format_rate(int(value))
+def _rate(value: str | None, units: Units) -> str:
+    return "-" if value is None else format_rate(int(value), units)
 
 
 def _ids(ids: tuple[int, ...]) -> str:

@@ -16,10 +16,12 @@ from kreassign.cli.options import (
     rate_options,
     sample_option,
     source_options,
+    units_option,
 )
 from kreassign.cli.runtime import connect, journal_store, runtime
 
 if TYPE_CHECKING:
+    from kreassign.cluster.units import Units
     from kreassign.predict.suggest import MeasuredImpact
     from kreassign.throttle.rates import Rates
 
@@ -37,9 +39,11 @@ def _topics(value: str | None) -> list[str] | None:
 @cluster_options
 @click.option("--brokers", type=BROKER_LIST, default=None, help="Only these brokers (default: every live broker).")
 @click.option("--topics", default=None, help="Only these topics, comma-separated (default: every topic with lists).")
+@units_option
 @output_option
 def show(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
-         journal_dir: str | None, brokers: tuple[int, ...] | None, topics: str | None, output: str) -> None:
+         journal_dir: str | None, brokers: tuple[int, ...] | None, topics: str | None, units: Units,
+         output: str) -> None:
     """Show each broker's leader, follower and log-dir rates (and where they come from) and each
     topic's throttled-replica lists, with the reassignments in flight."""
     from kreassign.cli.console import emit_json, stdout_console
@@ -52,7 +56,7 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
     if output == "json":
         emit_json(view.to_dict())
     else:
-        stdout_console().print(render_throttle_view(view))
+        stdout_console().print(render_throttle_view(view, units))
 
 
 @throttle.command(name="set")
@@ -174,11 +178,12 @@ def clear(bootstrap_server: str | None, command_config: str | None, request_time
               help="Network capacity (each direction) of brokers whose capacity the snapshot lacks.")
 @click.option("--max-moves-per-broker", type=COUNT, default=None,
               help="Plan for paced execution with this many moves per broker.")
+@units_option
 @output_option
 def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
             request_timeout: float | None, sample: float | None,
             max_impact: float, canary_baseline: str | None, canary_topic: str | None, deadline: str | None,
-            network_capacity: int | None, max_moves_per_broker: int | None, output: str) -> None:
+            network_capacity: int | None, max_moves_per_broker: int | None, units: Units, output: str) -> None:
     """Suggest the highest leader and follower rates that keep client impact within --max-impact,
     and say whether --deadline is reachable (by the replication model); if not, what would reach
     it: a rate, more concurrency, or which brokers bound it. The impact is the measured rise of a
@@ -216,7 +221,7 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     if output == "json":
         emit_json(result.to_dict())
     else:
-        stdout_console().print(render_suggestion(result))
+        stdout_console().print(render_suggestion(result, units))
 
 
 def _measure(baseline_file: str, topic: str | None, bootstrap_server: str | None, command_config: str | None,

@@ -331,14 +331,14 @@ def write_json_event(stream: TextIO, event: WatchEvent | RunProgressEvent | RunE
 
 
 # ---- throttle show / set / suggest -----------------------------------------------------------
-def render_throttle_view(view: ThrottleView) -> RenderableType:
+def render_throttle_view(view: ThrottleView, units: Units = "decimal") -> RenderableType:
     brokers = Table(title="Broker throttle rates", title_justify="left")
     for col in ("broker", "leader rate", "follower rate", "log-dir rate", "source", "moving"):
         brokers.add_column(col, justify="left" if col in ("source",) else "right")
     for b in view.brokers:
         sources = ",".join(sorted(set(b.sources.values()))) or "-"
-        brokers.add_row(str(b.broker), _rate_or_dash(b.leader_rate), _rate_or_dash(b.follower_rate),
-                        _rate_or_dash(b.log_dir_rate), sources, "yes" if b.involved else "")
+        brokers.add_row(str(b.broker), _rate_or_dash(b.leader_rate, units), _rate_or_dash(b.follower_rate, units),
+                        _rate_or_dash(b.log_dir_rate, units), sources, "yes" if b.involved else "")
     parts: list[RenderableType] = [brokers]
     if view.topics:
         topics = Table(title="Throttled replicas", title_justify="left")
@@ -357,8 +357,8 @@ def render_throttle_view(view: ThrottleView) -> RenderableType:
     return Group(*parts)
 
 
-def _rate_or_dash(value: int | None) -> str:
-    return "-" if value is None else f"{format_rate(value)} ({value})"
+def _rate_or_dash(value: int | None, units: Units) -> str:
+    return "-" if value is None else f"{format_rate(value, units)} ({value})"
 
 
 def set_lines(result: ThrottleSetResult) -> list[str]:
@@ -377,7 +377,7 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
     return lines
 
 
-def render_suggestion(s: Suggestion) -> RenderableType:
+def render_suggestion(s: Suggestion, units: Units = "decimal") -> RenderableType:
     if not s.brokers:  # not rates of 0, which `throttle set` would refuse anyway
         return Text("Nothing to copy: every partition of the plan has its target replicas in sync, "
                     "so it needs no throttle.")
@@ -389,14 +389,15 @@ def render_suggestion(s: Suggestion) -> RenderableType:
                 *(("p99 rise",) if measured else ()), "leader rate", "follower rate"):
         table.add_column(col, justify="right", no_wrap=True)
     for b in s.brokers:
-        capacity = (_capacity(b.capacity_in) if b.capacity_in == b.capacity_out
-                    else f"{_capacity(b.capacity_in)} in, {_capacity(b.capacity_out)} out")
-        table.add_row(str(b.broker), capacity, format_rate(b.client_in), format_rate(b.client_out),
-                      format_bytes(b.sends), format_bytes(b.receives), *((_rise(b.impact),) if measured else ()),
-                      format_rate(b.leader_rate) if b.sends else "-",
-                      format_rate(b.follower_rate) if b.receives else "-")
+        capacity = (_capacity(b.capacity_in, units) if b.capacity_in == b.capacity_out
+                    else f"{_capacity(b.capacity_in, units)} in, {_capacity(b.capacity_out, units)} out")
+        table.add_row(str(b.broker), capacity, format_rate(b.client_in, units), format_rate(b.client_out, units),
+                      format_bytes(b.sends, units), format_bytes(b.receives, units),
+                      *((_rise(b.impact),) if measured else ()),
+                      format_rate(b.leader_rate, units) if b.sends else "-",
+                      format_rate(b.follower_rate, units) if b.receives else "-")
     lines = [f"One rate for every broker: --leader-rate {s.leader_rate} --follower-rate {s.follower_rate} "
-             f"({format_rate(s.leader_rate)} / {format_rate(s.follower_rate)}): finishes in {_eta(s.eta_uniform_s)}.",
+             f"({format_rate(s.leader_rate, units)} / {format_rate(s.follower_rate, units)}): finishes in {_eta(s.eta_uniform_s)}.",
              f"Per-broker rates above: finish in {_eta(s.eta_s)}."]
     if s.deadline_s is not None:
         verdict = "reachable" if s.reachable else "NOT reachable"
@@ -411,8 +412,8 @@ def render_suggestion(s: Suggestion) -> RenderableType:
     return Group(table, *(Text(line) for line in lines))
 
 
-def _capacity(value: float) -> str:
-    return "unknown" if math.isinf(value) else format_rate(value)
+def _capacity(value: float, units: Units) -> str:
+    return "unknown" if math.isinf(value) else format_rate(value, units)
 
 
 def _rise(impact: Impact | None, *, table: bool = False) -> str:

@@ -90,8 +90,12 @@ def parse_duration(text: str) -> float:
 
 
 Units = Literal["decimal", "binary"]
-"""How sizes and rates are shown: decimal (kB, MB: Kafka's configs count bytes/s this way) or
-binary (KiB, MiB: how disks are often reported). One screen uses one system for both."""
+"""How sizes and rates are shown: decimal (kB, MB: Kafka's configs count bytes and bytes/s this
+way, and `50MB/s` typed to a throttle is 50,000,000) or binary (KiB, MiB: how disks are often
+reported). Every command that prints a size or a rate takes `--units` (decimal by default) and
+formats both through `format_bytes`/`format_rate` here, so one plan's size reads the same in
+plan, estimate, execute, watch, simulate and throttle suggest."""
+DEFAULT_UNITS: Units = "decimal"
 _STEPS = {"decimal": (1000, ("B", "kB", "MB", "GB", "TB", "PB")),
           "binary": (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB"))}
 
@@ -107,14 +111,14 @@ def _scaled(value: float, units: Units, suffix: str) -> str:
     raise AssertionError("unreachable")
 
 
-def format_bytes(value: float, units: Units = "binary") -> str:
-    """Render bytes: 1536 -> '1.5 KiB' (binary, the default) or '1.5 kB' (decimal)."""
+def format_bytes(value: float, units: Units = DEFAULT_UNITS) -> str:
+    """Render bytes: 1536 -> '1.5 kB' (decimal, the default) or '1.5 KiB' (binary)."""
     if value is None or math.isnan(value):
         return "-"
     return _scaled(value, units, "")
 
 
-def format_rate(value: float, units: Units = "decimal") -> str:
+def format_rate(value: float, units: Units = DEFAULT_UNITS) -> str:
     """Render a rate in bytes/s, by default with decimal units as operators type them:
     5e7 -> '50.0 MB/s' (binary: '47.7 MiB/s')."""
     if value is None or math.isnan(value):

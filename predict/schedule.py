@@ -63,8 +63,9 @@ def start_order(sizes: np.ndarray, sources: np.ndarray, order: str) -> np.ndarra
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """A simulated schedule: start order, start and finish times, and how it compares with the
-    lower bound (which assumes every move starts at once, so heavy writes can let a batched
-    schedule beat it: moves that wait do not fall behind while they wait)."""
+    lower bound of this schedule (`lower_bound` under its admission: moves that wait for a slot
+    do not fall behind while they wait, so only each move's writes over its shortest copy are
+    charged, and no schedule ends before it)."""
 
     order: np.ndarray
     start_s: np.ndarray

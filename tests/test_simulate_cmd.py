@@ -39,7 +39,7 @@ def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
     lines = [line.rstrip() for line in text.splitlines()]
     assert max(len(line) for line in lines) <= 100
     assert lines == [
-        "40 brokers, 9000 partitions, 1200 moves (3.0 TiB)",
+        "40 brokers, 9000 partitions, 1200 moves (3.3 TB)",
         "                                            lower     client  min < 20%  brokers  produce  timed-out",
         "#  scenario                       makespan  bound   throttle   headroom  at risk   remote   requests",
         "─" * 100,

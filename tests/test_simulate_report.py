@@ -46,7 +46,7 @@ def test_the_report_has_every_section_with_exact_rows() -> None:
     png = _png(4, 3, (255, 0, 0))
     html = render_report(RESULT, {"bytes_remaining.png": png})
     assert [m for m in re.findall(r'<section id="([^"]+)">', html)] == list(SECTIONS)
-    assert _cells(html, "plan") == [["40", "9,000", "1,200", "3.0 TiB", "3", "20%"]]
+    assert _cells(html, "plan") == [["40", "9,000", "1,200", "3.3 TB", "3", "20%"]]
     assert _cells(html, "scenarios") == [
         ["0", "50.0 MB/s, all at once, writes x1", "2h01m", "1h56m", "4"],
         ["1", "unthrottled, all at once, writes x1, broker 7 fails @ 30m00s",

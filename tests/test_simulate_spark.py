@@ -177,8 +177,8 @@ def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Pat
     assert throttled["failed_broker"] is None and throttled_fail["failed_broker"] is not None
     assert throttled_fail["failed_broker"] == free_fail["failed_broker"]  # same seed, same victim
     assert free["makespan_s"] <= throttled["makespan_s"]
-    for r in (throttled, free):
-        assert r["makespan_s"] >= r["lower_bound_s"] * (1 - 1e-9)
+    for r in rows:  # with a failure too: its bound is the failure time plus that of what is left
+        assert r["makespan_s"] is None or r["makespan_s"] >= r["lower_bound_s"] * (1 - 1e-9)
     assert {Path(f).name for f in doc["files"]} >= {"summary.parquet", "broker_timeline.parquet",
                                                    "cluster_timeline.parquet", "bytes_remaining.png",
                                                    "broker_throughput.png", "client_headroom.png",

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
+from cli_helpers import Kreassign
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,7 +49,7 @@ def test_parse_duration_rejects(text: str) -> None:
 
 
 def test_formatting() -> None:
-    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(1536) == "1.5 kB" and format_bytes(1536, "binary") == "1.5 KiB"
     assert format_bytes(0) == "0 B"
     assert format_rate(50_000_000) == "50.0 MB/s"
     assert format_rate(math.inf) == "unlimited"
@@ -83,3 +85,32 @@ def test_rates_out_of_kafkas_range_or_ambiguous_are_refused(text: str, message: 
     with pytest.raises(InputError) as err:
         parse_rate(text)
     assert str(err.value) == message
+
+
+def test_one_plan_reads_the_same_size_in_every_command_under_each_units(tmp_path: Path, kreassign: Kreassign) -> None:
+    """plan, estimate and throttle suggest print the plan's bytes through one formatter: 11.0 GB
+    (decimal, the default) or 10.2 GiB (binary); the issue saw 10.1 GiB in plan and estimate
+    beside 11.0 GB in watch and execute for one plan. JSON stays in bytes."""
+    from kreassign.cluster.kafka_json import format_reassignment
+    from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
+    from kreassign.cluster.snapshot import write_snapshot
+
+    state = ClusterState.from_partitions([Broker(i) for i in (1, 2, 3)],
+                                         [PartitionInfo("t", 0, (1, 2), leader=1, isr=(1, 2), size_bytes=11 * 10**9)])
+    snapshot, plan = tmp_path / "cluster.json", tmp_path / "plan.json"
+    write_snapshot(state, snapshot)
+    plan.write_text(format_reassignment([PartitionTarget("t", 0, (3, 2))]))
+    common = ("--snapshot", str(snapshot), "-f", str(plan))
+    commands = [("plan", *common, "--throttle", "50MB/s"), ("estimate", *common, "--throttle", "50MB/s"),
+                ("throttle", "suggest", *common, "--max-impact", "50%", "--network-capacity", "100MB/s")]
+    for units, size, rate in (("decimal", "11.0 GB", "50.0 MB/s"), ("binary", "10.2 GiB", "47.7 MiB/s")):
+        for args in commands:
+            flags = () if units == "decimal" else ("--units", units)
+            run = kreassign.run(*args, *flags, columns=200)
+            assert run.exit_code == 0, run.output
+            assert size in run.stdout, (args, units, run.stdout)
+            other = "GiB" if units == "decimal" else " GB"
+            assert other not in run.stdout and ("MiB" if units == "decimal" else " MB") not in run.stdout
+        assert rate in kreassign.run("estimate", *common, "--throttle", "50MB/s", *flags, columns=200).stdout
+    doc = kreassign.run("estimate", *common, "--throttle", "50MB/s", "--units", "binary", "-o", "json").stdout
+    assert '"bytes": 11000000000' in doc

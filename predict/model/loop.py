@@ -59,7 +59,7 @@ class Run:
         rem = progress.rem[act]
         progress_bps = rate - w
         done = tau <= dt * (1 + 1e-12)
-        moved = np.where(done, rem + w * np.where(done, tau, 0.0), rate * dt)
+        moved = np.where(done, rem + w * np.where(done, tau, 0.0), np.where(done, 0.0, rate) * dt)
         progress.rem[act] = np.where(done, 0.0, rem - np.where(np.isfinite(progress_bps), progress_bps, 0.0) * dt)
         finished = act[done]
         progress.limit[finished], progress.limit_broker[finished] = limits(self.moves, self.capacity, finished,
@@ -106,7 +106,7 @@ class Run:
         self.recorder.remaining_at(t, self.progress)
         self.recorder.close(t)
         return result(self.inp, self.moves, self.progress, self.recorder,
-                      batched=self.tol > 0 and self.admission is None, steps=self.steps)
+                      batched=self.tol > 0 and self.admission is None, steps=self.steps, admission=self.admission)
 
     def _active(self) -> Active:
         act = np.flatnonzero(self.progress.status[:self.moves.nv] == ACTIVE)

@@ -8,7 +8,7 @@ import numpy as np
 
 from kreassign.predict.model.bounds import lower_bound
 from kreassign.predict.model.fair_share import Shared
-from kreassign.predict.model.inputs import ModelInput
+from kreassign.predict.model.inputs import Admission, ModelInput
 from kreassign.predict.model.kafka import INF, Limit
 from kreassign.predict.model.results import Critical, ModelResult
 from kreassign.predict.model.state import DONE, PENDING, Capacity, Moves, Progress
@@ -132,13 +132,13 @@ def critical(inp: ModelInput, finish: np.ndarray, limit: np.ndarray, limit_broke
 
 
 def result(inp: ModelInput, moves: Moves, progress: Progress, recorder: Recorder, *, batched: bool,
-           steps: int) -> ModelResult:
+           steps: int, admission: Admission | None = None) -> ModelResult:
     """The run as a `ModelResult`, in the input's order. `batched`: completions were batched
     without admission, so a finish a hair under the lower bound is put on it."""
     inv = moves.inv
     start, finish, limit = progress.start[inv], progress.finish[inv], progress.limit[inv]
     limit_broker, needed = progress.limit_broker[inv], progress.needed[inv]
-    lower = lower_bound(inp)
+    lower = lower_bound(inp, admission)
     finite = finish[np.isfinite(finish)]
     if batched and len(finite) and math.isfinite(lower.seconds) and finite.max() < lower.seconds:
         # Batched completions can land a hair under the proven bound; no real run can.

@@ -21,3 +21,12 @@ class ConfigsRefused(ClusterError):
         super().__init__(message)
         self.refused_brokers = frozenset(refused_brokers)
         self.refused_topics = frozenset(refused_topics)
+
+
+class RunStopped(ClusterError):
+    """A run that a cluster error stopped: the error, what the run left and the commands that
+    finish or undo it. Keeps the exit status of the error that stopped it."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

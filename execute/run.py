@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.authorization import require_cluster_operations
-from kreassign.cluster.errors import JournalError
+from kreassign.cluster.errors import ClusterError, JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.port import ClusterPort
+from kreassign.execute.errors import RunStopped
 from kreassign.execute.executor import (
     ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, execute_needs, prepare_execute,
 )
@@ -121,14 +122,31 @@ def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalSto
     with _lock(port, store, cluster_id, request.targets, command, control).acquire(force=control.force) as held:
         guard = _guard(held, control.crash)
         if pace is not None:
-            watched = watch(port, watch_request, store=store, clock=control.clock, sleep=control.sleep,
-                            emit=emit, guard=guard, lock=held)
+            try:
+                watched = watch(port, watch_request, store=store, clock=control.clock, sleep=control.sleep,
+                                emit=emit, guard=guard, lock=held)
+            except ClusterError as exc:
+                raise stopped(exc, store.find(cluster_id, request.targets)) from exc
             return RunOutcome(watched=watched, took_over=held.took_over)
         plan = prepare_execute(port, request, owned=owned())  # again under the lock: nobody moved in between
         on_plan(plan)
         result = apply_execute(port, plan, store=store, command=command, progress=progress,
                                clock=control.clock, sleep=control.sleep, guard=guard)
         return RunOutcome(plan=plan, result=result, took_over=held.took_over)
+
+
+def stopped(error: ClusterError, journal: Journal | None) -> ClusterError:
+    """The error that stopped a paced run, with what the run left and the way on (issue 29: a run
+    stopped by an unanswering controller said only "Could not list partition reassignments")."""
+    if journal is None or not journal.is_open:
+        return error
+    sent = len(journal.submitted)
+    waiting = len(journal.targets) - sent
+    return RunStopped(f"{error} The run stopped and left {sent} partition(s) submitted (moving or done; its "
+                      f"throttles stay on their brokers) and {waiting} not submitted yet, in the journal "
+                      f"{journal.path}: finish it with `kreassign resume --journal {journal.path}` once the "
+                      f"cluster answers, or undo it with `kreassign abort --journal {journal.path}`.",
+                      int(error.exit_code))
 
 
 def paced_settings(journal: Journal) -> tuple[ExecuteRequest, PaceLimits, float] | None:

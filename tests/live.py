@@ -95,6 +95,10 @@ class LiveCluster(Protocol):
 
     def resume_broker(self, broker: int) -> None: ...
 
+    def pause_controller(self) -> None: ...
+
+    def resume_controller(self) -> None: ...
+
     def admin(self) -> contextlib.AbstractContextManager[Any]: ...
 
     def runtime(self, before_sleep: Callable[[], None] | None = None) -> Any:
@@ -462,6 +466,15 @@ class EmulatorLive(_Base):
     def resume_broker(self, broker: int) -> None:
         self.sandbox.release_responses()
 
+    def pause_controller(self) -> None:
+        """What a client sees of a hung KRaft controller: the requests brokers forward to it
+        (reassignments, config changes) get no answer; metadata still comes."""
+        for api in ("ListPartitionReassignments", "AlterPartitionReassignments", "IncrementalAlterConfigs"):
+            self.sandbox.delay_responses(None, api=api)
+
+    def resume_controller(self) -> None:
+        self.sandbox.release_responses()
+
 
 class KafkaLive(_Base):
     """The session's real Kafka cluster, shared by every test and put back after each."""
@@ -514,11 +527,19 @@ class KafkaLive(_Base):
     def resume_broker(self, broker: int) -> None:
         self.cluster.resume_broker(broker)
 
+    def pause_controller(self) -> None:
+        """SIGSTOP of the controller JVM (node 0); resume it within 9 s (broker.session.timeout.ms)."""
+        self.cluster.pause_controller()
+
+    def resume_controller(self) -> None:
+        self.cluster.resume_controller()
+
     def reset(self) -> None:
         """Put the shared cluster back as the next test expects it."""
         from kreassign.cluster.client_metrics import DELETE_ALL
         from kreassign.execute.lock import LOCK_KEY, RATES_KEY, STOP_KEY
 
+        self.cluster.resume_controller()
         for b in self.cluster.brokers:
             self.cluster.resume_broker(b)
             self.cluster.start_broker(b, wait=False)

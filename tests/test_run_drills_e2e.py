@@ -19,7 +19,7 @@ import pytest
 from kreassign.throttle.configs import FOLLOWER_RATE
 
 from live import LiveCli, events
-from test_execution_drills_e2e import SIZE, assert_clean, check, drill_cluster, follow, paced_to_wave
+from test_execution_drills_e2e import SIZE, assert_clean, check, drill_cluster, follow, paced_to_wave, until_wave
 
 pytestmark = [pytest.mark.e2e, pytest.mark.drill]
 
@@ -179,3 +179,35 @@ def test_an_abort_racing_moves_that_finish_succeeds_and_restores(live: Any, tmp_
     # what finished stays at its target and is listed with the plan back; nothing else moved
     back = {tp for tp in now if sorted(now[tp]) == sorted(current[tp])}
     assert {str(tp) for tp in now if tp not in back} <= set(report["completed_before_abort"])
+
+
+def test_a_controller_that_hangs_mid_run_stops_the_run_saying_what_it_left_then_resume_finishes(
+        live: Any, tmp_path: Path) -> None:
+    """The KRaft controller hangs after the first wave (SIGSTOP of its JVM on real Kafka; held
+    answers to what brokers forward to it on the emulator) for longer than the run's timeout
+    (3 s here): the run stops with one line that names what it left and the command that finishes
+    it; once the controller is back, that command does, and everything ends exact."""
+    from kreassign.execute.lock import LOCK_KEY
+
+    rng = random.Random(14)
+    topic, _current, targets, plan = drill_cluster(live, tmp_path)
+    cli = LiveCli(live, tmp_path)
+    violations: list[str] = []
+    with live.admin() as admin:
+        execute = paced_to_wave(live, admin, cli, plan, violations, None, rng)
+        live.pause_controller()
+        try:
+            follow(execute, lambda event: True)  # to its end
+            code = execute.wait(timeout=120)
+            error = execute.stderr.read() if execute.stderr else ""
+        finally:
+            live.resume_controller()
+        assert code == 5, error
+        last = error.strip().splitlines()[-1]
+        assert last.startswith("Error: ") and "kreassign resume" in last, error
+        assert LOCK_KEY not in admin.read_markers([LOCK_KEY])  # the run gave the lock back as it stopped
+        resume = cli.start("resume", "-f", plan, "-o", "json")
+        follow(resume, until_wave(live, admin, violations, -1, rng))  # to its end
+        assert resume.wait(timeout=180) == 0, resume.stderr.read() if resume.stderr else ""
+    assert violations == []
+    assert_clean(live, topic, targets)

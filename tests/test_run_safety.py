@@ -241,3 +241,24 @@ def test_a_paced_submit_that_lands_after_the_run_asked_is_found_at_the_next_poll
     assert landed.detail["partitions"] == ["t-0", "t-2"]
     assert journal.state == "finished" and fake.broker_configs[3] == {LEADER_RATE: OPERATOR}
     assert {tp: fake.replicas(tp) for tp in journal.target_of()} == journal.target_of()
+
+
+def test_a_paced_run_stopped_by_a_cluster_error_says_what_it_left_and_what_finishes_it(tmp_path: Path) -> None:
+    """A controller that stops answering after the first wave (on both engines with a hung
+    controller: tests/test_run_drills_e2e.py): the error, then what the run left and the commands."""
+    from kreassign.cluster.errors import ClusterUnreachable, ExitStatus
+    from kreassign.execute.errors import RunStopped
+
+    fake, clock = FakeCluster([1, 2, 3, 4]), Clock()
+    store, request = paced_world(fake, tmp_path)
+    silent = ClusterUnreachable("Could not list partition reassignments: no answer from the cluster within 3s.")
+    clock.hooks.append((1, lambda: [fake.fail_next("list_reassignments", silent) for _ in range(9)]))
+    with pytest.raises(RunStopped) as stopped:
+        run_execute(fake, request, store=store, pace=PaceLimits(1), interval_s=1.0, control=control(clock))
+    journal = store.journals(fake.cluster_id, open_only=True)[0]
+    assert stopped.value.exit_code == ExitStatus.CLUSTER_UNREACHABLE
+    assert str(stopped.value) == (
+        "Could not list partition reassignments: no answer from the cluster within 3s. The run stopped and left 2 "
+        "partition(s) submitted (moving or done; its throttles stay on their brokers) and 1 not submitted yet, in "
+        f"the journal {journal.path}: finish it with `kreassign resume --journal {journal.path}` once the cluster "
+        f"answers, or undo it with `kreassign abort --journal {journal.path}`.")

@@ -415,6 +415,19 @@ class KafkaCluster:
         if node.proc is not None:
             jvm.signal_process(node.proc, signal.SIGCONT)
 
+    def pause_controller(self) -> None:
+        """SIGSTOP the KRaft controller: brokers still answer what they know (metadata, configs),
+        and every request they forward to it (reassignments, config changes) waits. Resume it
+        within broker.session.timeout.ms (9 s), or it fences the brokers whose heartbeats it missed."""
+        node = self._nodes[CONTROLLER_ID]
+        if node.proc is not None:
+            jvm.signal_process(node.proc, signal.SIGSTOP)
+
+    def resume_controller(self) -> None:
+        node = self._nodes[CONTROLLER_ID]
+        if node.proc is not None:
+            jvm.signal_process(node.proc, signal.SIGCONT)
+
     def _broker(self, broker: int) -> _Node:
         if broker not in self.layout.racks:
             raise InputError(f"broker {broker} is not in this cluster (brokers {self.layout.brokers})")

@@ -199,9 +199,8 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                            jvm_cache="use"),
     )
     errors = stderr_console()
-    errors.print(f"Simulating {axes.size} scenario{'s' if axes.size != 1 else ''} on "
-                 f"{remote or master} ...")
-    result = run_simulation(request)
+    result = run_simulation(request, starting=lambda: errors.print(
+        f"Simulating {axes.size} scenario{'s' if axes.size != 1 else ''} on {remote or master} ..."))
     if output == "json":
         emit_json(result.to_dict())
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,13 +25,15 @@ BROKER_TIMELINE_DIR = "broker_timeline.parquet"
 CLUSTER_TIMELINE_DIR = "cluster_timeline.parquet"
 
 
-def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = None) -> SimulationResult:
+def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = None,
+                   starting: Callable[[], None] = lambda: None) -> SimulationResult:
     """Run every scenario of `request` on Spark and write the results under its output dir.
 
     Args:
         request: the cluster, plan, scenario axes and output settings.
         spark: a session to use. By default the active session is joined if there is one,
             else one is started from `request.spark` and stopped at the end.
+        starting: called once the inputs are checked, as the simulation goes to Spark.
 
     Raises:
         SparkUnavailable: Spark cannot start (no Java, bad master, no Connect client).
@@ -41,6 +43,7 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
 
     # the snapshot and the plan first: a damaged file ends in one line before Spark starts (seconds)
     prepared = prepare_inputs(request)
+    starting()
     session = spark if spark is not None else active_session()
     own_session = session is None
     if session is None:

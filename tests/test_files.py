@@ -53,6 +53,7 @@ def test_directories_and_bad_utf8(tmp_path: Path) -> None:
     ["plan", "--snapshot", "/dev/zero", "-f", "/dev/zero"],
     ["plan", "--snapshot", str(SAMPLE), "-f", "/dev/urandom"],
     ["--bootstrap-server", "127.0.0.1:1", "--verify", "--reassignment-json-file", "/dev/zero"],
+    ["simulate", "--snapshot", str(SAMPLE), "-f", "/dev/zero"],  # refused before Spark starts, and before it says so
 ])
 def test_devices_on_the_command_line_end_in_one_line(argv: list[str]) -> None:
     ran = run_cli(argv)
@@ -77,3 +78,11 @@ def test_a_huge_topic_name_is_clipped_in_messages(tmp_path: Path) -> None:
     plan.write_text('{"version":1,"partitions":[{"topic":"' + "t" * 100_000 + '","partition":0,"replicas":[1,2,3]}]}')
     ran = run_cli(["plan", "--snapshot", str(SAMPLE), "-f", str(plan)])
     assert ran.code == 1 and len(ran.err) < 500 and "(100002 characters)" in ran.err
+
+
+def test_simulate_checks_a_plan_that_is_not_utf8_before_it_announces_spark(tmp_path: Path) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_bytes(b"\xff\xfe{")
+    ran = run_cli(["simulate", "--snapshot", str(SAMPLE), "-f", str(bad), "--throttle", "10MB/s"])
+    assert (ran.code, ran.out) == (1, "")
+    assert ran.err == f"Error: cannot read the plan {bad}: not UTF-8 text (byte 0 is invalid)\n"

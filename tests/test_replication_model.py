@@ -220,10 +220,10 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
     assert inp.session.tolist() == [Session.ALONE]  # broker 3 follows nothing of leader 1
     # leader 1 answers its in-sync follower 2: its quota windows are warm and empty when the
-    # throttle starts, LEADER_CREDIT_S (9 s) of its rate on top, spread over the first 11.5 s
-    assert inp.warm.tolist() == [True] and inp.leader_credit.tolist() == [90 * MB, 0.0, 0.0]
+    # throttle starts, LEADER_CREDIT_S (6 s, real Kafka 4.4.0) of its rate on top, spread over the first 11.5 s
+    assert inp.warm.tolist() == [True] and inp.leader_credit.tolist() == [60 * MB, 0.0, 0.0]
     r = simulate(inp, tolerance=0.0)
-    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share + 90 * MB / 11.5 - 2 * MB - 2 * MB)])
+    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share + 60 * MB / 11.5 - 2 * MB - 2 * MB)])
     assert r.lower.seconds <= r.finish_s[0]
     # an idle partition leaves the parked fetch to its 0.5 s wait
     idle = from_moves(state, Moves(), write_bps=np.array([0.0]), leader_rate=10 * MB)
@@ -275,12 +275,36 @@ def test_a_warm_leader_sends_its_credit_on_top() -> None:
     cold = exact(ModelInput.build(**kw))  # type: ignore[arg-type]
     warm = exact(ModelInput.build(warm=True, **kw))  # type: ignore[arg-type]
     assert cold.makespan == pytest.approx(500 * MB / q)
-    # 11.5 s at q + 90 MB / 11.5 s, then the rest at q: 90 MB (9 s of the rate) sooner
-    assert warm.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 90 * MB) / q)
-    assert warm.lower.seconds == pytest.approx((500 * MB - 90 * MB) / q) and warm.lower.seconds <= warm.makespan
+    # 11.5 s at q + 60 MB / 11.5 s, then the rest at q: 60 MB (LEADER_CREDIT_S, 6 s of the rate
+    # on real Kafka 4.4.0) sooner
+    assert warm.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 60 * MB) / q)
+    assert warm.lower.seconds == pytest.approx((500 * MB - 60 * MB) / q) and warm.lower.seconds <= warm.makespan
+    # a cold leader whose throttle starts with the move lets one window (1 s) of its rate through
+    # at once (SimpleRate's one-window floor; real Kafka 4.4.0: 9.8 MB in the first 0.8 s at 10 MB/s)
+    fresh = exact(ModelInput.build(fresh=True, **kw))  # type: ignore[arg-type]
+    assert fresh.lower.seconds == pytest.approx((500 * MB - 10 * MB) / q)  # tight: equal to the last ulp
+    assert fresh.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 10 * MB) / q)
+    assert ModelInput.build(fresh=True, warm=True, **kw).leader_credit.tolist() == [60 * MB, 0]  # type: ignore[arg-type]
     # no credit without a finite leader throttle, or without fetch limits
     assert ModelInput.build(broker_ids=[1, 2], source=[1], dest=[2], bytes=[1.0], warm=True).leader_credit.tolist() == [0, 0]
     assert model(warm=True, **kw).leader_credit.tolist() == [0, 0]  # type: ignore[arg-type]
+
+
+def test_a_fetch_carries_whole_batches() -> None:
+    # real Kafka 4.4.0: every throttled fetch of 983,266-byte batches grew the replica by one batch
+    big = FetchLimits(batch_bytes=983_266)
+    assert big.fetch_bytes == 983_266 and big.batch_factor == pytest.approx(983_266 / MiB)
+    assert FetchLimits().fetch_bytes == MiB and FetchLimits().batch_factor == 1.0  # 64 batches of 16 KiB
+    assert FetchLimits(batch_bytes=3 * MiB).fetch_bytes == 3 * MiB  # one batch even if it does not fit (KIP-74)
+    assert FetchLimits(batch_bytes=300_000).fetch_bytes == 900_000
+    rate = np.array([MB])
+    alone = 11 / 12 * (1 + 0.045 * (983_266 / MB) / 11) * 983_266 / MiB  # measured 0.854-0.912
+    assert float(big.follower_share(rate)[0]) == pytest.approx(alone)
+    assert float(big.leader_share(rate)[0]) == pytest.approx(  # measured active 0.922-0.963
+        11 / 11.5 * (1 + LEADER_GRANULARITY * (983_266 / MB) / 11) * 983_266 / MiB)
+    assert big.partition_bps == pytest.approx(983_266 / 0.01)
+    with pytest.raises(InputError):
+        FetchLimits(batch_bytes=0)
 
 
 def test_fetch_sessions_reads_what_each_session_carries_from_the_isrs() -> None:

@@ -13,18 +13,21 @@ MB = 1_000_000
 
 
 def test_large_first_does_not_end_on_a_long_move_alone() -> None:
-    # One partition fetches at most 5 MB/s; broker 1 sends 10 MB/s to three brokers, two at a
+    # One partition fetches at most 5 MB/s (whole 16 KiB batches: 4,997,120 B/s); broker 1 sends 10 MB/s to three brokers, two at a
     # time. In plan order the 200 MB move starts last and runs alone at 5 MB/s for 40 s.
     inp = ModelInput.build(broker_ids=[1, 2, 3, 4], source=[1, 1, 1], dest=[2, 3, 4],
                            bytes=[100 * MB, 100 * MB, 200 * MB], leader_rate=10 * MB,
                            fetch=FetchLimits(partition_max_bytes=5 * MB, round_trip_s=1.0))
     # Fetches get q of the 10 MB/s leader throttle (FetchLimits.leader_share): its 0.5 s fetch
-    # wait per 11 s span, and one 5 MB fetch over the bound per span.
+    # wait per 11 s span, and half a fetch of whole 16 KiB batches (305 of them, 4,997,120
+    # bytes) over the bound per span (LEADER_GRANULARITY, real Kafka 4.4.0), times that fetch
+    # over the 5 MB limit (the batch factor).
     plan = schedule_waves(inp, max_moves_per_broker=2, order="plan", tolerance=0)
     large = schedule_waves(inp, max_moves_per_broker=2, order="large-first", tolerance=0)
     q = float(inp.leader_quota[0])
-    assert q == pytest.approx(10 * MB * 11 / 11.5 * (1 + (5 * MB / (10 * MB)) / 11), rel=1e-9)
-    assert plan.makespan == pytest.approx(100 * MB / (q / 2) + 40.0)
+    fetch = 305 * 16384
+    assert q == pytest.approx(10 * MB * 11 / 11.5 * (1 + 0.5 * (fetch / (10 * MB)) / 11) * fetch / (5 * MB), rel=1e-9)
+    assert plan.makespan == pytest.approx(100 * MB / (q / 2) + 200 * MB / fetch)  # alone: one fetch a second
     assert large.start_s.tolist() == pytest.approx([0, 100 * MB / (q / 2), 0])
     assert large.makespan == pytest.approx(400 * MB / q) and large.ratio_to_lower_bound == pytest.approx(1.0)
 

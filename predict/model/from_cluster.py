@@ -121,8 +121,9 @@ def from_moves(
     produce and consume rates, and the in-sync followers of moving partitions count against
     their leader's quota because Kafka's tool throttles every replica of a moving partition.
     What each move's fetcher session also carries comes from the ISRs (`fetch_sessions`), and
-    every move starts warm where its leader has in-sync followers (`warm_leaders`) unless a
-    reassignment is already under way in `state` (its throttles have run).
+    every move starts warm where its leader has in-sync followers (`warm_leaders`), and cold
+    elsewhere (`ModelInput.fresh`), unless a reassignment is already under way in `state` (its
+    throttles have run).
 
     Raises:
         InputError: a row outside the cluster or a destination broker it does not have.
@@ -164,5 +165,5 @@ def from_moves(
         fetcher=fetcher_ids(state, rows, fetch.num_fetchers), session=session, warm=warm, leader_rate=leader_rate,
         follower_rate=follower_rate, network_in=net_in, network_out=net_out, client_in=client_in,
         client_out=client_out, leader_base=leader_base, fetch=fetch,
-        released_bps=0.0 if released_bps is None else released_bps,
+        released_bps=0.0 if released_bps is None else released_bps, fresh=not state.reassignments,
     )

@@ -12,7 +12,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import NO_LEADER
-from kreassign.predict.model.kafka import INF, LEADER_CREDIT_S, FetchLimits, Session
+from kreassign.predict.model.kafka import INF, LEADER_COLD_CREDIT_S, LEADER_CREDIT_S, FetchLimits, Session
 
 PerBroker = float | Sequence[float] | np.ndarray | Mapping[int, float]
 
@@ -74,6 +74,10 @@ class ModelInput:
     """per move: its leader has answered in-sync followers for a whole quota span when the
     throttle starts, so its leader quota starts with a credit (`leader_credit`); None: no (a
     throttle already running, as in the middle of a reassignment, has used it up)"""
+    fresh: bool = False
+    """the throttles start with the moves at time 0, so a leader that is not `warm` starts cold
+    with one window of credit (LEADER_COLD_CREDIT_S); False: they are already running (or the
+    caller does not say), no cold credit"""
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.broker_ids, dtype=np.int64)
@@ -139,6 +143,7 @@ class ModelInput:
         released_bps: float | Sequence[float] | np.ndarray = 0.0,
         session: int | Sequence[int] | np.ndarray = Session.ALONE,
         warm: bool | Sequence[bool] | np.ndarray = False,
+        fresh: bool = False,
     ) -> ModelInput:
         """Build from broker ids (not positions); per-broker values may be a scalar, an array
         in `broker_ids` order or a {broker id: value} map; a source of -1 means no leader.
@@ -181,7 +186,7 @@ class ModelInput:
             leader_base=_per_broker(leader_base, ids, 0.0, "leader base"),
             follower_base=_per_broker(follower_base, ids, 0.0, "follower base"),
             fetch=fetch if fetch is not None else FetchLimits(), released_bps=per_move(released_bps, np.float64),
-            session=per_move(session, np.int8), warm=per_move(warm, np.bool_),
+            session=per_move(session, np.int8), warm=per_move(warm, np.bool_), fresh=bool(fresh),
         )
 
     def __len__(self) -> int:
@@ -247,11 +252,16 @@ class ModelInput:
         bytes drop out together a ring of windows (12 s) later and are refilled by the next
         flood, so the copy keeps coming in floods and ends at one. Counted as LEADER_CREDIT_S
         seconds of the rate, per broker where a move it sends is `warm` and its leader throttle
-        is finite; 0 elsewhere."""
+        is finite; where the throttles are `fresh` and none of its moves is warm, the leader
+        starts cold and `SimpleRate`'s one-window floor lets LEADER_COLD_CREDIT_S of the rate
+        through; 0 elsewhere."""
         led = self.source >= 0
-        warm = np.bincount(self.source[led], weights=self.warm[led], minlength=self.n_brokers) > 0
-        on = warm & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
-        credit = np.where(on, self.leader_rate * LEADER_CREDIT_S, 0.0)
+        b = self.n_brokers
+        warm = np.bincount(self.source[led], weights=self.warm[led], minlength=b) > 0
+        sends = np.bincount(self.source[led], minlength=b) > 0
+        on = sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
+        seconds = np.where(warm, LEADER_CREDIT_S, LEADER_COLD_CREDIT_S if self.fresh else 0.0)
+        credit = np.where(on, np.where(on, self.leader_rate, 0.0) * seconds, 0.0)
         credit.setflags(write=False)
         return credit
 

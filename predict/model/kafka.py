@@ -40,7 +40,15 @@ QUOTA_SPAN_S = QUOTA_WINDOW_NUM * QUOTA_WINDOW_SIZE_S
 # ---- the model's own assumptions and calibrations -----------------------------------------
 FETCH_ROUND_TRIP_S = 0.01
 """One fetch cycle (network round trip, leader read, follower append): not a Kafka config, an
-assumption of the model; with `REPLICA_FETCH_MAX_BYTES` it caps one partition's catch-up."""
+assumption of the model; with `REPLICA_FETCH_MAX_BYTES` it caps one partition's catch-up.
+Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, `idle/none/50MB/s`): an unthrottled copy
+of 750 MB took 7.9 s at load 18, 1 MiB per 11 ms; load makes it anything, so it stays 0.01 s."""
+BATCH_BYTES = 16 * 1024
+"""The record batch size the model assumes when the partitions' is not known (`FetchLimits.
+batch_bytes`): the producer's `batch.size` default, 16 KiB, 64 of which fill a fetch exactly.
+A fetch carries whole record batches (the leader's `UnifiedLog.read` -> `LogSegment.read` stops
+at the last batch that fits in `replica.fetch.max.bytes`, and returns at least one, KIP-74);
+see `FetchLimits.fetch_bytes`."""
 
 
 class Limit(IntEnum):
@@ -97,17 +105,41 @@ class FetchLimits:
     backoff_s: float = REPLICA_FETCH_BACKOFF_S
     quota_span_s: float = QUOTA_SPAN_S
     quota_window_s: float = QUOTA_WINDOW_SIZE_S
+    batch_bytes: float = BATCH_BYTES
+    """the record batch size of the moving partitions (`BATCH_BYTES` when not known)"""
 
     def __post_init__(self) -> None:
         if self.partition_max_bytes <= 0 or self.response_max_bytes <= 0 or self.num_fetchers < 1:
             raise InputError("fetch sizes must be positive and num.replica.fetchers at least 1")
         if self.round_trip_s < 0:
             raise InputError("the fetch round trip must not be negative")
+        if self.batch_bytes <= 0:
+            raise InputError("the record batch size must be positive")
+
+    @property
+    def fetch_bytes(self) -> float:
+        """What one fetch of a lagging partition carries: the whole record batches that fit in
+        `replica.fetch.max.bytes`, floor(P / batch) x batch, and one batch when none fits
+        (KIP-74). Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, every throttled
+        1 MB/s and 100 kB/s row): each fetch grew the replica by exactly one 983,266-byte batch."""
+        return max(math.floor(self.partition_max_bytes / self.batch_bytes), 1) * self.batch_bytes
+
+    @property
+    def batch_factor(self) -> float:
+        """`fetch_bytes` over `replica.fetch.max.bytes`: what a throttled copy gets of its share
+        (the shares below were fitted to fetches of exactly `partition_max_bytes`). Real Kafka
+        4.4.0 with 983,266-byte batches (0.938 of 1 MiB), bench/results/real_throttle_4.4.0.md:
+        follower throttle alone (`idle/follower/1MB/s`) 0.854-0.912 of the quota, the model's
+        0.917 x 0.938 = 0.86; with a written in-sync partition (`isr_written/follower/1MB/s`,
+        `isr_written/both/1MB/s`) 0.924-0.953, the model's 1.00 x 0.938; with an idle one
+        (`isr_idle/follower/1MB/s`) 0.914-0.961, the model's 0.96 x 0.938 = 0.90. 1.0 for
+        batches that fill a fetch exactly (the 16 KiB default)."""
+        return self.fetch_bytes / self.partition_max_bytes
 
     @property
     def partition_bps(self) -> float:
         """Most one lagging partition can catch up per second."""
-        return self.partition_max_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
+        return self.fetch_bytes / self.round_trip_s if self.round_trip_s > 0 else INF
 
     @property
     def fetcher_bps(self) -> float:
@@ -132,10 +164,10 @@ class FetchLimits:
         cycle) after the measured rate is back under the bound: appends that answer the leader's
         parked fetches, or a follower whose session keeps asking for in-sync partitions.
 
-        The leader then admits one whole fetch of `replica.fetch.max.bytes` (P) whenever the
+        The leader then admits one whole fetch (P, `fetch_bytes`) whenever the
         bytes in its window are below rate x S, so the window settles at the smallest whole
         number of fetches at or above that: ceil(R S / P) P / (R S), less one fetch cycle per
-        span. S is the span `SimpleRate` divides by: the retained windows plus the one in
+        span, times `batch_factor`. S is the span `SimpleRate` divides by: the retained windows plus the one in
         progress, half of it on average. Nothing else is lost or gained: each fetch is paid
         back before the next one goes out. (Sandbox, four written moves from one leader:
         1.82 of the quota at 100 kB/s, 1.00 from 1 to 20 MB/s.)
@@ -146,10 +178,9 @@ class FetchLimits:
         span = self.quota_span_s + self.quota_window_s / 2
         with np.errstate(divide="ignore", invalid="ignore"):
             window = rate * span
-            whole = np.where(rate > 0, np.ceil(window / self.partition_max_bytes) * self.partition_max_bytes / window,
-                             1.0)
+            whole = np.where(rate > 0, np.ceil(window / self.fetch_bytes) * self.fetch_bytes / window, 1.0)
         pause = self.round_trip_s if pause_s is None else pause_s
-        share = self.quota_span_s / (self.quota_span_s + pause) * whole
+        share = self.quota_span_s / (self.quota_span_s + pause) * whole * self.batch_factor
         return np.where(np.isfinite(rate), share, 1.0)
 
     def follower_share(self, rate: np.ndarray, session: int | np.ndarray = Session.ALONE) -> np.ndarray:
@@ -183,7 +214,8 @@ class FetchLimits:
         quota span W (11 x 1 s) that loses about one pause per span: W / (W + pause). One fetch
         of `replica.fetch.max.bytes` is a whole chunk of quota at low rates (P/R seconds of it),
         which the last fetch before each check adds on top, up to one per span:
-        share = W / (W + pause) * (1 + granularity * min(P / R, W) / W), with `granularity`
+        share = W / (W + pause) * (1 + granularity * min(P / R, W) / W) * `batch_factor`, with
+        P the whole batches of one fetch (`fetch_bytes`) and `granularity`
         FOLLOWER_GRANULARITY or LEADER_GRANULARITY (see there).
         Calibrated on the sandbox's fetch-by-fetch engine (tests/test_throttle_fidelity.py,
         bench/bench_throttle_fidelity.py); 1 where the rate is unlimited or the fetch limits
@@ -194,25 +226,46 @@ class FetchLimits:
             return np.ones_like(rate)
         span = self.quota_span_s
         with np.errstate(divide="ignore"):
-            chunk = np.minimum(np.where(rate > 0, self.partition_max_bytes / rate, span), span) / span
+            chunk = np.minimum(np.where(rate > 0, self.fetch_bytes / rate, span), span) / span
         share = span / (span + np.asarray(pause_s, dtype=np.float64)) * (1.0 + granularity * chunk)
-        return np.where(np.isfinite(rate), share, 1.0)
+        return np.where(np.isfinite(rate), share * self.batch_factor, 1.0)
 
 
 NO_FETCH_LIMITS = FetchLimits(round_trip_s=0.0)
 """No fetch limits at all: only throttles and NICs bound a move."""
-LEADER_CREDIT_S = 9.0
-"""Seconds of its rate a warm leader throttle sends beyond its steady share (`leader_credit`).
-Sandbox: 7.2 s (one move, 20 MB/s), 13 s (1 MB/s), 8.3 s (the leader-bound bench plan) and
-11.5 s (Kafka's --generate plan of the demo sandbox, leader throttle only): the first cycle's
-flood and a copy that ends at a flood, about half of the 12 s cycle early on average."""
+LEADER_CREDIT_S = 6.0
+"""Seconds of its rate a warm leader throttle sends beyond its steady share (`leader_credit`):
+a leader that answered in-sync followers for a whole quota span before the throttle came.
+Kafka: `KafkaApis.handleFetchRequest` records the throttled part of every response to a
+follower (`quotas.leader.record`, zero bytes until the throttle lists a partition), so its
+`SimpleRate` windows span their full length, empty, and `ReplicaManager.readFromLog` lets
+fetches flood until they hold rate x span. Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md,
+`isr_written/leader`, credit = bytes / rate - time to caught up): 8.3 s and 5.3 s at 1 MB/s,
+6.1 s and 5.7 s at 10 MB/s, median 5.9 s (was 9.0, fitted to the emulator's 7-13 s)."""
+LEADER_COLD_CREDIT_S = QUOTA_WINDOW_SIZE_S
+"""The same for a cold leader (no follower fetched from it in the last quota span) whose
+throttle starts with the move: `SimpleRate` divides by at least one window
+(`replication.quota.window.size.seconds`), so one window of the rate goes through at once.
+Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, `idle/leader/10MB/s`): 9.8 MB in the
+first 0.8 s, about 1 s of the rate. A throttle already running (a reassignment under way) has
+no credit left (`ModelInput.fresh`)."""
 FOLLOWER_GRANULARITY = 0.045
 """How much one fetch adds per quota span at the lowest rates when the follower throttles, as a
 share of the quota (measured on the sandbox engine: 0.956 of the quota at 100 kB/s against 0.917
-at 20 MB/s): the follower stops asking once over, so little spills over the bound."""
-LEADER_GRANULARITY = 1.0
-"""The same when the leader throttles: it checks before and records after each response, so every
-fetch that arrives below the bound takes a whole `replica.fetch.max.bytes`, about one fetch per
-span over the quota (sandbox: 1.04 of the quota at 1 MB/s, 0.96 at 20 and 100 MB/s with several
-followers fetching from one throttled leader; Kafka's ReplicationQuotasTest warns that leader
-rates under 1 MB/s do not hold for this reason)."""
+at 20 MB/s): the follower stops asking once over, so little spills over the bound. Kafka: the
+quota check in `RemoteLeaderEndPoint.buildFetch` (`shouldFollowerThrottle`), the record after
+the append in `ReplicaFetcherThread.processPartitionData`. Real Kafka 4.4.0 confirms it
+(bench/results/real_throttle_4.4.0.md, `idle/follower/1MB/s`: steady 0.88-0.90, the model's
+0.917 x `batch_factor` 0.938 = 0.86); unchanged."""
+LEADER_GRANULARITY = 0.5
+"""The same when the leader throttles: it checks before and records after each response, so a
+fetch that arrives below the bound takes a whole fetch (`FetchLimits.fetch_bytes`) over it, on
+average half a fetch per span (was 1.0, fitted to the sandbox's 1.04 of the quota at 1 MB/s).
+Kafka: `ReplicaManager.readFromLog` leaves a throttled partition out when
+`ReplicationQuotaManager.isQuotaExceeded`, `KafkaApis.handleFetchRequest` records the bytes sent
+after; an empty fetch parks `replica.fetch.wait.max.ms` in `DelayedFetch`. Real Kafka 4.4.0
+(bench/results/real_throttle_4.4.0.md, `idle/leader/1MB/s`): one 983,266-byte batch per two
+0.5 s waits, active 0.922-0.963 of the quota: 0.5 gives 0.937 with `batch_factor` 0.938 (1.0
+gave 0.977, 1.048 without the factor). At 100 kB/s a 3 MB copy is three fetches, the first
+sent at once: 1.75-2.56 measured, 1.30 modelled (Kafka's ReplicationQuotasTest warns that
+leader rates under 1 MB/s do not hold)."""

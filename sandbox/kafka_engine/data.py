@@ -72,27 +72,31 @@ def create_topics(port: Any, topics: Mapping[str, Mapping[int, PartitionLoad]]) 
             raise ClusterError(f"could not create topic {name}: {error}")
 
 
-def _producer(bootstrap: str, client_kwargs: Mapping[str, Any]) -> Any:
+def _producer(bootstrap: str, client_kwargs: Mapping[str, Any], batch_bytes: int = 1024 * 1024) -> Any:
     from kafka import KafkaProducer
 
-    return KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, batch_size=1024 * 1024,
+    return KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, batch_size=batch_bytes,
                          max_request_size=2 * 1024 * 1024,
                          client_id="kreassign-sandbox-writer", **client_kwargs)
 
 
 def fill(bootstrap: str, sizes: Mapping[TopicPartition, int], *,
-         client_kwargs: Mapping[str, Any] | None = None) -> int:
-    """Write records until every partition holds at least its size; returns the bytes written."""
+         client_kwargs: Mapping[str, Any] | None = None, record_bytes: int = CHUNK,
+         batch_bytes: int = 1024 * 1024) -> int:
+    """Write records until every partition holds at least its size; returns the bytes written.
+    Records of `record_bytes` in producer batches of at most `batch_bytes` (the defaults fill
+    fast, in batches of 983,266 bytes; 4,000 and 16,384, the producer's default `batch.size`,
+    give the batches of ordinary producers)."""
     todo = {tp: n for tp, n in sizes.items() if n > 0}
     if not todo:
         return 0
-    producer = _producer(bootstrap, client_kwargs or {})
-    payload = os.urandom(CHUNK)  # incompressible, as most production data is after compression
+    producer = _producer(bootstrap, client_kwargs or {}, batch_bytes)
+    payload = os.urandom(record_bytes)  # incompressible, as most production data is after compression
     written = 0
     try:
         for tp, size in sorted(todo.items()):
-            for offset in range(0, size, CHUNK):
-                chunk = payload[:min(CHUNK, size - offset)]
+            for offset in range(0, size, record_bytes):
+                chunk = payload[:min(record_bytes, size - offset)]
                 producer.send(tp.topic, value=chunk, partition=tp.partition)
                 written += len(chunk)
         producer.flush(timeout=300)

@@ -1,0 +1,333 @@
+"""ETA against real Kafka (issue 27 item 2): `kreassign estimate --bootstrap-server` (write rates
+measured by the tool) against the completion of the same plan run by `kreassign execute` and
+`watch` under the same throttle, on a real Kafka cluster it starts itself (1 controller, 5
+brokers, one log dir each, small heaps; stopped at the end), with producers writing.
+
+Shapes, each in a topic of its own, filled by a producer at its default `batch.size` (16 KiB,
+4,000-byte records) so the fetches carry what they do in production:
+
+* idle: one partition, no writes, moved off its leader;
+* written: the same with a producer writing into it;
+* leader-bound: three moves out of one leader into three brokers;
+* follower-bound: three moves into one broker from three leaders;
+* kafka-generate: Kafka's `--generate` (kreassign's, seed 1) of a written 8-partition topic
+  onto brokers 1-4;
+* decommission: every replica off broker 5 (24 small written partitions), paced at 2 moves per
+  broker (`execute --max-moves-per-broker 2 --interval 1s`).
+
+All the while a producer writes 100 kB/s into each of five RF 2 partitions of another topic, so
+fetcher sessions carry written in-sync partitions, as on a production cluster. Completion is the
+broker's: from the first poll (every 0.25 s) that sees a partition of the plan moving to the
+first that sees every one at its target replicas and out of ListPartitionReassignments
+(`sandbox.eta_probe.CompletionWatch`). Each run goes to bench/results/bench_real_eta.jsonl
+with the 1-minute load; the table to bench/results/real_eta_<version>.md.
+
+    python -m bench.bench_real_eta                  # every shape once (about 10 minutes)
+    python -m bench.bench_real_eta --reps 2 --shapes idle,follower-bound
+    python -m bench.bench_real_eta --table          # only rewrite the table from the jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS, record
+from kreassign.cluster.model import TopicPartition
+
+NAME = "bench_real_eta"
+MB = 1_000_000
+THROTTLE = 2 * MB
+BROKERS = 5
+BAR = 0.05
+RECORD_BYTES = 4000
+BATCH_BYTES = 16 * 1024
+QUOTA_FORGET_S = 12.0
+"""a broker's quota sensor forgets a copy one quota span (11 s) after its last record"""
+BACKGROUND = {TopicPartition("busy", p): 100_000.0 for p in range(5)}
+KREASSIGN = [str(Path(sys.executable).with_name("kreassign"))]
+BEFORE = [sys.executable, "-c", "import sys; import kreassign.predict.model.inputs as i, kreassign.predict.model.kafka as k; "
+          "i.LEADER_CREDIT_S = 9.0; i.LEADER_COLD_CREDIT_S = 0.0; k.LEADER_GRANULARITY = 1.0; "
+          "from kreassign.cli.main import main; sys.argv[0] = 'kreassign'; main()"]
+"""the CLI with the model's constants before the real-Kafka calibration (9 s of warm credit, no
+cold credit, a whole fetch per span at the leader; the batch factor is 1 for 16 KiB batches)"""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A plan's topic (partition -> replicas and bytes), its writes, and the plan (partition ->
+    target replicas, or `generate` onto brokers), paced or not."""
+
+    name: str
+    assignment: Mapping[int, Sequence[int]]
+    size: int
+    targets: Mapping[int, Sequence[int]] = field(default_factory=dict)
+    write_bps: float = 0.0
+    generate: Sequence[int] = ()
+    paced: int | None = None
+
+    @property
+    def topic(self) -> str:
+        return f"eta-{self.name}"
+
+
+SHAPES: dict[str, Shape] = {s.name: s for s in (
+    Shape("idle", {0: [1, 2]}, 50 * MB, {0: [3, 2]}),
+    Shape("written", {0: [2, 3]}, 50 * MB, {0: [4, 3]}, write_bps=200_000.0),
+    Shape("leader-bound", {0: [3, 4], 1: [3, 5], 2: [3, 1]}, 20 * MB, {0: [5, 4], 1: [1, 5], 2: [2, 1]}),
+    Shape("follower-bound", {0: [1, 2], 1: [2, 3], 2: [5, 1]}, 20 * MB, {0: [4, 2], 1: [4, 3], 2: [4, 1]}),
+    Shape("kafka-generate", {p: [p % 5 + 1, (p + 1) % 5 + 1] for p in range(8)}, 8 * MB, write_bps=20_000.0,
+          generate=(1, 2, 3, 4)),
+    Shape("decommission", {p: [5, p % 4 + 1] if p % 2 else [p % 4 + 1, 5] for p in range(24)}, 3 * MB,
+          {p: [p % 4 + 1, (p + 1) % 4 + 1] if p % 2 == 0 else [(p + 1) % 4 + 1, p % 4 + 1] for p in range(24)},
+          write_bps=10_000.0, paced=2),
+)}
+
+
+def cli(bootstrap: str, journal: Path, *argv: str, timeout_s: float = 900.0,
+        command: Sequence[str] = KREASSIGN) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KREASSIGN_JOURNAL_DIR": str(journal)}
+    proc = subprocess.run([*command, *argv, "--bootstrap-server", bootstrap], capture_output=True, text=True,
+                          env=env, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kreassign {argv[0]} failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
+    return proc
+
+
+def plan_file(folder: Path, bootstrap: str, journal: Path, shape: Shape) -> Path:
+    """The shape's plan in Kafka's JSON, written or generated."""
+    from kreassign.cluster.kafka_json import format_reassignment, parse_reassignment
+
+    path = folder / f"{shape.name}.json"
+    if shape.generate:
+        topics = folder / f"{shape.name}-topics.json"
+        topics.write_text(json.dumps({"version": 1, "topics": [{"topic": shape.topic}]}))
+        out = cli(bootstrap, journal, "generate", "--topics-to-move-json-file", str(topics), "--broker-list",
+                  ",".join(map(str, shape.generate)), "--seed", "1").stdout
+        proposed = out.split("Proposed partition reassignment configuration")[-1].strip().splitlines()[0]
+        path.write_text(format_reassignment({tp: list(r) for tp, r in parse_reassignment(proposed).assignment().items()}))
+    else:
+        path.write_text(format_reassignment({TopicPartition(shape.topic, p): list(r)
+                                             for p, r in shape.targets.items()}))
+    return path
+
+
+def run_shape(kafka: Any, port: Any, shape: Shape, folder: Path, throttle: float, *,
+              settle_s: float = QUOTA_FORGET_S, sample: str = "10s", before: bool = True) -> dict[str, Any]:
+    """Create and fill the shape's topic, estimate its plan (`--sample`; with `before`, also with
+    the constants before the calibration), execute and watch it, measure. `settle_s`: how long
+    to wait first for the last shape's quota sensors to forget it (0 when the caller waited for
+    that condition)."""
+    from kreassign.cluster.kafka_json import parse_reassignment
+    from kreassign.sandbox.eta_probe import CompletionWatch, changing
+    from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+    from kreassign.sandbox.kafka_engine.data import Writer, fill
+
+    assert isinstance(kafka, KafkaCluster)
+    bootstrap = kafka.bootstrap
+    journal = folder / "journal"
+    create_and_wait(port, shape.topic, shape.assignment)
+    t0 = time.monotonic()
+    fill(bootstrap, {TopicPartition(shape.topic, p): shape.size for p in shape.assignment},
+         record_bytes=RECORD_BYTES, batch_bytes=BATCH_BYTES)
+    fill_s = time.monotonic() - t0
+    writes = {TopicPartition(shape.topic, p): shape.write_bps for p in shape.assignment} if shape.write_bps else {}
+    writer = Writer(bootstrap, writes, record_bytes=RECORD_BYTES).start()
+    try:
+        wait_in_sync(port, shape.topic, len(shape.assignment))
+        time.sleep(settle_s)  # the last run's throttles are forgotten
+        plan = plan_file(folder, bootstrap, journal, shape)
+        rate = f"{throttle / MB:g}MB/s"
+        pacing = ["--max-moves-per-broker", str(shape.paced)] if shape.paced else []
+        load_before = os.getloadavg()
+        asked = ["estimate", "-f", str(plan), "--throttle", rate, "--sample", sample, "-o", "json", *pacing]
+        estimate = json.loads(cli(bootstrap, journal, *asked).stdout)
+        old = json.loads(cli(bootstrap, journal, *asked, command=BEFORE).stdout) if before else {"eta_s": None}
+        targets = changing(port, parse_reassignment(plan.read_text()).assignment())
+        sizes = port.log_dir_sizes(partitions=list(targets)).sizes()
+        from kreassign.cluster.admin import open_admin
+
+        with open_admin(kafka.internal_bootstrap, timeout_s=60.0) as watch_port:
+            watch = CompletionWatch(watch_port, targets).start()
+            started = time.monotonic()
+            try:
+                if shape.paced:
+                    cli(bootstrap, journal, "execute", "-f", str(plan), "--throttle", rate, *pacing,
+                        "--interval", "1s", "-o", "json")
+                else:
+                    cli(bootstrap, journal, "execute", "-f", str(plan), "--throttle", rate)
+                    cli(bootstrap, journal, "watch", "-f", str(plan), "-o", "json", "--interval", "1s")
+                measured = watch.wait(600.0)
+            finally:
+                watch.stop()
+        assert watch.started_s is not None
+        eta = estimate["eta_s"]
+        return {
+            "shape": shape.name, "throttle": throttle, "moves": estimate["moves"], "bytes": estimate["bytes"],
+            "partition_bytes": {f"{tp.topic}-{tp.partition}-{r.broker}": n for r, n in sizes.items()
+                                for tp in [TopicPartition(r.topic, r.partition)]},
+            "write_bps": shape.write_bps, "paced": shape.paced, "estimated_s": eta,
+            "lower_bound_s": estimate["lower_bound"]["seconds"] if "lower_bound" in estimate else None,
+            "write_rates": estimate.get("write_rates"), "measured_s": round(measured, 2),
+            "error": None if eta is None else round(eta / measured - 1, 4),
+            "estimated_before_s": old["eta_s"],
+            "error_before": None if old["eta_s"] is None else round(old["eta_s"] / measured - 1, 4),
+            "submit_lag_s": round(watch.started_s - started, 2), "polls": watch.polls, "poll_errors": watch.errors,
+            "fill_s": round(fill_s, 1), "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        }
+    finally:
+        writer.stop()
+        port.delete_topic(shape.topic)
+
+
+def create_and_wait(port: Any, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    from kreassign.sandbox.copy_probe import KafkaProbe
+
+    KafkaProbe("", port).create(topic, {p: list(r) for p, r in assignment.items()})
+
+
+def wait_in_sync(port: Any, topic: str, partitions: int, timeout_s: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        parts = port.describe_topics([topic])
+        if len(parts) == partitions and all(set(p.isr or ()) == set(p.replicas) for p in parts):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic} did not get in sync in {timeout_s:.0f}s")
+        time.sleep(0.5)
+
+
+def run(version: str, shapes: Sequence[str], reps: int, heap: str, throttle: float) -> None:
+    from kreassign.cluster.admin import open_admin
+    from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+    from kreassign.sandbox.kafka_engine.data import Writer
+
+    from kreassign.sandbox.kafka_engine.dist import locate
+
+    with KafkaCluster(locate(None, version), brokers=BROKERS, racks=0, log_dirs=1, topics=(), heap=heap,
+                      start_timeout_s=600.0) as kafka, tempfile.TemporaryDirectory() as tmp:
+        with open_admin(kafka.internal_bootstrap, timeout_s=60.0) as port:
+            create_and_wait(port, "busy", {tp.partition: [tp.partition % 5 + 1, (tp.partition + 2) % 5 + 1]
+                                           for tp in BACKGROUND})
+            background = Writer(kafka.bootstrap, BACKGROUND, record_bytes=RECORD_BYTES).start()
+            try:
+                for rep in range(reps):
+                    for name in shapes:
+                        folder = Path(tmp) / f"{name}-{rep}"
+                        folder.mkdir()
+                        row = run_shape(kafka, port, SHAPES[name], folder, throttle)
+                        record(NAME, engine="kafka", kafka_version=version, rep=rep, heap=heap, quiet=True, **row)
+                        print(f"{name} rep {rep}: estimate {row['estimated_s']}s, measured {row['measured_s']}s, "
+                              f"error {row['error']:+.1%}, load {row['loadavg_before'][0]}", flush=True)
+            finally:
+                background.stop()
+
+
+def recorded(version: str) -> list[dict[str, Any]]:
+    path = RESULTS / f"{NAME}.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("kafka_version") == version and r.get("engine") == "kafka"]
+
+
+def table(version: str) -> str:
+    rows = recorded(version)
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[r["shape"]].append(r)
+    out = ["| shape | runs | moves | MB | estimate s | measured s (min-max) | error median (min-max) | "
+           "before: estimate s | before: error median | load |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in SHAPES:
+        runs = by.get(name)
+        if not runs:
+            continue
+        errors = [r["error"] for r in runs if r["error"] is not None]
+        measured = [r["measured_s"] for r in runs]
+        loads = [r["loadavg_before"][0] for r in runs]
+        over = " **>5%**" if errors and abs(statistics.median(errors)) > BAR else ""
+        out.append(f"| {name} | {len(runs)} | {runs[0]['moves']} | {runs[0]['bytes'] / MB:.0f} | "
+                   f"{statistics.median(r['estimated_s'] for r in runs):.1f} | {statistics.median(measured):.1f} "
+                   f"({min(measured):.1f}-{max(measured):.1f}) | {statistics.median(errors):+.1%} "
+                   f"({min(errors):+.1%}-{max(errors):+.1%}){over} | "
+                   f"{statistics.median(r['estimated_before_s'] for r in runs):.1f} | "
+                   f"{statistics.median(r['error_before'] for r in runs):+.1%} | {min(loads):.0f}-{max(loads):.0f} |")
+    return "\n".join(out) + "\n"
+
+
+FINDINGS = """
+What the runs show (one run per shape so far, 2026-11-28, load 16-35):
+
+* **idle, follower-bound, kafka-generate hold within 5%** (-1.5%, +4.5%, -2.8%). The idle move's
+  follower also follows a written partition of its leader (`busy`), so its follower share is
+  1.00 and decides: the leader credit does not show there, before or after.
+* **leader-bound: -6.4% (was -18.0%)**. The warm credit going from 9 s to 6 s (the real broker's
+  5.3-8.3 s) took two thirds of the error away. What is left is the leader's share when its
+  sessions carry written partitions (`FetchLimits.woken_share`, 1.00 of the quota): the real
+  broker showed 0.91-0.93 at 10 MB/s (`isr_written/both`, `written/leader`,
+  bench/results/real_throttle_4.4.0.md), which these 16 KiB-batch runs now say is not the batch
+  factor. Not changed on one run: the next step is repetitions of the written shapes at 2 MB/s.
+* **written: -8.1% (was -3.7%)**. The same woken share (the moving partition takes writes, so
+  each append answers the parked fetch): 1.00 modelled, about 0.93 real. The before/after
+  estimates each sampled the write rates for 10 s of their own, so they differ by that sample
+  too (200 kB/s sampled over 10 s); the error is the model's share, not the sample: at 0.93
+  the estimate would be within 1%.
+* **decommission (24 moves, paced 2 per broker): -16.5% (was -30.6%)**. The model starts the
+  next move the instant one completes; the real pacer polls (`--interval 1s`) and each new
+  replica's fetcher starts 0.1-1.7 s after its reassignment is submitted
+  (`started` in bench/results/real_throttle_4.4.0.md). With 3 MB moves of about 1.5 s each, that
+  per-wave latency is a third of a move. A measurement of the pacer, not of the throttle: the
+  schedule model needs a per-wave start latency (the poll interval and a start-up of about
+  0.5 s) before paced plans of small moves can hold 5%.
+"""
+"""what the runs showed, written after them"""
+
+
+def main(argv: Sequence[str] = ()) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", default="4.4.0")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--heap", default="384m")
+    parser.add_argument("--throttle", type=float, default=THROTTLE, help="bytes/s")
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args(list(argv) or None)
+    if not args.table:
+        run(args.version, args.shapes.split(","), args.reps, args.heap, args.throttle)
+    text = HEADER.format(version=args.version) + table(args.version) + FINDINGS
+    (RESULTS / f"real_eta_{args.version}.md").write_text(text)
+    print(text)
+
+
+HEADER = """# ETA against real Kafka {version}
+
+`python -m bench.bench_real_eta`: `kreassign estimate --bootstrap-server` (write rates sampled by
+the tool, 10 s) against the completion of the same plan run by `kreassign execute` + `watch`
+under the same throttle (2 MB/s leader and follower), on a real Kafka {version} cluster of 1
+controller and 5 brokers (384 MB heaps) on this 2-core machine, shared with other engineers'
+clusters (1-minute load in the last column). Data written at the producer's default
+`batch.size` (16 KiB); a producer writes 100 kB/s into each of 5 other RF 2 partitions all the
+while. *measured* is the broker's: first poll (every 0.25 s) that sees the plan moving to the
+first that sees every partition at its target replicas and out of ListPartitionReassignments.
+*error* = estimate / measured - 1; *before* is the same estimate with the model's constants
+before the real-Kafka calibration (warm credit 9 s, no cold credit, LEADER_GRANULARITY 1.0).
+The bar is 5%.
+
+"""
+
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

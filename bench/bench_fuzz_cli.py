@@ -2,8 +2,9 @@
 them in process against the in-memory fake cluster, and every exception that escapes the error
 boundary (a traceback for the operator) is counted. Goal: 0.
 
-Each input is one command (every click subcommand except `sandbox`, which starts servers, and
-`simulate` and `spark`, which start Spark; plus the Kafka-compatible front door) with a random
+Each input is one command (every click subcommand except `sandbox` and `spark`, which start
+servers; `simulate` runs up to where it would start Spark, its inputs all checked by then; plus
+the Kafka-compatible front door) with a random
 subset of its options, each given a value drawn from what operators mistype: huge and negative numbers,
 ambiguous units, unicode, empty strings, and files that are missing, empty, directories, not
 UTF-8, not JSON, or valid. Loops run on an injected clock that completes moves as it advances.
@@ -36,7 +37,31 @@ from bench.common import record
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_cluster import FakeCluster  # noqa: E402
 
-SKIPPED_COMMANDS = ("sandbox", "simulate", "spark")  # they start local clusters or Spark itself
+SKIPPED_COMMANDS = ("sandbox", "spark")  # they start local clusters
+SPARK_REACHED = "inputs valid, would start Spark"
+"""the outcome of a `simulate` whose inputs passed every check: Spark is not started (seconds per
+run); what the fuzzer checks is that every bad input ends in one line before it"""
+
+
+class WouldStartSpark(Exception):
+    """Raised where `simulate` would start Spark."""
+
+
+@contextmanager
+def no_spark() -> Iterator[None]:
+    """`simulate` stops where Spark would start (its inputs are all checked before)."""
+    from kreassign.simulate import pipeline, session
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise WouldStartSpark
+
+    saved = session.start_session, session.active_session, pipeline._import_plotting
+    session.start_session, session.active_session = refuse, lambda: None  # type: ignore[assignment]
+    pipeline._import_plotting = lambda: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        session.start_session, session.active_session, pipeline._import_plotting = saved  # type: ignore[assignment]
 _MAX_SLEEPS = 50
 _HANG_S = 10
 """an input still running after this many wall seconds counts as a hang (and is stopped)"""
@@ -224,7 +249,7 @@ class Harness:
 
         @contextmanager
         def open_admin(bootstrap: str | None, *, command_config: str | None = None, timeout_s: float | None = None,
-                       warn: Any = None) -> Iterator[FakeCluster]:
+                       warn: Any = None, waiting: Any = None) -> Iterator[FakeCluster]:
             # The client settings are read and checked as for a real connection; then the fake answers.
             load_client_config(command_config, bootstrap_server=bootstrap, timeout_s=timeout_s)
             yield fake
@@ -246,6 +271,9 @@ class Harness:
                                                     obj=Runtime(connect=connect, clock=lambda: now[0], sleep=sleep)))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        except WouldStartSpark:
+            self.outcomes[SPARK_REACHED] += 1
+            return
         except Hang:
             self.outcomes["hang"] += 1
             self.hangs.append(" ".join(a[:60] for a in argv)[:400])
@@ -287,7 +315,7 @@ def fuzz(examples: int, seed: int) -> Harness:
         def one(argv: list[str]) -> None:
             harness.run(argv)
 
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), no_spark():
             warnings.simplefilter("ignore")
             __import__("hypothesis").seed(seed)(one)()
         return harness
@@ -313,7 +341,8 @@ def main() -> None:
     kinds = Counter(t["error"].split(":")[0] for t in harness.tracebacks)
     record("bench_fuzz_cli", examples=sum(harness.outcomes.values()), seed=args.seed,
            tracebacks=harness.outcomes["traceback"], clear_errors=harness.outcomes["clear error"],
-           exit_zero=harness.outcomes["exit 0"], hangs=harness.outcomes["hang"], first_hangs=harness.hangs[:5],
+           exit_zero=harness.outcomes["exit 0"], simulate_inputs_valid=harness.outcomes[SPARK_REACHED],
+           hangs=harness.outcomes["hang"], first_hangs=harness.hangs[:5],
            traceback_kinds=dict(kinds),
            first_tracebacks=harness.tracebacks[:5], skipped_commands=list(SKIPPED_COMMANDS),
            elapsed_s=round(elapsed, 1), loadavg=[round(x, 2) for x in load])

@@ -53,7 +53,6 @@ from kreassign.cluster.admin_results import (
 )
 from kreassign.cluster import admin_retry
 from kreassign.cluster.admin_retry import (
-    GaveUp,
     KafkaLogTap,
     NoAnswer,
     ThrottleGate,
@@ -63,7 +62,7 @@ from kreassign.cluster.admin_retry import (
 )
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
-from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, GaveUp, InputError, UnknownTopicError
 from kreassign.cluster.log_redaction import redact_client_logs
 from kreassign.cluster.model import (
     Broker,

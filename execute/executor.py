@@ -19,9 +19,7 @@ from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluste
 from kreassign.cluster.errors import (
     AdminCommandFailed,
     ClusterError,
-    InputError,
     KreassignError,
-    TerseError,
     UnknownTopicError,
     clip,
 )
@@ -45,6 +43,7 @@ from kreassign.throttle.configs import (
     only_keys,
     throttle_plan,
 )
+from kreassign.execute.errors import ExecuteFailed, ReassignmentInProgress, RetargetRefused
 from kreassign.execute.journal import BrokerConfigs, Journal, JournalStore, State, TopicConfigs, journaled
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, start_log_dir_moves
 from kreassign.execute.throttle_io import (
@@ -63,14 +62,6 @@ CANNOT_EXECUTE_MESSAGE = (
     "--additional flag can also be used to change the throttle by resubmitting the current "
     "reassignment.")
 UNKNOWN_TOPIC_OR_PARTITION = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
-
-
-class ReassignmentInProgress(TerseError):
-    """`--execute` without `--additional` while a reassignment runs somewhere in the cluster."""
-
-
-class ExecuteFailed(ClusterError):
-    """A step failed; the message says what was rolled back or how to recover from the journal."""
 
 
 @dataclass(frozen=True)
@@ -230,10 +221,6 @@ def waits_for_throttle(leader: int | None, adding: Iterable[int], missing: Colle
     unthrottled, and if this process died first nothing would set the throttle. `resume` (or
     the pacing loop) sets the throttle first, then submits the move."""
     return bool(missing) and (leader in missing or any(b in missing for b in adding))
-
-
-class RetargetRefused(InputError):
-    """The plan would re-target reassignments in flight that another run started."""
 
 
 def check_retarget(request: ExecuteRequest, in_flight: Mapping[TopicPartition, Reassignment],

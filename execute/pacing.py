@@ -24,9 +24,9 @@ from kreassign.cluster.errors import ClusterError, InputError, KreassignError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import compute_move_map, rate_configs, throttle_plan
+from kreassign.execute.errors import ExecuteFailed
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.executor import (
-    ExecuteFailed,
     ExecutePlan,
     ExecuteRequest,
     ThrottleSteps,

@@ -25,7 +25,9 @@ from kreassign.execute.executor import (
     ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, execute_needs, prepare_execute,
 )
 from kreassign.execute.journal import Journal, JournalStore, plan_hash
-from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner, RateRequest
+from kreassign.execute.errors import ExecutionLocked, RunRefused
+from kreassign.execute.lock import ExecutionLock, LockConfig, RateRequest
+from kreassign.execute.lock_owner import Owner
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.recovery import AbortResult, ResumeResult, abort, check_journal, resume
 from kreassign.execute.verify import VerifyRequest, VerifyResult, verify
@@ -258,10 +260,6 @@ def refuse_while_running(port: ClusterPort, action: str, control: RunControl = R
         raise ExecutionLocked(f"{owner.describe()} is running on this cluster and would go on submitting after a "
                               f"{action}; stop it with `kreassign abort` on its journal (it cancels and restores "
                               "the throttles), or wait for it", owner)
-
-
-class RunRefused(ExecutionLocked):
-    """A command that would break the run in flight refuses, naming the run and what to do."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import pytest
 from kreassign.cluster.errors import InputError
 from kreassign.simulate import session
 from kreassign.simulate.local_cluster import STATE_FILE, ClusterOptions, LocalCluster, read_status, spark_home
-from kreassign.simulate.session import SparkOptions, SparkUnavailable, start_session
+from kreassign.simulate.errors import SparkUnavailable
+from kreassign.simulate.session import SparkOptions, start_session
 
 from cli_helpers import run_cli
 

@@ -33,7 +33,9 @@ from kreassign.execute.recovery import AbortResult, ResumeResult, abort, check_j
 from kreassign.execute.verify import VerifyRequest, VerifyResult, verify
 from kreassign.execute.attach import attach
 from kreassign.execute.progress import ProgressView
-from kreassign.execute.watch import WatchEvent, WatchRequest, WatchResult, watch
+from kreassign.execute.watch import watch
+from kreassign.execute.watch_events import WatchEvent, WatchResult
+from kreassign.execute.watch_request import WatchRequest
 
 Crash = Callable[[str], None]
 """a hook called before every journal intent (the fault drills inject a crash there)"""

@@ -94,7 +94,9 @@ def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -
     from test_watch import GrowingCluster, TP
 
     from kreassign.cluster.client_latency import LatencySample
-    from kreassign.execute.watch import ProgressEvent, WatchRequest, watch
+    from kreassign.execute.watch import watch
+    from kreassign.execute.watch_events import ProgressEvent
+    from kreassign.execute.watch_request import WatchRequest
 
     fake = GrowingCluster()
     latency = {"ms": 10.0}

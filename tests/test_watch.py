@@ -33,16 +33,16 @@ from kreassign.execute.auto_throttle import AutoThrottlePolicy
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 from kreassign.cluster.write_sample import OFFSETS_MISSING
-from kreassign.execute.watch import (
+from kreassign.execute.watch import watch
+from kreassign.execute.watch_events import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,
     ThrottleEvent,
     TimeoutEvent,
     WatchEvent,
-    WatchRequest,
-    watch,
 )
+from kreassign.execute.watch_request import WatchRequest
 from test_throttle_cmd import invoke
 
 MB = 1_000_000

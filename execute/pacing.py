@@ -29,15 +29,19 @@ from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.executor import (
     ExecutePlan,
     ExecuteRequest,
-    ThrottleSteps,
-    apply_throttles,
     journal_for_plan,
-    journaled_step,
     prepare_execute,
     probe_submitted,
     waits_for_throttle,
 )
-from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
+from kreassign.execute.throttle_io import (
+    ThrottleSteps,
+    apply_configs,
+    apply_throttles,
+    inherit_previous,
+    journaled_step,
+    read_throttles,
+)
 from kreassign.predict.schedule import Order, start_order
 
 SUBMIT_ATTEMPTS = 3

@@ -189,3 +189,12 @@ def test_every_exception_of_a_package_lives_in_its_errors_module() -> None:
              if not name.startswith("_") and module != f"kreassign.{package_of(module)}.errors"]
     assert not wrong, "exception classes outside their package's errors module:\n" + "\n".join(wrong)
 
+# ---- module size ----------------------------------------------------------------------------------
+MAX_MODULE_LINES = 600
+"""No module outside the sandbox is longer (issue 25): split one by concept, not in halves."""
+
+
+def test_no_module_outside_the_sandbox_is_over_600_lines() -> None:
+    long = {str(path.relative_to(ROOT)): n for name, path in modules().items() if package_of(name) != "sandbox"
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"

@@ -7,14 +7,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli_helpers import KREASSIGN
+from cli_helpers import KREASSIGN, Kreassign, Ran
 from fake_cluster import FakeCluster, plan_file
 
 from kreassign.cli import runtime
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
 from kreassign.execute.journal import JournalStore
-from test_throttle_cmd import Ran, invoke
 
 FOO0, BAR0 = TopicPartition("foo", 0), TopicPartition("bar", 0)
 
@@ -192,15 +191,17 @@ def events(ran: Ran) -> list[dict[str, object]]:
     return [json.loads(line) for line in ran.stdout.splitlines()]
 
 
-def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluster, tmp_path: Path) -> None:
+def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluster, tmp_path: Path,
+                                                                kreassign: Kreassign) -> None:
     fake.add_topic("baz", [[1, 2]])
     fake.broker_configs[2]["leader.replication.throttled.rate"] = "777"  # the operator's own
     # foo-0 and baz-0 both send from broker 1 (bar-0: 3 sends, 1 receives). One move per broker
     # each way: baz-0 waits for foo-0.
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "baz-0": [1, 4], "bar-0": [3, 1]})
     steps = Steps(fake)
-    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
-                 "--interval", "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime())
+    ran = kreassign.run("execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1", "--interval",
+                        "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime(),
+                        connect=fake, columns=160)
     assert ran.exit_code == 0, ran.output
     seen = events(ran)
     waves = [e["partitions"] for e in seen if e["event"] == "wave"]
@@ -214,24 +215,28 @@ def test_paced_execute_submits_in_waves_then_restores_throttles(fake: FakeCluste
     assert journal.options["paced"]["max_moves_per_broker"] == 1
 
 
-def test_a_standing_throttle_set_before_a_run_is_restored_at_its_end(fake: FakeCluster, tmp_path: Path) -> None:
+def test_a_standing_throttle_set_before_a_run_is_restored_at_its_end(fake: FakeCluster, tmp_path: Path,
+                                                                     kreassign: Kreassign) -> None:
     """The operator's `throttle set` while nothing moved (a standing throttle, journaled) is the
     value a later run restores, and a watch in between leaves it (found on Kafka 4.4.0: the run
     read the standing journal's own "before" and deleted the operator's 7 MB/s at its end)."""
     journals = str(tmp_path / "j")
-    assert invoke(fake, "throttle", "set", "--brokers", "2", "--leader-rate", "777",
-                  "--journal-dir", journals).exit_code == 0
-    assert invoke(fake, "watch", "--journal-dir", journals, runtime=Steps(fake).runtime()).exit_code == 0
+    assert kreassign.run("throttle", "set", "--brokers", "2", "--leader-rate", "777", "--journal-dir", journals,
+                         connect=fake, columns=160).exit_code == 0
+    assert kreassign.run("watch", "--journal-dir", journals, runtime=Steps(fake).runtime(), connect=fake,
+                         columns=160).exit_code == 0
     assert fake.broker_configs[2] == {"leader.replication.throttled.rate": "777"}
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "bar-0": [3, 1]})
-    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
-                 "--interval", "5s", "--journal-dir", journals, "-o", "json", runtime=Steps(fake).runtime())
+    ran = kreassign.run("execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1", "--interval",
+                        "5s", "--journal-dir", journals, "-o", "json", runtime=Steps(fake).runtime(), connect=fake,
+                        columns=160)
     assert ran.exit_code == 0, ran.output
     assert fake.broker_configs == {1: {}, 2: {"leader.replication.throttled.rate": "777"}, 3: {}, 4: {}}
     (standing,) = JournalStore(tmp_path / "j").journals(fake.cluster_id, open_only=True)
     assert standing.command == "throttle set"  # `throttle clear` ends it
 
-def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path) -> None:
+def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path,
+                                                                   kreassign: Kreassign) -> None:
     """The bound docs/journal.md states ("How long a command waits"): a poll of a paced run makes
     13 cluster operations when it submits a wave (fewer otherwise), each ending within its timeout."""
     fake.add_topic("baz", [[1, 2]])
@@ -245,47 +250,52 @@ def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeClu
         advance(seconds)
 
     steps.sleep = sleep  # type: ignore[method-assign]
-    ran = invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1",
-                 "--interval", "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime())
+    ran = kreassign.run("execute", "-f", plan, "--throttle", "1000", "--max-moves-per-broker", "1", "--interval",
+                        "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime(),
+                        connect=fake, columns=160)
     assert ran.exit_code == 0, ran.output
     per_poll = [b - a for a, b in zip(marks, marks[1:])]
     assert per_poll == [13]  # the poll between the two sleeps submits the second wave
     assert max(per_poll) <= POLL_OPERATIONS_DOCUMENTED
 
-def test_paced_execute_text_dry_run_and_refusals(fake: FakeCluster, tmp_path: Path) -> None:
+def test_paced_execute_text_dry_run_and_refusals(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [2, 4]})
-    ran = invoke(fake, "execute", "-f", plan, "--order", "large-first", "--dry-run",
-                 "--journal-dir", str(tmp_path / "j"), runtime=Steps(fake).runtime())
+    ran = kreassign.run("execute", "-f", plan, "--order", "large-first", "--dry-run", "--journal-dir",
+                        str(tmp_path / "j"), runtime=Steps(fake).runtime(), connect=fake, columns=160)
     assert (ran.exit_code, ran.stderr) == (0, "")
     assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: foo-0,foo-1. Nothing was changed.\n"
     assert fake.list_reassignments() == {} and not (tmp_path / "j").exists()
     with_dirs = plan_file(tmp_path, {"foo-0": [1, 3]}, name="dirs.json", log_dirs={"foo-0": ["any", "/data/b"]})
-    ran = invoke(fake, "execute", "-f", with_dirs, "--max-inflight-bytes", "1MB")
+    ran = kreassign.run("execute", "-f", with_dirs, "--max-inflight-bytes", "1MB", connect=fake, columns=160)
     assert ran.exit_code == 1 and "paced execute moves replicas between brokers only" in ran.stderr
-    ran = invoke(fake, "execute", "-f", plan, "--order", "plan", "--log-dir-throttle", "1MB/s")
+    ran = kreassign.run("execute", "-f", plan, "--order", "plan", "--log-dir-throttle", "1MB/s", connect=fake,
+                        columns=160)
     assert ran.exit_code == 2 and "drop --log-dir-throttle" in ran.stderr
-    ran = invoke(fake, "execute", "-f", plan, "--interval", "5s")
+    ran = kreassign.run("execute", "-f", plan, "--interval", "5s", connect=fake, columns=160)
     assert ran.exit_code == 2 and "--interval sets the polls of a paced execute" in ran.stderr
     assert fake.list_reassignments() == {}
 
 
-def test_verify_watch_follows_the_plan_to_the_end(fake: FakeCluster, tmp_path: Path) -> None:
+def test_verify_watch_follows_the_plan_to_the_end(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
     journals = str(tmp_path / "j")
-    assert invoke(fake, "execute", "-f", plan, "--throttle", "1000", "--journal-dir", journals).exit_code == 0
+    assert kreassign.run("execute", "-f", plan, "--throttle", "1000", "--journal-dir", journals, connect=fake,
+                         columns=160).exit_code == 0
     steps = Steps(fake)
-    ran = invoke(fake, "verify", "-f", plan, "--watch", "--interval", "30s", "--preserve-throttles",
-                 "--journal-dir", journals, "-o", "json", runtime=steps.runtime())
+    ran = kreassign.run("verify", "-f", plan, "--watch", "--interval", "30s", "--preserve-throttles",
+                        "--journal-dir", journals, "-o", "json", runtime=steps.runtime(), connect=fake,
+                        columns=160)
     assert ran.exit_code == 0, ran.output
     seen = events(ran)
     assert [e["event"] for e in seen] == ["progress", "progress", "complete"] and steps.now == 30.0
     assert seen[-1]["throttles_kept"] == "--keep-throttles was given" and fake.broker_configs[1]
-    ran = invoke(fake, "verify", "-f", plan, "--watch", "--journal-dir", journals, runtime=Steps(fake).runtime())
+    ran = kreassign.run("verify", "-f", plan, "--watch", "--journal-dir", journals, runtime=Steps(fake).runtime(),
+                        connect=fake, columns=160)
     assert ran.exit_code == 0, ran.output
     assert ran.stdout.endswith("All moves finished after 0.0s (0 B copied).\n"  # done already: just the clear
                                "Cleared broker-level throttles on broker(s) 1,2,3,4\n"
                                "Cleared topic-level throttles on topic(s) foo\n")
     assert all(not v for v in fake.broker_configs.values()) and fake.topic_configs["foo"] == {}
     assert JournalStore(journals).journals(fake.cluster_id)[0].state == "finished"
-    ran = invoke(fake, "verify", "-f", plan, "--interval", "5s")
+    ran = kreassign.run("verify", "-f", plan, "--interval", "5s", connect=fake, columns=160)
     assert ran.exit_code == 2 and "--interval goes with --watch" in ran.stderr

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli_helpers import KREASSIGN, Kreassign, Ran
+from cli_helpers import Kreassign, Ran
 from fake_cluster import FakeCluster, plan_file
 
 from kreassign.cli import runtime
@@ -35,16 +35,10 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
     return cluster
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """The CLI in process (`cli_helpers.Kreassign.run`); `capsys` stays for the callers' sake."""
-    ran = KREASSIGN.run(*argv)
-    return ran.exit_code, ran.stdout, ran.stderr
-
-
 def test_execute_prints_a_short_summary_and_names_the_journal(fake: FakeCluster, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                                              kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
-    code, out, err = run(capsys, "execute", "-f", plan, "--throttle", "50MB/s")
+    code, out, err = kreassign.run("execute", "-f", plan, "--throttle", "50MB/s")
     assert code == 0, err
     assert err.startswith("Journal: " + str(tmp_path / "journal" / "fake-cluster"))
     journal = err.split("Journal: ")[1].strip()
@@ -57,19 +51,18 @@ def test_execute_prints_a_short_summary_and_names_the_journal(fake: FakeCluster,
     assert fake.bootstraps == ["127.0.0.1:9092"]  # type: ignore[attr-defined]
 
 
-def test_execute_separate_leader_and_follower_rates(fake: FakeCluster, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_execute_separate_leader_and_follower_rates(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
-    code, out, _ = run(capsys, "execute", "-f", plan, "--leader-rate", "100", "--follower-rate", "200")
+    code, out, _ = kreassign.run("execute", "-f", plan, "--leader-rate", "100", "--follower-rate", "200")
     assert code == 0
     assert "Throttle: leader 100 B/s, follower 200 B/s on broker(s) 1,2,3;" in out
     assert fake.broker_configs[1] == {"leader.replication.throttled.rate": "100",
                                       "follower.replication.throttled.rate": "200"}
 
 
-def test_execute_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_execute_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
-    code, out, _ = run(capsys, "execute", "-f", plan, "--throttle", "1000", "--dry-run")
+    code, out, _ = kreassign.run("execute", "-f", plan, "--throttle", "1000", "--dry-run")
     assert code == 0
     assert out.endswith("Would set leader.replication.throttled.replicas='0:1,0:2' on topic foo\n"
                         "Would set follower.replication.throttled.replicas='0:3' on topic foo\n"
@@ -80,75 +73,75 @@ def test_execute_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path, caps
                         "Would set leader.replication.throttled.rate=1000 on broker 3\n"
                         "Would set follower.replication.throttled.rate=1000 on broker 3\n"
                         "Would submit 1 partition reassignment: foo-0\n")
-    code, out, _ = run(capsys, "execute", "-f", plan, "--throttle", "1000", "--dry-run", "-o", "json")
+    code, out, _ = kreassign.run("execute", "-f", plan, "--throttle", "1000", "--dry-run", "-o", "json")
     assert json.loads(out)["dry_run"] is True
     assert "incremental_alter_configs" not in fake.calls and "alter_reassignments" not in fake.calls
     assert not (tmp_path / "journal").exists()
 
 
-def test_execute_json_and_kafka_errors(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-0": [1, 3]}), "-o", "json")
+def test_execute_json_and_kafka_errors(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
+    code, out, _ = kreassign.run("execute", "-f", plan_file(tmp_path, {"foo-0": [1, 3]}), "-o", "json")
     data = json.loads(out)
     assert code == 0 and data["submitted"] == ["foo-0"] and data["errors"] == {}
     assert set(data) == {"plan", "journal", "submitted", "errors", "skipped_brokers", "rolled_back", "held_back",
                          "log_dir_moves_started", "log_dir_moves_timed_out"}
-    code, out, err = run(capsys, "execute", "-f", plan_file(tmp_path, {"foo-1": [1, 5]}, name="b.json"), "--additional")
+    code, out, err = kreassign.run("execute", "-f", plan_file(tmp_path, {"foo-1": [1, 5]}, name="b.json"),
+                                   "--additional")
     assert (code, out, err) == (1, "", "Error: Unknown broker id 5\n")
 
 
-def test_verify_exit_status_while_moving(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_exit_status_while_moving(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3]})
-    run(capsys, "execute", "-f", plan, "--throttle", "1000")
-    code, out, _ = run(capsys, "verify", "-f", plan, "--exit-status")
+    kreassign.run("execute", "-f", plan, "--throttle", "1000")
+    code, out, _ = kreassign.run("verify", "-f", plan, "--exit-status")
     assert code == 3 and "Reassignment of partition foo-0 is still in progress." in out
-    assert run(capsys, "verify", "-f", plan)[0] == 0
+    assert kreassign.run("verify", "-f", plan)[0] == 0
     fake.complete()
-    code, out, _ = run(capsys, "verify", "-f", plan, "--exit-status", "--dry-run")
+    code, out, _ = kreassign.run("verify", "-f", plan, "--exit-status", "--dry-run")
     # only the brokers the run throttled (1,2 send, 3 receives): kreassign's verify leaves broker 4 alone
     assert code == 0 and "Would clear broker-level throttles on brokers 1,2,3\n" in out
     assert fake.broker_configs[1]  # dry run: still set
-    code, out, _ = run(capsys, "verify", "-f", plan, "-o", "json")
+    code, out, _ = kreassign.run("verify", "-f", plan, "-o", "json")
     data = json.loads(out)
     assert data["in_progress"] is False and data["throttles_cleared"]["complete"] is True
     assert all(not v for v in fake.broker_configs.values())
 
 
-def test_cancel_list_and_json(fake: FakeCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cancel_list_and_json(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 2, 3]})
-    run(capsys, "execute", "-f", plan, "--throttle", "1000")
-    code, out, err = run(capsys, "list")
+    kreassign.run("execute", "-f", plan, "--throttle", "1000")
+    code, out, err = kreassign.run("list")
     assert out == "Current partition reassignments:\nfoo-0: replicas: 1,2,3. adding: 3.\n"
     assert "Open journal:" in err
-    listed = json.loads(run(capsys, "list", "-o", "json")[1])
+    listed = json.loads(kreassign.run("list", "-o", "json")[1])
     assert listed["reassignments"][0]["target"] == [1, 2, 3] and len(listed["open_journals"]) == 1
-    code, out, _ = run(capsys, "cancel", "-f", plan, "--dry-run")
+    code, out, _ = kreassign.run("cancel", "-f", plan, "--dry-run")
     assert out.startswith("Would cancel: foo-0\nWould move back: nothing\n") and fake.list_reassignments()
-    code, out, _ = run(capsys, "cancel", "-f", plan, "-o", "json")
+    code, out, _ = kreassign.run("cancel", "-f", plan, "-o", "json")
     assert json.loads(out)["cancelled"] == ["foo-0"] and not fake.list_reassignments()
-    assert json.loads(run(capsys, "list", "-o", "json")[1]) == {"reassignments": [], "open_journals": [],
+    assert json.loads(kreassign.run("list", "-o", "json")[1]) == {"reassignments": [], "open_journals": [],
                                                                 "execution_lock": None}
 
 
-def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "resume")
+def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
+    code, _, err = kreassign.run("resume")
     assert code == 1 and "no open journals for cluster fake-cluster" in err
     first = plan_file(tmp_path, {"foo-0": [1, 3]})
     second = plan_file(tmp_path, {"bar-0": [3, 1]}, name="second.json")
     fake.fail_next("alter_reassignments", KeyboardInterrupt())
-    code, _, err = run(capsys, "execute", "-f", first, "--throttle", "1000")
+    code, _, err = kreassign.run("execute", "-f", first, "--throttle", "1000")
     assert code == 130 and "kreassign resume --journal" in err
-    code, out, _ = run(capsys, "resume", "--dry-run")
+    code, out, _ = kreassign.run("resume", "--dry-run")
     assert code == 1  # something remains
     assert out == ("Would submit 1 partition(s) that are neither moving to nor at their target: foo-0\n"
                    "Would then restore the throttles recorded before the run\n")
-    code, out, _ = run(capsys, "resume")
+    code, out, _ = kreassign.run("resume")
     assert code == 0 and "Successfully started partition reassignment for foo-0\n" in out
-    run(capsys, "execute", "-f", second, "--additional")
-    code, _, err = run(capsys, "abort")
+    kreassign.run("execute", "-f", second, "--additional")
+    code, _, err = kreassign.run("abort")
     assert code == 1 and "2 open journals" in err
     fake.complete(FOO0)
-    code, out, _ = run(capsys, "abort", "-f", first)
+    code, out, _ = kreassign.run("abort", "-f", first)
     assert code == 0
     assert out == ("Cancelled partition reassignments for: none\n"
                    "Restoring broker-level throttles on brokers 1,2,3\n"
@@ -156,14 +149,14 @@ def test_resume_and_abort_find_the_journal(fake: FakeCluster, tmp_path: Path,
                    "These partitions are not back on their replicas before the run; to move them back, execute:\n"
                    '{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}\n')
     assert all(not v for v in fake.broker_configs.values())
-    code, _, err = run(capsys, "abort", "-f", first)
+    code, _, err = kreassign.run("abort", "-f", first)
     assert code == 1 and "nothing to abort: the run was aborted" in err
 
 
 def test_missing_bootstrap_server_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+                                                   kreassign: Kreassign) -> None:
     monkeypatch.delenv("KREASSIGN_BOOTSTRAP_SERVER", raising=False)
-    code, _, err = run(capsys, "list")
+    code, _, err = kreassign.run("list")
     assert code == 1 and "no cluster given: use --bootstrap-server" in err
 
 POLL_OPERATIONS_DOCUMENTED = 13

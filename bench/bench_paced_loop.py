@@ -52,7 +52,7 @@ def run(partitions: int, brokers: int, limit: int, polls: int, finish_share: flo
     from kreassign.execute.lock import LockConfig
     from kreassign.execute.pacing import PaceLimits
     from kreassign.execute.run import RunControl, run_execute
-    from kreassign.execute.watch import WaveEvent
+    from kreassign.execute.watch_events import WaveEvent
 
     rng = random.Random(seed)
     fake = Lean(list(range(1, brokers + 1)))

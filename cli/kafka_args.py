@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from kreassign.cli.errors import UsageError
+
 HELP_TEXT = "This tool helps to move topic partitions between replicas."
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -90,10 +92,6 @@ PERMITTED: dict[str, tuple[str, ...]] = {
     "cancel": ("command-config", "preserve-throttles", "timeout", "journal-dir"),
     "list": ("command-config",),
 }
-
-
-class UsageError(Exception):
-    """A command-line error that Kafka reports with printUsageAndExit."""
 
 
 @dataclass

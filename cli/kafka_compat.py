@@ -12,7 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from kreassign.cli.kafka_args import HELP_TEXT, UsageError, parse_argv, print_usage, validate
+from kreassign.cli.errors import UsageError
+from kreassign.cli.kafka_args import HELP_TEXT, parse_argv, print_usage, validate
 from kreassign.cluster.errors import KreassignError
 
 

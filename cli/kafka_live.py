@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from kreassign.execute.cancel import CancelResult
     from kreassign.execute.clear import ClearResult
     from kreassign.execute.executor import ExecuteEvent, ExecutePlan, ExecuteResult
-    from kreassign.execute.lock import LockConfig, Owner
+    from kreassign.execute.lock import LockConfig
+    from kreassign.execute.lock_owner import Owner
     from kreassign.execute.verify import ListResult, VerifyResult
 
 Connect = Callable[[], AbstractContextManager["ClusterPort"]]

@@ -336,7 +336,8 @@ def list_command(bootstrap_server: str | None, command_config: str | None, reque
     from kreassign.cli import kafka_live
     from kreassign.execute.operations import list_reassignments
 
-    from kreassign.execute.lock import LOCK_KEY, Owner
+    from kreassign.execute.lock import LOCK_KEY
+    from kreassign.execute.lock_owner import Owner
 
     with connect(bootstrap_server, command_config, request_timeout) as port:
         result = list_reassignments(port)

@@ -32,7 +32,7 @@ from kreassign.cli.runtime import connect, journal_store, run_control, runtime
 
 if TYPE_CHECKING:
     from kreassign.cluster.units import Units
-    from kreassign.execute.watch import WatchResult
+    from kreassign.execute.watch_events import WatchResult
     from kreassign.throttle.rates import Rates
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,7 +120,7 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.execute.auto_throttle import AutoThrottlePolicy
     from kreassign.execute.pacing import PaceLimits
-    from kreassign.execute.watch import WatchRequest
+    from kreassign.execute.watch_request import WatchRequest
     from kreassign.execute.run import watch_run
     from kreassign.cluster.units import parse_deadline
 
@@ -234,7 +234,7 @@ def metrics_request(urls: tuple[str, ...], names_file: str | None) -> dict[str, 
 def event_printer(output: str, units: Units = "decimal") -> tuple[Callable[[Any], None], Callable[[], None]]:
     """How events reach the operator: JSON lines, one live screen (a terminal), or a line per poll."""
     from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line, time_header, write_json_event
-    from kreassign.execute.watch import ProgressEvent
+    from kreassign.execute.watch_events import ProgressEvent
 
     if output == "json":
         return (lambda event: write_json_event(sys.stdout, event)), (lambda: None)

@@ -21,7 +21,7 @@ from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResu
 from kreassign.execute.live_eta import StallDiagnosis
 from kreassign.execute.progress import MoveKey
 from kreassign.execute.attach import RunEndedEvent, RunProgressEvent
-from kreassign.execute.watch import (
+from kreassign.execute.watch_events import (
     CompleteEvent,
     ProgressEvent,
     StallClearedEvent,

@@ -18,8 +18,9 @@ What this adapter hides:
 * Mixed error styles (returned classes, "Name: message" strings, raised exceptions) become
   `ApiError` values or `ClusterError` exceptions (`cluster/admin_results.py`).
 
-The config and marker calls are `cluster/admin_configs.py` (`ConfigCalls`, which `KafkaAdmin`
-extends).
+The config and marker calls are `cluster/admin_configs.py` (`ConfigCalls`), the calls that
+place replicas (reassignments, leader elections, log dirs) `cluster/admin_replicas.py`
+(`ReplicaCalls`); `KafkaAdmin` extends both.
 """
 from __future__ import annotations
 
@@ -28,61 +29,40 @@ import functools
 import logging
 import random
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition as KafkaTopicPartition
-from kafka.structs import TopicPartitionReplica as KafkaReplica
 
 from kreassign.cluster.admin_configs import ConfigCalls
+from kreassign.cluster.admin_replicas import ReplicaCalls
 from kreassign.cluster.admin_results import (
     alter_ops,
     alter_result,
     api_error,
     config_entries,
     int_or_none,
-    merge_log_dirs,
     short,
     translate,
     unreachable,
 )
 from kreassign.cluster import admin_retry
-from kreassign.cluster.admin_retry import (
-    GaveUp,
-    KafkaLogTap,
-    NoAnswer,
-    ThrottleGate,
-    each_broker,
-    should_retry,
-    within,
-)
+from kreassign.cluster.admin_retry import KafkaLogTap, NoAnswer, ThrottleGate, should_retry, within
 from kreassign.cluster.client_config import AdminTimeouts, ClientConfig, load_client_config
 from kreassign.cluster.connect_errors import cannot_succeed, connect_failure
-from kreassign.cluster.errors import ClusterError, InputError, UnknownTopicError
+from kreassign.cluster.errors import ClusterError, GaveUp, InputError, UnknownTopicError
 from kreassign.cluster.log_redaction import redact_client_logs
-from kreassign.cluster.model import (
-    Broker,
-    PartitionInfo,
-    Reassignment,
-    TopicPartition,
-    TopicPartitionReplica,
-)
+from kreassign.cluster.model import Broker, PartitionInfo, TopicPartition
 from kreassign.cluster.port import (
-    ELECTION_NOT_NEEDED,
     UNKNOWN_TOPIC_OR_PARTITION,
     UNREACHABLE,
     ApiError,
     ClusterInfo,
     ConfigEntry,
     ConfigOps,
-    LogDir,
-    LogDirReport,
-    ReplicaLogDir,
 )
 
 T = TypeVar("T")
@@ -110,7 +90,7 @@ def _recorded(make: Callable[..., Any], into: list[Any]) -> Callable[..., Any]:
     return build
 
 
-class KafkaAdmin(ConfigCalls):
+class KafkaAdmin(ReplicaCalls, ConfigCalls):
     """The cluster port over a `kafka.KafkaAdminClient` (public methods only).
 
     Build one with `open_admin` or `KafkaAdmin.connect`. The constructor takes any object with
@@ -386,60 +366,6 @@ class KafkaAdmin(ConfigCalls):
         ]
         return sorted(out, key=lambda p: (p.topic, p.partition))
 
-    # ---- log dirs ----------------------------------------------------------------------------
-    def log_dir_sizes(self, brokers: Iterable[int] | None = None, *,
-                      partitions: Iterable[TopicPartition] | None = None) -> LogDirReport:
-        """DescribeLogDirs, each broker asked on its own; brokers that do not answer are reported.
-
-        Each broker is asked only about the wanted partitions it hosts (from Metadata, which
-        lists adding replicas too), so requests stay small on big clusters; partitions of
-        topics that no longer exist are skipped."""
-        ids = sorted(set(brokers)) if brokers is not None else [b.id for b in self.describe_brokers().brokers]
-        wanted = None if partitions is None else set(partitions)
-        topics = None if wanted is None else {tp.topic for tp in wanted}
-        hosted: dict[int, dict[str, list[int]]] = {b: defaultdict(list) for b in ids}
-        for p in self._partitions(topics, missing_ok=True):
-            if wanted is not None and p.tp not in wanted:
-                continue
-            for b in p.replicas:
-                if b in hosted:
-                    hosted[b][p.topic].append(p.partition)
-        replicas: dict[TopicPartitionReplica, ReplicaLogDir] = {}
-        dirs: dict[int, tuple[LogDir, ...]] = {}
-        unreachable: dict[int, ApiError] = {}
-        answers = each_broker(ids, lambda broker: self._per_broker(
-            f"describe the log dirs of broker {broker}", broker,
-            partial(self._client.describe_log_dirs, topic_partitions=dict(hosted[broker]), brokers=[broker])),
-            workers=self._broker_workers)
-        for broker, result in answers.items():
-            if isinstance(result, ApiError):
-                unreachable[broker] = result
-                continue
-            for entry in result:
-                dirs[broker] = merge_log_dirs(int(entry["broker"]), entry["log_dirs"], replicas)
-        return LogDirReport(replicas=replicas, dirs=dirs, unreachable=unreachable)
-
-    def alter_replica_log_dirs(self, moves: Mapping[TopicPartitionReplica, str],
-                               ) -> dict[TopicPartitionReplica, ApiError | None]:
-        """AlterReplicaLogDirs, each broker asked on its own."""
-        by_broker: dict[int, dict[TopicPartitionReplica, str]] = defaultdict(dict)
-        for replica, path in moves.items():
-            by_broker[replica.broker][replica] = path
-        out: dict[TopicPartitionReplica, ApiError | None] = {}
-        answers = each_broker(sorted(by_broker), lambda broker: self._per_broker(
-            f"move replicas between log dirs of broker {broker}", broker, partial(
-                self._client.alter_replica_log_dirs,
-                {KafkaReplica(r.topic, r.partition, r.broker): d for r, d in by_broker[broker].items()})),
-            workers=self._broker_workers)
-        for broker, result in answers.items():
-            for replica in by_broker[broker]:
-                if isinstance(result, ApiError):
-                    out[replica] = result
-                    continue
-                error = result.get(KafkaReplica(replica.topic, replica.partition, replica.broker))
-                out[replica] = (None if error is None or error is Errors.NoError else api_error(error))
-        return out
-
     # ---- topics the tool owns (the canary) ------------------------------------------------------
     def create_topic(self, name: str, assignment: Mapping[int, Sequence[int]]) -> ApiError | None:
         """CreateTopics with an explicit replica assignment (partition -> replicas, first leads)."""
@@ -519,79 +445,6 @@ class KafkaAdmin(ConfigCalls):
                 return None
             raise
         return {TopicPartition(tp.topic, tp.partition): int(v.offset) for tp, v in sorted(raw.items())}
-
-    # ---- reassignments -----------------------------------------------------------------------
-    def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
-                           ) -> dict[TopicPartition, Reassignment]:
-        request = None if partitions is None else [KafkaTopicPartition(p.topic, p.partition)
-                                                   for p in sorted(set(partitions))]
-        if request == []:
-            return {}
-        raw = self._call("list partition reassignments", lambda: self._client.list_partition_reassignments(
-            request, timeout_ms=self._request_timeout_ms()), broker=self._controller_id)
-        return {TopicPartition(tp.topic, tp.partition): Reassignment(
-                    replicas=tuple(v["replicas"]), adding=tuple(v["adding_replicas"]),
-                    removing=tuple(v["removing_replicas"]))
-                for tp, v in sorted(raw.items())}
-
-    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None],
-                            ) -> dict[TopicPartition, ApiError | None]:
-        """Start (replica list) or cancel (None) reassignments; the controller checks each one."""
-        out: dict[TopicPartition, ApiError | None] = {}
-        request: dict[KafkaTopicPartition, list[int] | None] = {}
-        for tp, replicas in sorted(targets.items()):
-            if replicas is not None and len(replicas) == 0:
-                out[tp] = api_error(Errors.InvalidReplicationAssignmentError,
-                                    "The manual partition assignment includes an empty replica list.")
-                continue
-            request[KafkaTopicPartition(tp.topic, tp.partition)] = (
-                None if replicas is None else [int(r) for r in replicas])
-        if request:
-            raw = self._call("alter partition reassignments",
-                             lambda: self._client.alter_partition_reassignments(
-                                 request, timeout_ms=self._request_timeout_ms()),
-                             broker=self._controller_id)
-            for ktp in request:
-                tp = TopicPartition(ktp.topic, ktp.partition)
-                if ktp not in raw:
-                    out[tp] = ApiError(code=-1, name="UNKNOWN_SERVER_ERROR",
-                                       message="the controller did not report on this partition")
-                else:
-                    error = raw[ktp]
-                    out[tp] = None if error is None or error is Errors.NoError else api_error(error)
-        return dict(sorted(out.items()))
-
-    def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,
-                      preferred: bool = True) -> dict[TopicPartition, ApiError | None]:
-        """Preferred (or unclean) leader election; ELECTION_NOT_NEEDED counts as success."""
-        request: dict[str, list[int]] | None = None
-        if partitions is not None:
-            request = defaultdict(list)
-            for tp in sorted(set(partitions)):
-                request[tp.topic].append(tp.partition)
-            if not request:
-                return {}
-
-        def elect() -> Any:
-            response = self._client.elect_leaders(0 if preferred else 1, dict(request) if request else None,
-                                                  timeout_ms=self._request_timeout_ms(), raise_errors=False)
-            if self._controller_id is not None:
-                self._gate.note(self._controller_id, int(getattr(response, "throttle_time_ms", 0) or 0))
-            top = Errors.for_code(getattr(response, "error_code", 0) or 0)
-            if top is not Errors.NoError:
-                raise top("ElectLeaders")
-            return response
-
-        response = self._call("elect leaders", elect, broker=self._controller_id)
-        out: dict[TopicPartition, ApiError | None] = {}
-        for topic in response.replica_election_results:
-            for p in topic.partition_result:
-                tp = TopicPartition(topic.topic, p.partition_id)
-                if p.error_code in (0, ELECTION_NOT_NEEDED):
-                    out[tp] = None
-                else:
-                    out[tp] = api_error(Errors.for_code(p.error_code), p.error_message)
-        return dict(sorted(out.items()))
 
     # ---- configs -----------------------------------------------------------------------------
     # ---- lifecycle ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import kafka.errors as Errors
 
-from kreassign.cluster.errors import ClusterUnreachable, NoAnswer
+from kreassign.cluster.errors import NoAnswer
 
 T = TypeVar("T")
 
@@ -104,14 +104,6 @@ class KafkaLogTap(logging.Filter):
     def detach(self) -> None:
         for name in self.LOGGERS:
             logging.getLogger(name).removeFilter(self)
-
-
-class GaveUp(ClusterUnreachable):
-    """ClusterUnreachable that also carries a short reason for per-broker results."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 HEARTBEAT_S = 15.0

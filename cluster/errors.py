@@ -109,3 +109,11 @@ class UnitError(InputError):
 
 class NoAnswer(Exception):
     """An attempt outlived the operation's deadline."""
+
+
+class GaveUp(ClusterUnreachable):
+    """ClusterUnreachable that also carries a short reason for per-broker results."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -20,7 +20,7 @@ from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.execute.journal import Journal, JournalStore
-from kreassign.execute.lock import Owner
+from kreassign.execute.lock_owner import Owner
 from kreassign.execute.progress import ProgressTracker, sample_moves
 
 _CLOCK_SLACK = 1e-6

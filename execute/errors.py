@@ -1,13 +1,11 @@
-"""Errors of the live operations that are not the cluster layer's own (`cluster.errors`).
-
-The execution lock's, the executor's and the journal's errors still live beside their code
-(`lock.py`, `executor.py`, `journal.py`), which issues 26/29 are changing at the same time;
-they join this module once those land."""
+"""The live operations' errors: the executor's, the journal's and the execution lock's (the
+cluster layer's own are `cluster.errors`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kreassign.cluster.errors import ClusterError, InputError
+from kreassign.cluster.errors import ClusterError, InputError, JournalError, KreassignError, TerseError
+from kreassign.execute.lock_owner import Owner
 
 
 class StillMoving(InputError):
@@ -21,6 +19,43 @@ class ConfigsRefused(ClusterError):
         super().__init__(message)
         self.refused_brokers = frozenset(refused_brokers)
         self.refused_topics = frozenset(refused_topics)
+
+
+class ReassignmentInProgress(TerseError):
+    """`--execute` without `--additional` while a reassignment runs somewhere in the cluster."""
+
+
+class ExecuteFailed(ClusterError):
+    """A step failed; the message says what was rolled back or how to recover from the journal."""
+
+
+class RetargetRefused(InputError):
+    """The plan would re-target reassignments in flight that another run started."""
+
+
+class JournalConflict(JournalError):
+    """Another process wrote the journal since this one read it."""
+
+
+class ExecutionLocked(KreassignError):
+    """Another live kreassign holds the cluster's execution lock (or its owner is dead and
+    `--force` was not given)."""
+
+    def __init__(self, message: str, owner: Owner | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
+class RunRefused(ExecutionLocked):
+    """A command that would break the run in flight refuses, naming the run and what to do."""
+
+
+class LockLost(KreassignError):
+    """This run no longer holds the execution lock: its lease expired and another run took over."""
+
+
+class StopRequested(KreassignError):
+    """`kreassign abort` asked this run to stop."""
 
 
 class RunStopped(ClusterError):

@@ -16,15 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
-from kreassign.cluster.errors import (
-    AdminCommandFailed,
-    ClusterError,
-    InputError,
-    KreassignError,
-    TerseError,
-    UnknownTopicError,
-    clip,
-)
+from kreassign.cluster.errors import AdminCommandFailed, KreassignError, UnknownTopicError, clip
 from kreassign.cluster.kafka_json import ParsedReassignment
 from kreassign.cluster.model import (
     PartitionInfo,
@@ -45,10 +37,12 @@ from kreassign.throttle.configs import (
     only_keys,
     throttle_plan,
 )
+from kreassign.execute.errors import ExecuteFailed, ReassignmentInProgress, RetargetRefused
 from kreassign.execute.journal import BrokerConfigs, Journal, JournalStore, State, TopicConfigs, journaled
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, start_log_dir_moves
 from kreassign.execute.throttle_io import (
     ApplyOutcome,
+    apply_throttles,
     ConfigsRefused,
     ThrottleSnapshot,
     apply_configs,
@@ -63,14 +57,6 @@ CANNOT_EXECUTE_MESSAGE = (
     "--additional flag can also be used to change the throttle by resubmitting the current "
     "reassignment.")
 UNKNOWN_TOPIC_OR_PARTITION = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
-
-
-class ReassignmentInProgress(TerseError):
-    """`--execute` without `--additional` while a reassignment runs somewhere in the cluster."""
-
-
-class ExecuteFailed(ClusterError):
-    """A step failed; the message says what was rolled back or how to recover from the journal."""
 
 
 @dataclass(frozen=True)
@@ -232,10 +218,6 @@ def waits_for_throttle(leader: int | None, adding: Iterable[int], missing: Colle
     return bool(missing) and (leader in missing or any(b in missing for b in adding))
 
 
-class RetargetRefused(InputError):
-    """The plan would re-target reassignments in flight that another run started."""
-
-
 def check_retarget(request: ExecuteRequest, in_flight: Mapping[TopicPartition, Reassignment],
                    owned: Collection[TopicPartition]) -> None:
     """Refuse to re-target a reassignment in flight that this plan's journal did not submit:
@@ -376,70 +358,6 @@ def _execute_options(request: ExecuteRequest) -> dict[str, Any]:
             "follower_rate": request.follower_rate, "log_dir_rate": request.log_dir_rate,
             "log_dir_timeout_s": request.log_dir_timeout_s, "retarget_in_flight": request.retarget_in_flight,
             "allow_rf_change": request.allow_rf_change}
-
-
-def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
-    """Apply a config change as a journaled step: what was applied, and brokers skipped because
-    they did not answer (kept pending in the journal for `resume`)."""
-    with journaled(journal, name, **detail):
-        outcome = run()
-    if journal is not None:
-        journal.applied_brokers = sorted(set(journal.applied_brokers) | set(outcome.brokers))
-        journal.applied_topics = sorted(set(journal.applied_topics) | set(outcome.topics))
-        for b in outcome.skipped:
-            journal.pending_brokers.setdefault(b, {}).update(journal.planned_brokers.get(b, {}))
-        journal.record(name, "done", skipped=sorted(outcome.skipped))
-    return outcome
-
-
-@dataclass(frozen=True)
-class ThrottleSteps:
-    """The journal's names of the three throttle steps of one apply."""
-
-    topics: str = "set-topic-throttles"
-    brokers: str = "set-broker-throttles"
-    log_dirs: str = "set-log-dir-throttles"
-
-    @classmethod
-    def wave(cls, number: int) -> ThrottleSteps:
-        return cls(f"wave {number}: topic throttles", f"wave {number}: broker throttles",
-                   f"wave {number}: log-dir throttles")
-
-
-ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set"]
-
-
-def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: TopicConfigs | None,
-                    brokers: BrokerConfigs | None, log_dirs: BrokerConfigs | None = None,
-                    steps: ThrottleSteps = ThrottleSteps(),
-                    notify: Callable[[ThrottleEventKind, ApplyOutcome], None] = lambda kind, out: None,
-                    ) -> ApplyOutcome:
-    """The one sequence that sets a run's throttles, for the plain and the paced executor alike:
-    Kafka's order (the topics' throttled-replica lists, then the brokers' inter-broker rates,
-    then their log-dir rates), each a journaled step (`journaled_step`: intent, then done with
-    the brokers that did not answer kept pending). A side given as None is not touched.
-
-    Raises:
-        ClusterError, ConfigsRefused: a change failed (the journal records it; the caller rolls back).
-    """
-    applied_topics: tuple[str, ...] = ()
-    applied_brokers: set[int] = set()
-    skipped: dict[int, ApiError] = {}
-    if topics is not None:
-        out = journaled_step(journal, steps.topics, lambda: apply_configs(port, topics=topics),
-                             topics=sorted(topics))
-        applied_topics = out.topics
-        notify("topic-throttles-set", out)
-    for name, ops, kind in ((steps.brokers, brokers, "broker-throttles-set"),
-                            (steps.log_dirs, log_dirs, "log-dir-throttles-set")):
-        if ops is None:
-            continue
-        out = journaled_step(journal, name, lambda ops=ops: apply_configs(port, brokers=ops), brokers=sorted(ops))
-        applied_brokers |= set(out.brokers)
-        skipped.update(out.skipped)
-        notify(kind, out)  # type: ignore[arg-type]
-    return ApplyOutcome(brokers=tuple(sorted(applied_brokers - set(skipped))), topics=applied_topics,
-                        skipped=skipped)
 
 
 def rollback_throttles(port: ClusterPort, journal: Journal | None, plan: ExecutePlan, *,

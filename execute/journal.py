@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from kreassign.cluster.errors import JournalError, KreassignError, clip
 from kreassign.cluster.model import PartitionTarget, TopicPartition
+from kreassign.execute.errors import JournalConflict
 
 FORMAT = "kreassign-journal/1"
 ENV_JOURNAL_DIR = "KREASSIGN_JOURNAL_DIR"
@@ -276,10 +277,6 @@ class Journal:
         except (KeyError, TypeError, ValueError) as exc:
             raise JournalError(f"{path} is damaged ({type(exc).__name__}: {exc}); move it aside "
                                "and check the cluster by hand with `kreassign list`") from None
-
-
-class JournalConflict(JournalError):
-    """Another process wrote the journal since this one read it."""
 
 
 _VERSION = re.compile(rb'^\{"version":(\d+),')

@@ -37,11 +37,11 @@ from kreassign.throttle.rates import Rates, config_rate
 from kreassign.execute.errors import StillMoving
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
-from kreassign.execute.executor import journaled_step
 from kreassign.execute.throttle_io import (
     ThrottleSnapshot,
     apply_configs,
     inherit_previous,
+    journaled_step,
     read_throttles,
     restore_ops,
     restored_values,

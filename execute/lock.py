@@ -41,9 +41,11 @@ from pathlib import Path
 from typing import IO
 
 from kreassign.cluster.authorization import LOCK_ACLS
-from kreassign.cluster.errors import ClusterError, JournalError, KreassignError, clip
+from kreassign.cluster.errors import ClusterError, JournalError, clip
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.processes import pid_alive
+from kreassign.execute.errors import ExecutionLocked, LockLost, StopRequested
+from kreassign.execute.lock_owner import Owner
 
 _log = logging.getLogger(__name__)
 
@@ -51,7 +53,6 @@ LOCK_KEY = "kreassign.execution.lock"
 STOP_KEY = "kreassign.execution.stop"
 RATES_KEY = "kreassign.execution.rates"
 """a rate change for the running run (`throttle set` during a run), and the run's answer"""
-LOCK_FORMAT = 1
 DEFAULT_LEASE_S = 120.0
 DEFAULT_SETTLE_S = 1.0
 ENV_SETTLE = "KREASSIGN_LOCK_SETTLE_S"
@@ -64,23 +65,6 @@ def default_settle_s() -> float:
     except ValueError:
         return DEFAULT_SETTLE_S
     return value if 0 <= value < 3600 else DEFAULT_SETTLE_S
-
-
-class ExecutionLocked(KreassignError):
-    """Another live kreassign holds the cluster's execution lock (or its owner is dead and
-    `--force` was not given)."""
-
-    def __init__(self, message: str, owner: Owner | None = None) -> None:
-        super().__init__(message)
-        self.owner = owner
-
-
-class LockLost(KreassignError):
-    """This run no longer holds the execution lock: its lease expired and another run took over."""
-
-
-class StopRequested(KreassignError):
-    """`kreassign abort` asked this run to stop."""
 
 
 @dataclass(frozen=True)
@@ -101,40 +85,6 @@ class LockConfig:
                              alive=self.alive or pid_alive)
 
 
-@dataclass(frozen=True)
-class Owner:
-    """Who holds the execution lock of a cluster."""
-
-    host: str
-    pid: int
-    command: str
-    journal: str
-    """the plan's journal id (`<cluster>/<plan hash>`), the same on every host"""
-    started_at: float
-    lease_until: float
-    token: str
-    version: int = LOCK_FORMAT
-
-    def to_value(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
-
-    @classmethod
-    def from_value(cls, value: str | None) -> Owner | None:
-        """The owner recorded in a marker value; a value kreassign cannot read counts as held
-        by an unknown owner whose lease never ends (never taken over without --force)."""
-        if not value:
-            return None
-        try:
-            data = json.loads(value)
-            return cls(str(data["host"]), int(data["pid"]), str(data["command"]), str(data["journal"]),
-                       float(data["started_at"]), float(data["lease_until"]), str(data["token"]),
-                       int(data.get("version", LOCK_FORMAT)))
-        except (ValueError, KeyError, TypeError):
-            return cls("unknown", 0, "unknown", "unknown", 0.0, float("inf"), value[:64], 0)
-
-    def describe(self) -> str:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_at))
-        return f"`kreassign {self.command}` (host {self.host}, pid {self.pid}, since {started}, journal {self.journal})"
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ from __future__ import annotations
 from kreassign.execute.journal import Journal, JournalStore, journal_root, plan_hash
 from kreassign.execute.cancel import CancelRequest, CancelResult, cancel, cancellable
 from kreassign.execute.clear import ClearResult, clear_throttles
+from kreassign.execute.errors import ExecuteFailed, ReassignmentInProgress
 from kreassign.execute.executor import (
     CANNOT_EXECUTE_MESSAGE,
     ExecuteEvent,
-    ExecuteFailed,
     ExecutePlan,
     ExecuteRequest,
     ExecuteResult,
-    ReassignmentInProgress,
     apply_execute,
     prepare_execute,
 )

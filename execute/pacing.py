@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, get_args
 
 import numpy as np
 
@@ -24,27 +24,28 @@ from kreassign.cluster.errors import ClusterError, InputError, KreassignError
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.throttle.configs import compute_move_map, rate_configs, throttle_plan
+from kreassign.execute.errors import ExecuteFailed
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.executor import (
-    ExecuteFailed,
     ExecutePlan,
     ExecuteRequest,
-    ThrottleSteps,
-    apply_throttles,
     journal_for_plan,
-    journaled_step,
     prepare_execute,
     probe_submitted,
     waits_for_throttle,
 )
-from kreassign.execute.throttle_io import apply_configs, inherit_previous, read_throttles
-from kreassign.predict.schedule import start_order
+from kreassign.execute.throttle_io import (
+    ThrottleSteps,
+    apply_configs,
+    apply_throttles,
+    inherit_previous,
+    journaled_step,
+    read_throttles,
+)
+from kreassign.predict.schedule import Order, start_order
 
 SUBMIT_ATTEMPTS = 3
 """a wave's submission that fails (or times out) this many times in a row stops the run"""
-
-Order = Literal["small-first", "large-first", "plan", "broker-balanced"]
-ORDERS: tuple[Order, ...] = ("small-first", "large-first", "plan", "broker-balanced")
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,8 @@ class PaceLimits:
             raise InputError("--max-moves-per-broker must be at least 1")
         if self.max_inflight_bytes is not None and self.max_inflight_bytes <= 0:
             raise InputError("--max-inflight-bytes must be positive")
-        if self.order not in ORDERS:
-            raise InputError(f"--order must be one of {', '.join(ORDERS)}")
+        if self.order not in get_args(Order):
+            raise InputError(f"--order must be one of {', '.join(get_args(Order))}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"max_moves_per_broker": self.max_moves_per_broker,

@@ -22,14 +22,9 @@ from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE,
 from kreassign.execute.journal import UNKNOWN_CLUSTER, Journal
 from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
-from kreassign.execute.executor import (
-    journaled_step,
-    planned_partitions,
-    probe_submitted,
-    waits_for_throttle,
-)
+from kreassign.execute.executor import planned_partitions, probe_submitted, waits_for_throttle
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
-from kreassign.execute.throttle_io import apply_configs
+from kreassign.execute.throttle_io import apply_configs, journaled_step
 from kreassign.execute.verify import settled_replicas
 
 CLOSED_HINT = {

@@ -21,18 +21,21 @@ from kreassign.cluster.authorization import require_cluster_operations
 from kreassign.cluster.errors import ClusterError, JournalError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.port import ClusterPort
-from kreassign.execute.errors import RunStopped
 from kreassign.execute.executor import (
     ExecuteEvent, ExecutePlan, ExecuteRequest, ExecuteResult, apply_execute, execute_needs, prepare_execute,
 )
 from kreassign.execute.journal import Journal, JournalStore, plan_hash
-from kreassign.execute.lock import ExecutionLock, ExecutionLocked, LockConfig, Owner, RateRequest
+from kreassign.execute.errors import ExecuteFailed, ExecutionLocked, RunRefused, RunStopped
+from kreassign.execute.lock import ExecutionLock, LockConfig, RateRequest
+from kreassign.execute.lock_owner import Owner
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.recovery import AbortResult, ResumeResult, abort, check_journal, resume
 from kreassign.execute.verify import VerifyRequest, VerifyResult, verify
 from kreassign.execute.attach import attach
 from kreassign.execute.progress import ProgressView
-from kreassign.execute.watch import WatchEvent, WatchRequest, WatchResult, watch
+from kreassign.execute.watch import watch
+from kreassign.execute.watch_events import WatchEvent, WatchResult
+from kreassign.execute.watch_request import WatchRequest
 
 Crash = Callable[[str], None]
 """a hook called before every journal intent (the fault drills inject a crash there)"""
@@ -138,8 +141,8 @@ def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalSto
 def stopped(error: ClusterError, journal: Journal | None) -> ClusterError:
     """The error that stopped a paced run, with what the run left and the way on (issue 29: a run
     stopped by an unanswering controller said only "Could not list partition reassignments")."""
-    if journal is None or not journal.is_open:
-        return error
+    if journal is None or not journal.is_open or isinstance(error, ExecuteFailed):
+        return error  # ExecuteFailed: the pacer's own account, with the way on
     sent = len(journal.submitted)
     waiting = len(journal.targets) - sent
     return RunStopped(f"{error} The run stopped and left {sent} partition(s) submitted (moving or done; its "
@@ -276,10 +279,6 @@ def refuse_while_running(port: ClusterPort, action: str, control: RunControl = R
         raise ExecutionLocked(f"{owner.describe()} is running on this cluster and would go on submitting after a "
                               f"{action}; stop it with `kreassign abort` on its journal (it cancels and restores "
                               "the throttles), or wait for it", owner)
-
-
-class RunRefused(ExecutionLocked):
-    """A command that would break the run in flight refuses, naming the run and what to do."""
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,15 @@ Shared by execute, verify, cancel, resume and abort. A broker that does not answ
 and reported (`ApplyOutcome.skipped`) instead of failing the whole change, because one dead
 broker must not block throttles everywhere else (KAFKA-13392). Any other per-resource error
 (authorisation, invalid value) fails the change: callers roll back and report it.
+
+`apply_throttles` is the one sequence that sets a run's throttles, for the plain and the paced
+executor: Kafka's order, each step journaled (`journaled_step`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from kreassign.cluster.errors import ClusterError
 from kreassign.cluster.port import (
@@ -21,7 +24,7 @@ from kreassign.cluster.port import (
     ConfigEntry,
 )
 from kreassign.execute.errors import ConfigsRefused
-from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs
+from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs, journaled
 
 _PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
 R = TypeVar("R", int, str)
@@ -155,3 +158,67 @@ def restored_values(ops: Mapping[R, Mapping[str, str | None]]) -> dict[R, dict[s
     """The keys a restore SETs back (rather than deletes), per resource; resources with none are left out."""
     return {r: {k: v for k, v in keys.items() if v is not None}
             for r, keys in ops.items() if any(v is not None for v in keys.values())}
+
+
+def journaled_step(journal: Journal | None, name: str, run: Callable[[], ApplyOutcome], **detail: Any) -> ApplyOutcome:
+    """Apply a config change as a journaled step: what was applied, and brokers skipped because
+    they did not answer (kept pending in the journal for `resume`)."""
+    with journaled(journal, name, **detail):
+        outcome = run()
+    if journal is not None:
+        journal.applied_brokers = sorted(set(journal.applied_brokers) | set(outcome.brokers))
+        journal.applied_topics = sorted(set(journal.applied_topics) | set(outcome.topics))
+        for b in outcome.skipped:
+            journal.pending_brokers.setdefault(b, {}).update(journal.planned_brokers.get(b, {}))
+        journal.record(name, "done", skipped=sorted(outcome.skipped))
+    return outcome
+
+
+@dataclass(frozen=True)
+class ThrottleSteps:
+    """The journal's names of the three throttle steps of one apply."""
+
+    topics: str = "set-topic-throttles"
+    brokers: str = "set-broker-throttles"
+    log_dirs: str = "set-log-dir-throttles"
+
+    @classmethod
+    def wave(cls, number: int) -> ThrottleSteps:
+        return cls(f"wave {number}: topic throttles", f"wave {number}: broker throttles",
+                   f"wave {number}: log-dir throttles")
+
+
+ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set"]
+
+
+def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: TopicConfigs | None,
+                    brokers: BrokerConfigs | None, log_dirs: BrokerConfigs | None = None,
+                    steps: ThrottleSteps = ThrottleSteps(),
+                    notify: Callable[[ThrottleEventKind, ApplyOutcome], None] = lambda kind, out: None,
+                    ) -> ApplyOutcome:
+    """The one sequence that sets a run's throttles, for the plain and the paced executor alike:
+    Kafka's order (the topics' throttled-replica lists, then the brokers' inter-broker rates,
+    then their log-dir rates), each a journaled step (`journaled_step`: intent, then done with
+    the brokers that did not answer kept pending). A side given as None is not touched.
+
+    Raises:
+        ClusterError, ConfigsRefused: a change failed (the journal records it; the caller rolls back).
+    """
+    applied_topics: tuple[str, ...] = ()
+    applied_brokers: set[int] = set()
+    skipped: dict[int, ApiError] = {}
+    if topics is not None:
+        out = journaled_step(journal, steps.topics, lambda: apply_configs(port, topics=topics),
+                             topics=sorted(topics))
+        applied_topics = out.topics
+        notify("topic-throttles-set", out)
+    for name, ops, kind in ((steps.brokers, brokers, "broker-throttles-set"),
+                            (steps.log_dirs, log_dirs, "log-dir-throttles-set")):
+        if ops is None:
+            continue
+        out = journaled_step(journal, name, lambda ops=ops: apply_configs(port, brokers=ops), brokers=sorted(ops))
+        applied_brokers |= set(out.brokers)
+        skipped.update(out.skipped)
+        notify(kind, out)  # type: ignore[arg-type]
+    return ApplyOutcome(brokers=tuple(sorted(applied_brokers - set(skipped))), topics=applied_topics,
+                        skipped=skipped)

@@ -15,30 +15,27 @@ Nothing here sleeps or reads the wall clock: `clock` and `sleep` are injected, s
 simulated time (the sandbox's `advance`) instead of waiting. Every duration and rate is in
 cluster seconds: a sandbox running faster than the wall clock says so through the broker config
 `kreassign.sandbox.time.scale`, read once at the start (real Kafka does not report it: scale 1).
+
+What it is asked is `watch_request.WatchRequest`; what it emits, `watch_events`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from kreassign.cluster.errors import ClusterError, ExitStatus
-from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, MetricNames, broker_metrics, missing_note
+from kreassign.cluster.errors import ExitStatus
+from kreassign.cluster.broker_metrics import BrokerMetrics, BrokerReading, broker_metrics, missing_note
 from kreassign.cluster.capture import take_reading
-from kreassign.cluster.client_latency import (
-    BrokerLatency, Impact, LatencySample, impact, measure_baseline, steering_impact, summarize,
-)
-from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
+from kreassign.cluster.client_latency import BrokerLatency, Impact, impact, measure_baseline, steering_impact, summarize
+from kreassign.cluster.metrics_source import read_brokers
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.cluster.time_scale import cluster_timing, read_time_scale
-from kreassign.cluster.write_sample import rates_to_dict, sampled_rates
+from kreassign.cluster.write_sample import sampled_rates
 from kreassign.execute.impact_throttle import ImpactBound, impact_step
 from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
     Rates,
-    RateDecision,
     WriteRateMeter,
     client_traffic_of,
     deadline_rates,
@@ -46,301 +43,43 @@ from kreassign.execute.auto_throttle import (
     headroom_rates,
     leader_bases,
 )
-from kreassign.execute.clear import CLEAR_RETRY_S
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.lock import ExecutionLock
 from kreassign.execute.live_eta import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
 from kreassign.execute.verify import PartitionStatus, partition_states, settled_replicas
-from kreassign.execute.pacing import PaceLimits, Pacer, Wave
+from kreassign.execute.pacing import Pacer
 from kreassign.execute.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.execute.live_throttle import (
     Retry,
-    ThrottleClearResult,
     ThrottleSetRequest,
-    ThrottleSetResult,
     ThrottleView,
     apply_throttle_change,
     clear_all_throttles,
     plan_throttle_set,
     read_throttle_view,
 )
+from kreassign.execute.watch_events import (
+    BrokerRow,
+    CompleteEvent,
+    ProgressEvent,
+    RunRatesEvent,
+    StallClearedEvent,
+    StalledEvent,
+    ThrottleEvent,
+    TimeoutEvent,
+    WaitingEvent,
+    WatchEvent,
+    WatchResult,
+    WaveEvent,
+    broker_rows,
+)
+from kreassign.execute.watch_request import WatchRequest
 
-Capacities = Mapping[int, tuple[float | None, float | None]]
 _CLOCK_SLACK = 1e-6  # a clock stepped in float increments may land a hair short of the timeout
-@dataclass(frozen=True)
-class WatchRequest:
-    """What to watch and what to do along the way.
-
-    `targets` None watches every reassignment in flight; with targets, only those partitions
-    (and, with `pace`, they are submitted in waves by the loop itself).
-    """
-
-    targets: tuple[PartitionTarget, ...] | None = None
-    interval_s: float = 10.0
-    timeout_s: float | None = None
-    keep_throttles: bool = False
-    fail_on_stall: bool = False
-    stall_after_s: float | None = None
-    """default: three intervals, at least 30 s"""
-    pace: PaceLimits | None = None
-    leader_rate: int | None = None
-    follower_rate: int | None = None
-    additional: bool = False
-    retarget_in_flight: bool = False
-    auto: AutoThrottlePolicy | None = None
-    capacities: Capacities | None = None
-    network_capacity: tuple[float, float] | None = None
-    """(in, out) for every broker whose capacity is not in `capacities`"""
-    dry_run: bool = False
-    clear_retry_s: float = CLEAR_RETRY_S
-    """at the end, how long a broker that does not answer is retried to restore its throttles"""
-    time_scale: float | None = None
-    """cluster seconds per wall second; None reads it from the cluster (see `read_time_scale`)"""
-    sample_s: float = 0.0
-    """before the first poll, measure the watched partitions' write rates over this many cluster
-    seconds, so the model's first ETA counts their writes (0: learn them from the polls)"""
-    metrics: MetricsEndpoints | None = None
-    """brokers' Prometheus endpoints, read at every poll for what clients see"""
-    metric_names: MetricNames = field(default_factory=MetricNames)
-    canary: Callable[[], Sequence[LatencySample]] | None = None
-    """one canary measurement (a record to every broker's canary partition, read back); taken
-    before the first poll for the baseline and at every poll after"""
-
-    @property
-    def throttled(self) -> bool:
-        """Whether the run sets replication throttles (a rate given, or the auto-throttle)."""
-        return self.leader_rate is not None or self.follower_rate is not None or self.auto is not None
-
-    @property
-    def stall_window_s(self) -> float:
-        return self.stall_after_s if self.stall_after_s is not None else max(3 * self.interval_s, 30.0)
-
-    def capacity(self, broker: int) -> tuple[float | None, float | None]:
-        if self.capacities and broker in self.capacities:
-            return self.capacities[broker]
-        return self.network_capacity if self.network_capacity is not None else (None, None)
-
-
 _MIN_METRICS_WINDOW_S = 1.0  # counters read closer together than this give no rate yet
 STALL_CLEAR_POLLS = 2
 """a reported stall is over once its move progressed in this many polls in a row (hysteresis: a
 move that stalls and recovers on alternate polls is reported once, not on every poll)"""
-
-
-# ---- events -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BrokerRow:
-    """One broker's part in the moves now: catch-up bytes/s sent and received, its throttles, and
-    the share of them the catch-up uses (None where unthrottled or idle)."""
-
-    broker: int
-    out_bps: float
-    in_bps: float
-    leader_rate: int | None
-    follower_rate: int | None
-
-    @property
-    def share_used(self) -> float | None:
-        shares = [used / rate for used, rate in ((self.out_bps, self.leader_rate), (self.in_bps, self.follower_rate))
-                  if rate]
-        return max(shares) if shares else None
-
-    def to_dict(self) -> dict[str, Any]:
-        share = self.share_used
-        return {"broker": self.broker, "out_bps": round(self.out_bps, 3), "in_bps": round(self.in_bps, 3),
-                "leader_rate": self.leader_rate, "follower_rate": self.follower_rate,
-                "share_used": None if share is None else round(share, 4)}
-
-
-def broker_rows(view: ProgressView, throttles: ThrottleView) -> tuple[BrokerRow, ...]:
-    """Per broker involved in the active moves: what it sends and receives, against its throttles."""
-    out: dict[int, float] = {}
-    into: dict[int, float] = {}
-    for m in view.active:
-        rate = max(m.copy_bps or 0.0, 0.0)
-        into[m.key.broker] = into.get(m.key.broker, 0.0) + rate
-        if m.leader is not None:
-            out[m.leader] = out.get(m.leader, 0.0) + rate
-    return tuple(BrokerRow(b, out.get(b, 0.0), into.get(b, 0.0), throttles.broker(b).leader_rate,
-                           throttles.broker(b).follower_rate) for b in sorted(set(out) | set(into)))
-
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    at: float
-    view: ProgressView
-    model: ModelEta | None
-    in_flight: int
-    kind: str = "progress"
-    time_scale: float = 1.0
-    """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
-    write_rates: WriteRates | None = None
-    """how the write rates behind the model's ETA were measured; None: not yet known"""
-    brokers: tuple[BrokerRow, ...] = ()
-    client: tuple[BrokerMetrics, ...] = ()
-    """per broker, from its Prometheus endpoint (empty without --metrics-url, or before two reads)"""
-    client_note: str | None = None
-    """what the metrics could not show (not exported, or no endpoint given)"""
-    canary: tuple[BrokerLatency, ...] = ()
-    """per broker, what the canary measured at this poll"""
-    canary_impact: tuple[Impact, ...] = ()
-    """per broker, the canary's p99 against its baseline (before the first poll)"""
-    stalls: tuple[StallDiagnosis, ...] = ()
-    """the stalls reported before this poll and not cleared (this poll's changes follow as
-    `stalled` and `stall-cleared` events)"""
-    down: tuple[int, ...] = ()
-    """brokers of the moves that did not answer this poll (their moves cannot progress)"""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
-                               "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
-                               "write_rates": rates_to_dict(self.write_rates),
-                               "brokers": [b.to_dict() for b in self.brokers],
-                               "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
-                               "canary": [c.to_dict() for c in self.canary],
-                               "canary_impact": [i.to_dict() for i in self.canary_impact],
-                               "stalls": [s.to_dict() for s in self.stalls],
-                               "brokers_not_answering": list(self.down)}
-        out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
-        out["moves"] = [m.to_dict() for m in self.view.moves]
-        return out
-
-
-@dataclass(frozen=True)
-class StalledEvent:
-    at: float
-    stall: StallDiagnosis
-    kind: str = "stalled"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), **self.stall.to_dict()}
-
-
-@dataclass(frozen=True)
-class StallClearedEvent:
-    """A reported stall is over: its move progressed for `STALL_CLEAR_POLLS` polls, or finished."""
-
-    at: float
-    stall: StallDiagnosis
-    finished: bool
-    kind: str = "stall-cleared"
-
-    def message(self) -> str:
-        k = self.stall.key
-        how = "finished" if self.finished else "makes progress again"
-        return f"{k.topic}-{k.partition} (new replica on broker {k.broker}) {how}"
-
-    def to_dict(self) -> dict[str, Any]:
-        k = self.stall.key
-        return {"event": self.kind, "at": round(self.at, 3), "topic": k.topic, "partition": k.partition,
-                "broker": k.broker, "finished": self.finished, "message": self.message()}
-
-
-@dataclass(frozen=True)
-class WaveEvent:
-    at: float
-    wave: Wave
-    pending: int
-    kind: str = "wave"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), **self.wave.to_dict(), "pending_partitions": self.pending}
-
-
-@dataclass(frozen=True)
-class ThrottleEvent:
-    at: float
-    decision: RateDecision
-    result: ThrottleSetResult | None
-    dry_run: bool = False
-    kind: str = "throttle"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), **self.decision.to_dict(), "dry_run": self.dry_run,
-                "journal": str(self.result.journal_path) if self.result and self.result.journal_path else None}
-
-
-@dataclass(frozen=True)
-class CompleteEvent:
-    at: float
-    view: ProgressView
-    partitions: tuple[PartitionStatus, ...] = ()
-    clear: ThrottleClearResult | None = None
-    kept_reason: str | None = None
-    """why throttles were left in place, when they were"""
-    kind: str = "complete"
-
-    @property
-    def mismatched(self) -> tuple[PartitionStatus, ...]:
-        return tuple(p for p in self.partitions if p.state == "mismatch")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), "copied_bytes": self.view.copied,
-                "moves": len(self.view.moves),
-                "mismatched": [{"topic": p.tp.topic, "partition": p.tp.partition, "current": list(p.current),
-                                "target": list(p.target)} for p in self.mismatched],
-                "throttles_cleared": None if self.clear is None else self.clear.to_dict(),
-                "throttles_kept": self.kept_reason}
-
-
-@dataclass(frozen=True)
-class RunRatesEvent:
-    """`throttle set` changed this run's rates through it (the run applied and journaled them)."""
-
-    at: float
-    leader_rate: int | None
-    follower_rate: int | None
-    brokers: tuple[int, ...] | None
-    applied: tuple[int, ...]
-    pending: tuple[int, ...]
-    by: str
-    kind: str = "rates-changed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), "leader_rate": self.leader_rate,
-                "follower_rate": self.follower_rate, "brokers": None if self.brokers is None else list(self.brokers),
-                "applied_brokers": list(self.applied), "pending_brokers": list(self.pending), "by": self.by}
-
-
-@dataclass(frozen=True)
-class WaitingEvent:
-    """What the run waits for, when that is not a move (at least every 30 s while it waits)."""
-
-    at: float
-    what: str
-    brokers: tuple[int, ...] = ()
-    kind: str = "waiting"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), "waiting_for": self.what, "brokers": list(self.brokers)}
-
-
-@dataclass(frozen=True)
-class TimeoutEvent:
-    at: float
-    view: ProgressView
-    kind: str = "timeout"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": self.kind, "at": round(self.at, 3), "active_moves": len(self.view.active),
-                "fraction": round(self.view.fraction, 6)}
-
-
-WatchEvent = (ProgressEvent | StalledEvent | StallClearedEvent | WaveEvent | ThrottleEvent | CompleteEvent
-              | TimeoutEvent | WaitingEvent | RunRatesEvent)
-
-
-@dataclass(frozen=True)
-class WatchResult:
-    status: ExitStatus
-    view: ProgressView
-    stalls: tuple[StallDiagnosis, ...] = ()
-    clear: ThrottleClearResult | None = None
-    polls: int = 0
-    first_wave: tuple[TopicPartition, ...] = ()
-    """with a pace and `dry_run`: what the first wave would submit"""
-    journal_path: Path | None = None
-    """with a pace: the plan's execution journal"""
 
 
 # ---- the loop ---------------------------------------------------------------------------------

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kreassign.cluster.java import find_java, java_version, parse_java_version  # noqa: F401 (re-exported)
+from kreassign.simulate.errors import SparkUnavailable
 from kreassign.simulate.spark_address import (
     EXECUTOR_TIMEOUT_S,
     REGISTRATION_TIMEOUT_S,
-    SparkUnavailable,
     no_executor_failure,
     probe_connect,
     probe_master,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from kreassign.simulate.jvm_cache import JvmCache
 
-__all__ = ["SparkOptions", "SparkUnavailable", "start_session", "stop_session"]
+__all__ = ["SparkOptions", "start_session", "stop_session"]
 
 MIN_JAVA = 17
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import urllib.parse
 
-from kreassign.cluster.errors import KreassignError
+from kreassign.simulate.errors import SparkUnavailable
 
 PROBE_TIMEOUT_S = 3.0
 """how long a TCP connect or Connect's gRPC handshake may take"""
@@ -23,11 +23,6 @@ worker starts a JVM for it, which takes seconds on a busy machine)"""
 CHECK = "check the address with `kreassign spark status`"
 MASTER_PORT = 7077
 CONNECT_PORT = 15002
-
-
-class SparkUnavailable(KreassignError):
-    """Spark cannot start here: no Java, a bad master URL, no Spark Connect client, or nothing
-    (or not Spark) at the address given."""
 
 
 def master_endpoints(master: str) -> list[tuple[str, int]]:

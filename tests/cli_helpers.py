@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 import subprocess as subprocesses
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from click.testing import CliRunner
 
@@ -25,9 +24,8 @@ ENTRY = (sys.executable, "-m", "kreassign.cli.main")
 """the command line of the CLI in a process of its own"""
 
 
-@dataclass(frozen=True)
-class Ran:
-    """What one in-process run printed and returned."""
+class Ran(NamedTuple):
+    """What one in-process run printed and returned (`code, out, err = kreassign.run(...)`)."""
 
     exit_code: int
     stdout: str
@@ -114,8 +112,3 @@ def _connecting_to(port: Any) -> Callable[..., Any]:
 
 KREASSIGN = Kreassign()
 """the runner, for helpers outside a test function (tests take the `kreassign` fixture)"""
-
-
-def run_cli(args: Sequence[str]) -> Ran:
-    """`KREASSIGN.run(*args)`, for the helpers that take a list."""
-    return KREASSIGN.run(*args)

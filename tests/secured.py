@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli_helpers import KREASSIGN
+from cli_helpers import KREASSIGN, Ran
 from kreassign.cli.runtime import Runtime
 from kreassign.sandbox.rawclient import encode
 from kreassign.sandbox.security import CA_FILE, SERVER_KEY_FILE, Security, User
-from test_throttle_cmd import Ran, invoke
 
 MB = 1_000_000
 ADMIN = User("ops", "0ps-Adm1n-S3cret", admin=True)
@@ -61,8 +60,8 @@ class Secured:
 
     def cli(self, props: Path, *args: str) -> Ran:
         journal = () if args[0] == "snapshot" else ("--journal-dir", str(self.home / "journal"))
-        ran = invoke(None, *args, "--bootstrap-server", self.bootstrap, "--command-config", str(props), *journal,
-                     runtime=self.runtime)
+        ran = KREASSIGN.run(*args, "--bootstrap-server", self.bootstrap, "--command-config", str(props), *journal,
+                            runtime=self.runtime, columns=160)
         self.printed.append(ran.output)
         return ran
 

@@ -4,6 +4,7 @@ importable only as `kreassign.<folder>`."""
 from __future__ import annotations
 
 import ast
+import builtins
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,60 @@ def test_architecture_doc_names_every_package_and_only_files_that_exist() -> Non
     assert named, "docs/architecture.md names no module"
     missing = sorted(path for path in named if not (ROOT / path).exists())
     assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+
+
+# ---- where exceptions live ----------------------------------------------------------------------
+BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
+                      if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def class_bases(sources: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(module, class name) -> the last dotted part of each base, for every class of `sources`."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for module, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                found[(module, node.name)] = [ast.unparse(b).split(".")[-1] for b in node.bases]
+    return found
+
+
+def exception_classes(sources: dict[str, str]) -> list[tuple[str, str]]:
+    """The classes of `sources` that derive from an exception: a builtin one, kafka-python's
+    (`kafka.errors.*Error`), or another exception class of `sources`."""
+    bases = class_bases(sources)
+    exceptions = set(BUILTIN_EXCEPTIONS)
+    grew = True
+    while grew:
+        grew = False
+        for (_, name), of in bases.items():
+            if name not in exceptions and any(b in exceptions or b.startswith("Kafka") and b.endswith("Error")
+                                              for b in of):
+                exceptions.add(name)
+                grew = True
+    return sorted(key for key in bases if key[1] in exceptions)
+
+
+def test_exception_classes_are_found_through_their_bases() -> None:
+    sources = {"p.a": "class A(ValueError): pass\nclass B(A): pass\nclass C: pass\n",
+               "p.b": "import kafka.errors as Errors\nclass D(B): pass\nclass E(Errors.KafkaError): pass\n"}
+    assert exception_classes(sources) == [("p.a", "A"), ("p.a", "B"), ("p.b", "D"), ("p.b", "E")]
+
+
+def test_every_exception_of_a_package_lives_in_its_errors_module() -> None:
+    """One errors module per package (`<package>/errors.py`), as STYLE.md's habit 8 asks. A
+    module's private control-flow exception (a leading underscore: raised and caught inside that
+    module, as the Jackson-style JSON parser's) is no error of the package."""
+    sources = {name: path.read_text(encoding="utf-8") for name, path in modules().items()}
+    wrong = [f"{module}.{name}" for module, name in exception_classes(sources)
+             if not name.startswith("_") and module != f"kreassign.{package_of(module)}.errors"]
+    assert not wrong, "exception classes outside their package's errors module:\n" + "\n".join(wrong)
+
+# ---- module size ----------------------------------------------------------------------------------
+MAX_MODULE_LINES = 600
+"""No module outside the sandbox is longer (issue 25): split one by concept, not in halves."""
+
+
+def test_no_module_outside_the_sandbox_is_over_600_lines() -> None:
+    long = {str(path.relative_to(ROOT)): n for name, path in modules().items() if package_of(name) != "sandbox"
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"

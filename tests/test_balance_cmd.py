@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import KREASSIGN
+from cli_helpers import Kreassign
 
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.simulate.synthetic_state import synthetic_cluster
@@ -19,15 +19,10 @@ def snap(tmp_path: Path) -> Path:
     return path
 
 
-def invoke(args: list[str]) -> tuple[int, str, str]:
-    """The CLI in process (`cli_helpers.Kreassign.run`) at a 160-column terminal."""
-    ran = KREASSIGN.run(*args, columns=160)
-    return ran.exit_code, ran.stdout, ran.stderr
-
-
-def test_rebalance_writes_plan_and_rollback(snap: Path, tmp_path: Path) -> None:
+def test_rebalance_writes_plan_and_rollback(snap: Path, tmp_path: Path, kreassign: Kreassign) -> None:
     plan_file = tmp_path / "plan.json"
-    code, out, err = invoke(["rebalance", "--snapshot", str(snap), "--write-plan", str(plan_file)])
+    code, out, err = kreassign.run("rebalance", "--snapshot", str(snap), "--write-plan", str(plan_file),
+                                   columns=160)
     assert code == 0, err
     proposed = json.loads(plan_file.read_text())
     rollback = json.loads((tmp_path / "plan.rollback.json").read_text())
@@ -38,8 +33,9 @@ def test_rebalance_writes_plan_and_rollback(snap: Path, tmp_path: Path) -> None:
     assert "Wrote" in err
 
 
-def test_json_output_is_the_plan(snap: Path) -> None:
-    code, out, _ = invoke(["add-brokers", "--snapshot", str(snap), "--brokers", "7,8,9", "--output", "json"])
+def test_json_output_is_the_plan(snap: Path, kreassign: Kreassign) -> None:
+    code, out, _ = kreassign.run("add-brokers", "--snapshot", str(snap), "--brokers", "7,8,9", "--output", "json",
+                                 columns=160)
     assert code == 0
     doc = json.loads(out)
     assert doc["command"] == "add-brokers"
@@ -48,23 +44,25 @@ def test_json_output_is_the_plan(snap: Path) -> None:
     assert {b["broker"] for b in doc["after"]["brokers"] if b["replicas"]} >= {7, 8, 9}
 
 
-def test_decommission_and_leaders_and_set_rf(snap: Path) -> None:
-    code, out, _ = invoke(["decommission", "--snapshot", str(snap), "--brokers", "2", "-o", "json"])
+def test_decommission_and_leaders_and_set_rf(snap: Path, kreassign: Kreassign) -> None:
+    code, out, _ = kreassign.run("decommission", "--snapshot", str(snap), "--brokers", "2", "-o", "json",
+                                 columns=160)
     assert code == 0
     assert next(b for b in json.loads(out)["after"]["brokers"] if b["broker"] == 2)["replicas"] == 0
-    code, out, _ = invoke(["leaders", "--snapshot", str(snap), "-o", "json"])
+    code, out, _ = kreassign.run("leaders", "--snapshot", str(snap), "-o", "json", columns=160)
     assert code == 0 and json.loads(out)["bytes_moved"] == 0
-    code, out, _ = invoke(["set-rf", "--snapshot", str(snap), "--topic", "topic-00000", "--rf", "2", "-o", "json"])
+    code, out, _ = kreassign.run("set-rf", "--snapshot", str(snap), "--topic", "topic-00000", "--rf", "2", "-o",
+                                 "json", columns=160)
     assert code == 0
     assert all(len(p["replicas"]) == 2 for p in json.loads(out)["reassignment"]["partitions"])
 
 
-def test_user_errors_are_one_line(snap: Path) -> None:
-    code, _, err = invoke(["decommission", "--snapshot", str(snap), "--brokers", "42"])
+def test_user_errors_are_one_line(snap: Path, kreassign: Kreassign) -> None:
+    code, _, err = kreassign.run("decommission", "--snapshot", str(snap), "--brokers", "42", columns=160)
     assert code == 1 and "Error: broker(s) 42 are not in the cluster" in err
-    code, _, err = invoke(["rebalance", "--snapshot", str(snap), "--goals", "rack,speed"])
+    code, _, err = kreassign.run("rebalance", "--snapshot", str(snap), "--goals", "rack,speed", columns=160)
     assert code == 1 and "unknown goal 'speed'" in err
-    code, _, err = invoke(["rebalance", "--snapshot", str(snap), "--pin", "nope"])
+    code, _, err = kreassign.run("rebalance", "--snapshot", str(snap), "--pin", "nope", columns=160)
     assert code == 1 and "TOPIC:PARTITION:BROKER" in err
 
 
@@ -78,10 +76,10 @@ def rackless_rf3(tmp_path: Path) -> Path:
     return path
 
 
-def test_an_infeasible_plan_exits_6_and_writes_nothing(tmp_path: Path) -> None:
+def test_an_infeasible_plan_exits_6_and_writes_nothing(tmp_path: Path, kreassign: Kreassign) -> None:
     snap, plan_file = rackless_rf3(tmp_path), tmp_path / "plan.json"
-    code, out, err = invoke(["decommission", "--snapshot", str(snap), "--brokers", "1,2",
-                             "--write-plan", str(plan_file)])
+    code, out, err = kreassign.run("decommission", "--snapshot", str(snap), "--brokers", "1,2", "--write-plan",
+                                   str(plan_file), columns=160)
     assert code == 6
     assert err.strip() == (
         "Error: decommission: 4 replica(s) of 4 partition(s) (orders-0, orders-1, orders-2, orders-3) "
@@ -90,10 +88,10 @@ def test_an_infeasible_plan_exits_6_and_writes_nothing(tmp_path: Path) -> None:
     assert out == "" and not plan_file.exists() and not (tmp_path / "plan.rollback.json").exists()
 
 
-def test_allow_partial_writes_what_can_be_placed(tmp_path: Path) -> None:
+def test_allow_partial_writes_what_can_be_placed(tmp_path: Path, kreassign: Kreassign) -> None:
     snap, plan_file = rackless_rf3(tmp_path), tmp_path / "plan.json"
-    code, _, err = invoke(["decommission", "--snapshot", str(snap), "--brokers", "1,2",
-                           "--write-plan", str(plan_file), "--allow-partial"])
+    code, _, err = kreassign.run("decommission", "--snapshot", str(snap), "--brokers", "1,2", "--write-plan",
+                                 str(plan_file), "--allow-partial", columns=160)
     assert code == 0
     assert "Warning: 4 replica(s) of 4 partition(s)" in err
     assert "Warning: broker(s) 1, 2 still hold replicas after the plan" in err

@@ -12,11 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from cli_helpers import Kreassign
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.broker_metrics import MetricNames, broker_metrics, missing_note, parse_exposition
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.metrics_source import MetricsEndpoints
-from test_throttle_cmd import invoke
 from test_watch import GrowingCluster, TP
 
 STRIMZI = """\
@@ -93,7 +93,7 @@ class Exporter:
 
 
 @pytest.mark.e2e
-def test_watch_shows_client_impact_from_metrics_urls(tmp_path: Path) -> None:
+def test_watch_shows_client_impact_from_metrics_urls(tmp_path: Path, kreassign: Kreassign) -> None:
     exporter = Exporter()
     registry = CollectorRegistry()
     registry.register(exporter)  # type: ignore[arg-type]
@@ -108,9 +108,9 @@ def test_watch_shows_client_impact_from_metrics_urls(tmp_path: Path) -> None:
             exporter.p99 += 10.0
 
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        ran = invoke(fake, "watch", "--interval", "5s", "--stop-after", "10s", "--sample", "0", "--metrics-url",
-                     f"1={url}", "--output", "json", "--journal-dir", str(tmp_path),
-                     runtime=Runtime(clock=lambda: fake.now, sleep=sleep))
+        ran = kreassign.run("watch", "--interval", "5s", "--stop-after", "10s", "--sample", "0", "--metrics-url",
+                            f"1={url}", "--output", "json", "--journal-dir", str(tmp_path),
+                            runtime=Runtime(clock=lambda: fake.now, sleep=sleep), connect=fake, columns=160)
         assert ran.exit_code == 3, ran.output
         progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]
         assert progress[0]["client"] == []  # one reading is not a rate yet
@@ -124,11 +124,12 @@ def test_watch_shows_client_impact_from_metrics_urls(tmp_path: Path) -> None:
         thread.join()
 
 
-def test_watch_without_metrics_says_what_is_missing(tmp_path: Path) -> None:
+def test_watch_without_metrics_says_what_is_missing(tmp_path: Path, kreassign: Kreassign) -> None:
     fake = GrowingCluster()
     fake.alter_reassignments({TP: [1, 3]})
-    ran = invoke(fake, "watch", "--interval", "5s", "--stop-after", "5s", "--sample", "0", "--output", "json",
-                 "--journal-dir", str(tmp_path), runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+    ran = kreassign.run("watch", "--interval", "5s", "--stop-after", "5s", "--sample", "0", "--output", "json",
+                        "--journal-dir", str(tmp_path),
+                        runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     first = json.loads(ran.stdout.splitlines()[0])
     assert first["client"] == [] and first["client_note"].startswith("no --metrics-url: client latency is not measured")
 
@@ -147,7 +148,7 @@ class LoadedExporter(Exporter):
 
 
 @pytest.mark.e2e
-def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path) -> None:
+def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path, kreassign: Kreassign) -> None:
     fake = GrowingCluster()
     fake.size[TP] = 5_000 * 1_000_000  # long enough to steer
     fake.alter_reassignments({TP: [1, 3]})
@@ -160,10 +161,10 @@ def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     try:
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        ran = invoke(fake, "watch", "--interval", "10s", "--stop-after", "600s", "--sample", "0", "--metrics-url",
-                     f"1={url}", "--auto-throttle", "--max-impact", "20%", "--adjust-every", "30s",
-                     "--change-threshold", "5%", "--output", "json", "--journal-dir", str(tmp_path),
-                     runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+        ran = kreassign.run("watch", "--interval", "10s", "--stop-after", "600s", "--sample", "0", "--metrics-url",
+                            f"1={url}", "--auto-throttle", "--max-impact", "20%", "--adjust-every", "30s",
+                            "--change-threshold", "5%", "--output", "json", "--journal-dir", str(tmp_path),
+                            runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
         assert ran.exit_code == 3, ran.output[-3000:]
         events = [json.loads(line) for line in ran.stdout.splitlines()]
         changes = [e for e in events if e["event"] == "throttle"]
@@ -180,7 +181,8 @@ def test_auto_throttle_keeps_the_measured_impact_within_the_bound(tmp_path: Path
         thread.join()
 
 
-def test_topic_bytes_in_from_metrics_are_the_write_rates_of_the_first_model_eta(tmp_path: Path) -> None:
+def test_topic_bytes_in_from_metrics_are_the_write_rates_of_the_first_model_eta(tmp_path: Path,
+                                                                                kreassign: Kreassign) -> None:
     """Without a sample, the brokers' bytes in per topic are a write-rate source: spread over the
     topic's partitions, for partitions the polls have no estimate of yet (a paced plan's pending
     ones); the progress says where the rates came from."""
@@ -198,9 +200,9 @@ def test_topic_bytes_in_from_metrics_are_the_write_rates_of_the_first_model_eta(
             exporter.bytes_in += 4_000_000 * seconds  # topic t: 2 partitions, 2 MB/s each
 
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        ran = invoke(fake, "watch", "--interval", "5s", "--stop-after", "5s", "--sample", "0", "--metrics-url",
-                     f"1={url}", "--output", "json", "--journal-dir", str(tmp_path),
-                     runtime=Runtime(clock=lambda: fake.now, sleep=sleep))
+        ran = kreassign.run("watch", "--interval", "5s", "--stop-after", "5s", "--sample", "0", "--metrics-url",
+                            f"1={url}", "--output", "json", "--journal-dir", str(tmp_path),
+                            runtime=Runtime(clock=lambda: fake.now, sleep=sleep), connect=fake, columns=160)
         progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]
         second = progress[1]
         assert second["client"][0]["bytes_in_bps"] == {"t": 4_000_000.0}

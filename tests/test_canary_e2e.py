@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import Kreassign
 from kreassign.cluster.canary import canary_assignment
-from test_throttle_cmd import invoke
-
 from live import write_records
 
 pytestmark = pytest.mark.e2e
@@ -42,11 +41,12 @@ def leftovers(live: Any) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.live_wall_clock
-def test_canary_measures_every_broker_reports_impact_and_leaves_nothing_behind(live: Any, tmp_path: Path) -> None:
+def test_canary_measures_every_broker_reports_impact_and_leaves_nothing_behind(live: Any, tmp_path: Path,
+                                                                               kreassign: Kreassign) -> None:
     live.topic()
     before = leftovers(live)
-    ran = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "3", "--interval", "0",
-                 "--output", "json")
+    ran = kreassign.run("canary", "--bootstrap-server", live.bootstrap, "--rounds", "3", "--interval", "0",
+                        "--output", "json", columns=160)
     assert ran.exit_code == 0, ran.output
     doc = json.loads(ran.stdout)
     assert (doc["topic"], doc["notes"]) == ("__kreassign_canary", [])
@@ -58,20 +58,21 @@ def test_canary_measures_every_broker_reports_impact_and_leaves_nothing_behind(l
     assert leftovers(live) == before
     baseline = tmp_path / "baseline.json"
     baseline.write_text(ran.stdout, encoding="utf-8")
-    again = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "2", "--interval", "0",
-                   "--baseline", str(baseline), "--output", "json")
+    again = kreassign.run("canary", "--bootstrap-server", live.bootstrap, "--rounds", "2", "--interval", "0",
+                          "--baseline", str(baseline), "--output", "json", columns=160)
     assert again.exit_code == 0, again.output
     later = json.loads(again.stdout)
     rises = {i["broker"]: i["p99_increase"] for i in later["impact"]}
     assert set(rises) == set(live.brokers) and later["worst_impact"] == max(rises.values())
-    text = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "1", "--interval", "0")
+    text = kreassign.run("canary", "--bootstrap-server", live.bootstrap, "--rounds", "1", "--interval", "0",
+                         columns=160)
     lines = text.stdout.splitlines()
     assert lines[0] == "Canary on __kreassign_canary (times in cluster ms; p99 with its 95% interval):"
     assert [int(m.group(1)) for m in map(CANARY_LINE.fullmatch, lines[1:]) if m] == live.brokers, text.stdout
     assert text.stderr == "" and leftovers(live) == before
 
 
-def test_canary_reads_its_records_back_without_list_offsets(sandbox_factory: Any) -> None:
+def test_canary_reads_its_records_back_without_list_offsets(sandbox_factory: Any, kreassign: Kreassign) -> None:
     """Emulator only (fault injection): every ListOffsets fails, as it can for a moment on a real
     cluster whose brokers do not know the canary topic yet. The consumer starts after each
     partition's warm-up record, which the producer's answer placed, so no measured record is
@@ -80,7 +81,8 @@ def test_canary_reads_its_records_back_without_list_offsets(sandbox_factory: Any
 
     sb = sandbox_factory(brokers=3, racks=0, topics=(), clock=ScaledClock(1.0))
     sb.inject_error("ListOffsets", 6, per_item=True)  # NOT_LEADER_OR_FOLLOWER
-    ran = invoke(None, "canary", "--bootstrap-server", sb.bootstrap, "--rounds", "2", "--interval", "0", "-o", "json")
+    ran = kreassign.run("canary", "--bootstrap-server", sb.bootstrap, "--rounds", "2", "--interval", "0", "-o",
+                        "json", columns=160)
     assert ran.exit_code == 0, ran.output
     brokers = json.loads(ran.stdout)["brokers"]
     assert [(b["broker"], b["requests"], b["end_to_end_p99_ms"] is not None) for b in brokers] == [
@@ -94,7 +96,9 @@ def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -
     from test_watch import GrowingCluster, TP
 
     from kreassign.cluster.client_latency import LatencySample
-    from kreassign.execute.watch import ProgressEvent, WatchRequest, watch
+    from kreassign.execute.watch import watch
+    from kreassign.execute.watch_events import ProgressEvent
+    from kreassign.execute.watch_request import WatchRequest
 
     fake = GrowingCluster()
     latency = {"ms": 10.0}
@@ -121,7 +125,7 @@ def test_watch_takes_a_canary_baseline_then_reports_the_impact_at_every_poll() -
 
 
 @pytest.mark.live_wall_clock
-def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path) -> None:
+def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path, kreassign: Kreassign) -> None:
     from kreassign.cli.runtime import Runtime
 
     from live import HOLD_BYTES, HOLD_RATE
@@ -132,14 +136,14 @@ def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path) -> None:
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 3]}]}),
                     encoding="utf-8")
     journals = str(tmp_path / "j")
-    executed = invoke(None, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE), "--bootstrap-server",
-                      live.bootstrap, "--journal-dir", journals)
+    executed = kreassign.run("execute", "-f", str(plan), "--throttle", str(HOLD_RATE), "--bootstrap-server",
+                             live.bootstrap, "--journal-dir", journals, columns=160)
     assert executed.exit_code == 0, executed.output
     with live.admin() as admin:  # the move holds before the watch starts (a CI run once saw it done)
         assert [tp.partition for tp in admin.list_reassignments() if tp.topic == topic] == [0], executed.output
-    ran = invoke(None, "watch", "--bootstrap-server", live.bootstrap, "--canary", "--interval", "5s", "--stop-after",
-                 "25s", "--sample", "0", "--output", "json", "--journal-dir", journals,
-                 runtime=Runtime(clock=time.monotonic, sleep=lambda s: None))  # polls back to back
+    ran = kreassign.run("watch", "--bootstrap-server", live.bootstrap, "--canary", "--interval", "5s",
+                        "--stop-after", "25s", "--sample", "0", "--output", "json", "--journal-dir", journals,
+                        runtime=Runtime(clock=time.monotonic, sleep=lambda s: None), columns=160)  # polls back to back
     assert ran.exit_code == 3, ran.output[-2000:]
     progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]
     assert len(progress) >= 2 and {c["broker"] for c in progress[0]["canary"]} == set(live.brokers)
@@ -150,7 +154,8 @@ def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.live_wall_clock
-def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, tmp_path: Path) -> None:
+def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, tmp_path: Path,
+                                                                    kreassign: Kreassign) -> None:
     """A canary baseline before a move, the move under 100 kB/s, then `throttle suggest
     --canary-baseline` for the next move: each broker's rates are the catch-up it carries scaled
     by the bound over the rise the canary measured there (capped by what clients leave of
@@ -167,23 +172,24 @@ def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, t
                                                                   "replicas": replicas}]}))
         return path
 
-    base = invoke(None, "canary", "--bootstrap-server", live.bootstrap, "--rounds", "3", "--interval", "0", "-o",
-                  "json")
+    base = kreassign.run("canary", "--bootstrap-server", live.bootstrap, "--rounds", "3", "--interval", "0", "-o",
+                         "json", columns=160)
     assert base.exit_code == 0, base.output
     # a baseline of 0.01 ms (its tail too) makes every rise positive and more than noise, so the
     # measured relation decides every side
     doc = json.loads(base.stdout)
     doc["brokers"] = [{**b, "p99_ms": 0.01, "tail_ms": 0.01} for b in doc["brokers"]]
     (tmp_path / "baseline.json").write_text(json.dumps(doc), encoding="utf-8")
-    ran = invoke(None, "execute", "-f", str(plan_of(0, [2])), "--throttle", "100000", "--bootstrap-server",
-                 live.bootstrap, "--journal-dir", str(tmp_path / "j"))
+    ran = kreassign.run("execute", "-f", str(plan_of(0, [2])), "--throttle", "100000", "--bootstrap-server",
+                        live.bootstrap, "--journal-dir", str(tmp_path / "j"), columns=160)
     assert ran.exit_code == 0, ran.output
-    shown = invoke(None, "throttle", "show", "--bootstrap-server", live.bootstrap, "-o", "json")
+    shown = kreassign.run("throttle", "show", "--bootstrap-server", live.bootstrap, "-o", "json", columns=160)
     current = {b["broker"]: (b["leader_rate"], b["follower_rate"]) for b in json.loads(shown.stdout)["brokers"]}
     assert current[1] == current[2] == (100000, 100000)
-    ran = invoke(None, "throttle", "suggest", "-f", str(plan_of(1, [1])), "--max-impact", "20%", "--canary-baseline",
-                 str(tmp_path / "baseline.json"), "--bootstrap-server", live.bootstrap, "--sample", "0",
-                 "--network-capacity", "100MB/s", "-o", "json", runtime=Runtime(sleep=lambda _: None))
+    ran = kreassign.run("throttle", "suggest", "-f", str(plan_of(1, [1])), "--max-impact", "20%",
+                        "--canary-baseline", str(tmp_path / "baseline.json"), "--bootstrap-server", live.bootstrap,
+                        "--sample", "0", "--network-capacity", "100MB/s", "-o", "json",
+                        runtime=Runtime(sleep=lambda _: None), columns=160)
     assert ran.exit_code == 0, ran.output
     assert live.reassigning(), "the first move must still run while the canary measures"
     doc = json.loads(ran.stdout)

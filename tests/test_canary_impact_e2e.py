@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import KREASSIGN, Ran
 from kreassign.cli.runtime import Runtime
 from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
 from live import wait_until
-from test_throttle_cmd import Ran, invoke
-
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 NETWORK_BPS = 20e6
@@ -47,8 +46,8 @@ def moving(sandbox_factory: Callable[..., SandboxCluster], tmp_path: Path) -> tu
 
 def run(sb: SandboxCluster, *args: str) -> Ran:
     """The CLI on wall time (the sandbox's clock is wall time at speed 1)."""
-    return invoke(None, *args, "--bootstrap-server", sb.bootstrap,
-                  runtime=Runtime(clock=time.monotonic, sleep=time.sleep))
+    return KREASSIGN.run(*args, "--bootstrap-server", sb.bootstrap,
+                         runtime=Runtime(clock=time.monotonic, sleep=time.sleep), columns=160)
 
 
 def canary(sb: SandboxCluster, *extra: str) -> dict[str, Any]:

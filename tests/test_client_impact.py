@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli_helpers import Kreassign
 from kreassign.cluster.client_latency import (
     LatencySample, exceeds_baseline, impact, measure_baseline, percentile, quantile_interval,
     quantile_ranks, summarize, worst,
@@ -93,20 +94,18 @@ def test_simulate_reads_the_canary_baseline(tmp_path: Path) -> None:
     assert _baseline(str(path)) == {"fetch_rtt_ms": 4.0} and _baseline(None) == {}
 
 
-def test_a_bad_canary_baseline_is_an_input_error_wherever_it_is_read(tmp_path: Path) -> None:
+def test_a_bad_canary_baseline_is_an_input_error_wherever_it_is_read(tmp_path: Path, kreassign: Kreassign) -> None:
     """One exit status (1) and one line for a baseline file that cannot serve, before any connection."""
     import json
 
-    from cli_helpers import run_cli
-
     bad = tmp_path / "bad.json"
     bad.write_text('{"brokers": [{"broker": 1}]}', encoding="utf-8")
-    ran = run_cli(["canary", "--bootstrap-server", "127.0.0.1:1", "--baseline", str(bad)])
+    ran = kreassign.run("canary", "--bootstrap-server", "127.0.0.1:1", "--baseline", str(bad))
     assert (ran.code, ran.err.strip()) == (1, f"Error: {bad} is not the JSON of `kreassign canary -o json`")
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"brokers": [{"broker": 1, "requests": 0, "timeouts": 0}]}), encoding="utf-8")
     snapshot = Path(__file__).resolve().parent.parent / "demo" / "sample-snapshot.json"
-    ran = run_cli(["simulate", "--snapshot", str(snapshot), "-f", str(bad), "--client-baseline", str(empty)])
+    ran = kreassign.run("simulate", "--snapshot", str(snapshot), "-f", str(bad), "--client-baseline", str(empty))
     assert (ran.code, ran.err.strip()) == (1, f"Error: {empty} has no produce latency to use as the baseline")
 
 

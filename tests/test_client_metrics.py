@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import Kreassign, Ran
 from kreassign.cluster.client_metrics import Subscription, parse_match, set_ops
 from kreassign.cluster.errors import InputError
-from test_throttle_cmd import Ran, invoke
-
 from live import wait_until
 
 
@@ -32,12 +31,12 @@ def test_values_and_validation() -> None:
 
 
 @pytest.mark.e2e
-def test_set_list_delete(live: Any) -> None:
+def test_set_list_delete(live: Any, kreassign: Kreassign) -> None:
     """The CLI against both engines. A broker answers DescribeConfigs from its own copy of the
     metadata, which follows the controller's a moment later: `list` is polled until it shows
     what `set` changed (at once on the emulator)."""
     def run(*args: str) -> Ran:
-        return invoke(None, "client-metrics", *args, "--bootstrap-server", live.bootstrap)
+        return kreassign.run("client-metrics", *args, "--bootstrap-server", live.bootstrap, columns=160)
 
     def shows(*args: str, expected: str) -> Callable[[], bool]:
         return lambda: run("list", *args).stdout == expected
@@ -67,11 +66,12 @@ def test_set_list_delete(live: Any) -> None:
 
 
 @pytest.mark.e2e
-def test_set_and_delete_in_json(sandbox: Any) -> None:
+def test_set_and_delete_in_json(sandbox: Any, kreassign: Kreassign) -> None:
     """What `set` and `delete` print with --output json (the tool's own document: the same on
     either engine, so the emulator alone)."""
     def run(*args: str) -> Ran:
-        return invoke(None, "client-metrics", *args, "--bootstrap-server", sandbox.bootstrap, "--output", "json")
+        return kreassign.run("client-metrics", *args, "--bootstrap-server", sandbox.bootstrap, "--output", "json",
+                             columns=160)
 
     ran = run("set", "--name", "during-move", "--metrics", "org.apache.kafka.producer", "--interval", "10s")
     assert ran.exit_code == 0, ran.output
@@ -116,11 +116,11 @@ def test_the_brokers_checks_and_stored_values(live: Any) -> None:
 
 
 @pytest.mark.e2e
-def test_set_list_delete_on_every_kafka_release(kafka_matrix: Any) -> None:
+def test_set_list_delete_on_every_kafka_release(kafka_matrix: Any, kreassign: Kreassign) -> None:
     """Kafka 3.9 lists subscriptions with ListClientMetricsResources (API 74 v0), 4.x with its
     successor ListConfigResources: the same commands, the same answers."""
     def run(*args: str) -> Ran:
-        return invoke(None, "client-metrics", *args, "--bootstrap-server", kafka_matrix.bootstrap)
+        return kreassign.run("client-metrics", *args, "--bootstrap-server", kafka_matrix.bootstrap, columns=160)
 
     name = f"matrix-{uuid.uuid4().hex[:8]}"
     line = f"{name}: org.apache.kafka.consumer.node.request.latency every 5000 ms, from client_software_name=x\n"

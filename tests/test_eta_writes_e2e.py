@@ -12,22 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import KREASSIGN, Ran
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import build_client_config
 from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
-from test_throttle_cmd import Ran, invoke
-
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MB = 1_000_000
 TICK = 0.01  # one fetch round: the quota is checked as often as Kafka checks it
 
 
 def cli(sb: SandboxCluster, tmp: Path, *args: str) -> Ran:
-    return invoke(None, *args, "--bootstrap-server", sb.bootstrap,
-                  runtime=Runtime(clock=lambda: sb.now, sleep=sb.advance))
+    return KREASSIGN.run(*args, "--bootstrap-server", sb.bootstrap,
+                         runtime=Runtime(clock=lambda: sb.now, sleep=sb.advance), columns=160)
 
 
 def write_plan(tmp: Path, moves: dict[TopicPartition, tuple[int, ...]]) -> str:

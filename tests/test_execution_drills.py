@@ -21,9 +21,10 @@ import pytest
 from fake_cluster import FakeCluster
 from kreassign.cluster.errors import KreassignError
 from kreassign.cluster.model import PartitionTarget, TopicPartition
-from kreassign.execute.executor import ExecuteRequest, RetargetRefused
-from kreassign.execute.journal import JournalConflict, JournalStore
-from kreassign.execute.lock import LOCK_KEY, ExecutionLocked, LockConfig, StopRequested
+from kreassign.execute.errors import ExecutionLocked, JournalConflict, RetargetRefused, StopRequested
+from kreassign.execute.executor import ExecuteRequest
+from kreassign.execute.journal import JournalStore
+from kreassign.execute.lock import LOCK_KEY, LockConfig
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.run import RunControl, abort_run, refuse_while_running, resume_run, run_execute, verify_run
 from kreassign.execute.verify import VerifyRequest, verify

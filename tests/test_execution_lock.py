@@ -10,7 +10,9 @@ import pytest
 
 from fake_cluster import FakeCluster
 from kreassign.cluster.errors import ClusterError
-from kreassign.execute.lock import LOCK_KEY, STOP_KEY, ExecutionLock, ExecutionLocked, LockLost, Owner, StopRequested
+from kreassign.execute.errors import ExecutionLocked, LockLost, StopRequested
+from kreassign.execute.lock import LOCK_KEY, STOP_KEY, ExecutionLock
+from kreassign.execute.lock_owner import Owner
 
 
 class StaleFirstRead(FakeCluster):

@@ -11,7 +11,7 @@ import pytest
 
 from kreassign.cluster.files import read_bytes, read_text
 
-from cli_helpers import SAMPLE, run_cli
+from cli_helpers import SAMPLE, Kreassign
 
 
 def test_a_regular_file_within_the_bound(tmp_path: Path) -> None:
@@ -55,34 +55,34 @@ def test_directories_and_bad_utf8(tmp_path: Path) -> None:
     ["--bootstrap-server", "127.0.0.1:1", "--verify", "--reassignment-json-file", "/dev/zero"],
     ["simulate", "--snapshot", str(SAMPLE), "-f", "/dev/zero"],  # refused before Spark starts, and before it says so
 ])
-def test_devices_on_the_command_line_end_in_one_line(argv: list[str]) -> None:
-    ran = run_cli(argv)
+def test_devices_on_the_command_line_end_in_one_line(argv: list[str], kreassign: Kreassign) -> None:
+    ran = kreassign.run(*argv)
     assert ran.code == 1
     text = (ran.out + ran.err).strip()
     assert len(text.splitlines()) == 1 and "not a regular file (a device or a socket)" in text
 
 
-def test_a_snapshot_whose_topic_name_is_not_utf8(tmp_path: Path) -> None:
+def test_a_snapshot_whose_topic_name_is_not_utf8(tmp_path: Path, kreassign: Kreassign) -> None:
     data = SAMPLE.read_bytes()
     at = data.index(b'"topic":"') + len(b'"topic":"')
     bad = tmp_path / "bad.json"
     bad.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
-    ran = run_cli(["rebalance", "--snapshot", str(bad), "--write-plan", str(tmp_path / "p.json")])
+    ran = kreassign.run("rebalance", "--snapshot", str(bad), "--write-plan", str(tmp_path / "p.json"))
     assert ran.code == 1
     assert ran.err.strip() == (f"Error: {bad}: partitions.topic holds a topic name that is not UTF-8 text (invalid "
                                "start byte at byte 0)")
 
 
-def test_a_huge_topic_name_is_clipped_in_messages(tmp_path: Path) -> None:
+def test_a_huge_topic_name_is_clipped_in_messages(tmp_path: Path, kreassign: Kreassign) -> None:
     plan = tmp_path / "plan.json"
     plan.write_text('{"version":1,"partitions":[{"topic":"' + "t" * 100_000 + '","partition":0,"replicas":[1,2,3]}]}')
-    ran = run_cli(["plan", "--snapshot", str(SAMPLE), "-f", str(plan)])
+    ran = kreassign.run("plan", "--snapshot", str(SAMPLE), "-f", str(plan))
     assert ran.code == 1 and len(ran.err) < 500 and "(100002 characters)" in ran.err
 
 
-def test_simulate_checks_a_plan_that_is_not_utf8_before_it_announces_spark(tmp_path: Path) -> None:
+def test_simulate_checks_a_plan_that_is_not_utf8_before_it_announces_spark(tmp_path: Path, kreassign: Kreassign) -> None:
     bad = tmp_path / "plan.json"
     bad.write_bytes(b"\xff\xfe{")
-    ran = run_cli(["simulate", "--snapshot", str(SAMPLE), "-f", str(bad), "--throttle", "10MB/s"])
+    ran = kreassign.run("simulate", "--snapshot", str(SAMPLE), "-f", str(bad), "--throttle", "10MB/s")
     assert (ran.code, ran.out) == (1, "")
     assert ran.err == f"Error: cannot read the plan {bad}: not UTF-8 text (byte 0 is invalid)\n"

@@ -12,7 +12,8 @@ from cli_helpers import KREASSIGN
 
 from kreassign.simulate import jvm_cache
 from kreassign.simulate.jvm_cache import JvmCache, archive_path, finish_recording, plan, record_in_background
-from kreassign.simulate.session import SparkUnavailable, check_java, find_java
+from kreassign.simulate.errors import SparkUnavailable
+from kreassign.simulate.session import check_java, find_java
 
 DEAD = 2**22 + 12345  # above the default pid_max: no such process
 

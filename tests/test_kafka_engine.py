@@ -21,7 +21,7 @@ from kreassign.sandbox.kafka_engine import dist
 from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, new_cluster_id
 from kreassign.sandbox.kafka_engine.node_config import CONTROLLER_ID, Layout, Listener, properties
 
-from cli_helpers import KREASSIGN, run_cli
+from cli_helpers import KREASSIGN, Kreassign
 
 LAYOUT = Layout(racks={1: "rack-1", 2: "rack-2", 3: None}, ports={1: 9001, 2: 9002, 3: 9003},
                 controller_port=9100, data_dir=Path("/data"), log_dirs=2)
@@ -117,13 +117,14 @@ def test_cluster_ids_are_kafkas_shape() -> None:
     assert len(ids) == 200 and all(len(i) == 22 and not i.startswith("-") for i in ids)
 
 
-def test_start_refuses_emulator_only_options_and_a_taken_port(tmp_path: Path, kafka_cluster: Any) -> None:
-    refused = run_cli(["sandbox", "start", "--engine", "kafka", "--speed", "2", "--network", "1MB/s"])
+def test_start_refuses_emulator_only_options_and_a_taken_port(tmp_path: Path, kafka_cluster: Any,
+                                                              kreassign: Kreassign) -> None:
+    refused = kreassign.run("sandbox", "start", "--engine", "kafka", "--speed", "2", "--network", "1MB/s")
     assert refused.code == 1
     assert refused.err.startswith("Error: --speed, --network: only the emulator has these options")
     taken = kafka_cluster.ports[1]
-    busy = run_cli(["sandbox", "start", "--engine", "kafka", "--brokers", "1", "--port-base", str(taken),
-                    "--state-dir", str(tmp_path / "sb")])
+    busy = kreassign.run("sandbox", "start", "--engine", "kafka", "--brokers", "1", "--port-base", str(taken),
+                         "--state-dir", str(tmp_path / "sb"))
     assert busy.code == 1 and f"port {taken} on 127.0.0.1 is in use" in busy.err, busy.err
     assert len(busy.err.strip().splitlines()) == 1
 

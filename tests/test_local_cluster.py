@@ -10,9 +10,10 @@ import pytest
 from kreassign.cluster.errors import InputError
 from kreassign.simulate import session
 from kreassign.simulate.local_cluster import STATE_FILE, ClusterOptions, LocalCluster, read_status, spark_home
-from kreassign.simulate.session import SparkOptions, SparkUnavailable, start_session
+from kreassign.simulate.errors import SparkUnavailable
+from kreassign.simulate.session import SparkOptions, start_session
 
-from cli_helpers import run_cli
+from cli_helpers import Kreassign
 
 
 def test_pip_pyspark_has_spark_class_and_the_connect_server_jar() -> None:
@@ -27,13 +28,13 @@ def test_options_need_a_worker_with_a_core() -> None:
         ClusterOptions(workers=0)
 
 
-def test_status_without_a_cluster_exits_1(tmp_path: Path) -> None:
-    run = run_cli(["spark", "status", "--state-dir", str(tmp_path), "--output", "json"])
+def test_status_without_a_cluster_exits_1(tmp_path: Path, kreassign: Kreassign) -> None:
+    run = kreassign.run("spark", "status", "--state-dir", str(tmp_path), "--output", "json")
     assert run.code == 1
     assert json.loads(run.out) == {"running": False, "state_dir": str(tmp_path)}
-    stopped = run_cli(["spark", "stop", "--state-dir", str(tmp_path)])
+    stopped = kreassign.run("spark", "stop", "--state-dir", str(tmp_path))
     assert (stopped.code, stopped.err.strip()) == (0, f"No Spark cluster is running from {tmp_path}.")
-    stopped = run_cli(["spark", "stop", "--state-dir", str(tmp_path), "--output", "json"])
+    stopped = kreassign.run("spark", "stop", "--state-dir", str(tmp_path), "--output", "json")
     assert (stopped.code, json.loads(stopped.out)) == (0, {"stopped": False, "state_dir": str(tmp_path)})
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import Run, run_cli
+from cli_helpers import Kreassign, Run
 
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.cluster.port import ReplicaLogDir
@@ -38,12 +38,13 @@ WARNING = ("Warning: You must run --verify periodically, until the reassignment 
 
 
 @pytest.fixture
-def kafka_style(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Callable[..., Run]]:
+def kafka_style(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kreassign: Kreassign) -> Callable[..., Callable[...,
+                Run]]:
     """The Kafka-style front door in process, with the test's own journal dir."""
     monkeypatch.setenv("KREASSIGN_JOURNAL_DIR", str(tmp_path / "journal"))
 
     def on(bootstrap: str) -> Callable[..., Run]:
-        return lambda *argv: run_cli(["--bootstrap-server", bootstrap, *argv])
+        return lambda *argv: kreassign.run("--bootstrap-server", bootstrap, *argv)
 
     return on
 
@@ -84,7 +85,8 @@ def verified(topic: str, replica_state: str) -> str:
             f"Clearing topic-level throttles on topic {topic}\n")
 
 
-def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable[..., Run]], tmp_path: Path) -> None:
+def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable[..., Run]], tmp_path: Path,
+                                  kreassign: Kreassign) -> None:
     """testLogDirReassignment: broker 1's replica moves to another of its dirs under a 1 B/s
     log-dir throttle: --verify shows the move active, DescribeLogDirs the future replica (whole
     fetches of whole batches) beside the current one; removing the throttle completes it."""
@@ -112,8 +114,8 @@ def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable
                                             "progress.\n")
     with live.admin() as port:  # only the broker whose replica moves gets the log-dir throttle
         assert [log_dir_rate(port, b) for b in live.brokers] == ["1", None, None, None, None]
-    report = run_cli(["verify", "--bootstrap-server", live.bootstrap, "--reassignment-json-file", moves,
-                      "--exit-status", "--output", "json"])
+    report = kreassign.run("verify", "--bootstrap-server", live.bootstrap, "--reassignment-json-file", moves,
+                           "--exit-status", "--output", "json")
     assert report.code == 3, report.out + report.err
     assert json.loads(report.out)["log_dirs"] == [{"replica": f"{topic}-0-1", "state": "in-progress", "target": target,
                                                    "current": before.log_dir, "future": target}]

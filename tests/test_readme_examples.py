@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import Kreassign
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,13 +24,14 @@ def transcript() -> list[tuple[str, list[str]]]:
     return steps
 
 
-def test_the_sample_transcript_is_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sample_transcript_is_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          kreassign: Kreassign) -> None:
     monkeypatch.chdir(tmp_path)
     os.symlink(ROOT / "demo", tmp_path / "demo")
     steps = transcript()
     assert [cmd.split()[1] for cmd, _ in steps] == ["add-brokers", "estimate", "throttle"]
     for command, shown in steps:
-        result = run_cli(command.split()[1:])
+        result = kreassign.run(*command.split()[1:])
         assert result.code == 0, result.err
         actual = [line.rstrip() for line in (result.out + result.err).splitlines()]
         for line in shown:

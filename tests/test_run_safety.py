@@ -209,7 +209,7 @@ def test_a_paced_submit_that_times_out_and_lands_later_is_adopted_not_resubmitte
 
 
 def test_a_paced_submit_failing_again_and_again_stops_saying_what_it_left(tmp_path: Path) -> None:
-    from kreassign.execute.executor import ExecuteFailed
+    from kreassign.execute.errors import ExecuteFailed
 
     fake, clock = FakeCluster([1, 2, 3, 4]), Clock()
     store, request = paced_world(fake, tmp_path)

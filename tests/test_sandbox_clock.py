@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import Kreassign
 from kreassign.sandbox.clock import ClockKeeper, ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.daemon import PID_FILE, DaemonInfo
 from kreassign.sandbox.topics import TopicSpec
-from tests.test_sandbox_state import run_cli
 
 
 class Counter:
@@ -128,19 +128,19 @@ def write_status(tmp_path: Path, clock: dict[str, Any]) -> str:
     return str(state)
 
 
-def test_status_shows_the_speed_kept_and_the_time_given_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_shows_the_speed_kept_and_the_time_given_up(tmp_path: Path, kreassign: Kreassign) -> None:
     state = write_status(tmp_path, {"speed": 60.0, "running_speed": 12.8, "kept_speed": 14.2, "kept_share": 0.2367,
                                     "given_up_s": 912.5, "lag_s": 2.5})
-    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
+    code, out, _ = kreassign.run("sandbox", "status", "--state-dir", state)
     assert code == 0
     assert ("speed:     60x asked, runs at 12.8x (14.2x kept over the last seconds): the engine cannot do more "
             "work on this machine, so sandbox time waits for it (912.5 sandbox s given up since start)\n") in out
-    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state, "-o", "json")
+    code, out, _ = kreassign.run("sandbox", "status", "--state-dir", state, "-o", "json")
     assert json.loads(out)["extra"]["clock"]["kept_speed"] == 14.2
 
 
-def test_status_of_a_sandbox_that_keeps_its_speed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_of_a_sandbox_that_keeps_its_speed(tmp_path: Path, kreassign: Kreassign) -> None:
     state = write_status(tmp_path, {"speed": 60.0, "running_speed": 60.0, "kept_speed": 60.0, "kept_share": 1.0,
                                     "given_up_s": 0.0, "lag_s": 0.0})
-    code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state)
+    code, out, _ = kreassign.run("sandbox", "status", "--state-dir", state)
     assert code == 0 and "speed:     60x\n" in out

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from cli_helpers import KREASSIGN, run_cli
+from cli_helpers import KREASSIGN, Kreassign
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,11 +46,11 @@ def test_an_interval_reports_its_own_acks_and_starts_afresh() -> None:
 
 
 @pytest.mark.e2e
-def test_sandbox_load_runs_real_clients_and_prints_latency_and_lag(sandbox_factory: Any) -> None:
+def test_sandbox_load_runs_real_clients_and_prints_latency_and_lag(sandbox_factory: Any, kreassign: Kreassign) -> None:
     sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("orders", 3, 3, 1_000_000, 100.0)],
                          clock=ScaledClock(10.0))
-    result = run_cli(["sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:50kB/s",
-                      "--message-size", "500", "--duration", "3s", "--interval", "1s"])
+    result = kreassign.run("sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:50kB/s",
+                           "--message-size", "500", "--duration", "3s", "--interval", "1s")
     assert result.code == 0, result.err
     lines = [line for line in result.out.splitlines() if re.match(r"\s+\d+\.\ds", line)]
     assert len(lines) >= 3
@@ -91,11 +91,11 @@ def test_sandbox_load_ends_with_one_line_when_the_cluster_goes_away(sandbox_fact
 
 
 @pytest.mark.e2e
-def test_sandbox_load_json_prints_one_document_per_interval(sandbox_factory: Any) -> None:
+def test_sandbox_load_json_prints_one_document_per_interval(sandbox_factory: Any, kreassign: Kreassign) -> None:
     sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("orders", 3, 3, 1_000_000, 100.0)],
                          clock=ScaledClock(10.0))
-    result = run_cli(["sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:50kB/s",
-                      "--message-size", "500", "--duration", "2s", "--interval", "1s", "--output", "json"])
+    result = kreassign.run("sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:50kB/s",
+                           "--message-size", "500", "--duration", "2s", "--interval", "1s", "--output", "json")
     assert result.code == 0, result.err
     samples = [json.loads(line) for line in result.out.splitlines()]
     assert len(samples) >= 2

@@ -11,6 +11,7 @@ from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from cli_helpers import Kreassign
 from kreassign.sandbox.prometheus import percentile
 from kreassign.sandbox.topics import TopicSpec
 
@@ -98,28 +99,27 @@ def test_metrics_during_a_throttled_move_with_a_producer_over_its_quota(sandbox_
 
 
 @pytest.mark.e2e
-def test_a_daemon_started_with_metrics_port_serves_them_and_status_shows_where(tmp_path: Any) -> None:
+def test_a_daemon_started_with_metrics_port_serves_them_and_status_shows_where(tmp_path: Any,
+                                                                               kreassign: Kreassign) -> None:
     import json
 
-    from cli_helpers import run_cli
-
     state = str(tmp_path / "sb")
-    started = run_cli(["sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "2", "--racks", "0",
-                       "--topics", "a:2:2", "--metrics-port", "0"])
+    started = kreassign.run("sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "2", "--racks", "0",
+                            "--topics", "a:2:2", "--metrics-port", "0")
     assert started.code == 0, started.err
     try:
         assert "Broker 2 metrics: http://127.0.0.1:" in started.err
-        status = run_cli(["sandbox", "status", "--state-dir", state, "-o", "json"])
+        status = kreassign.run("sandbox", "status", "--state-dir", state, "-o", "json")
         urls = json.loads(status.out)["extra"]["metrics"]
         assert sorted(urls) == ["1", "2"]
         for url in urls.values():
             port = int(url.rsplit(":", 1)[1].split("/")[0])
             samples = scrape(port)
             assert value(samples, "kafka_server_replicamanager_partitioncount") == 2.0
-        text = run_cli(["sandbox", "status", "--state-dir", state])
+        text = kreassign.run("sandbox", "status", "--state-dir", state)
         assert f"metrics:   broker 1 {urls['1']}" in text.out
     finally:
-        run_cli(["sandbox", "stop", "--state-dir", state])
+        kreassign.run("sandbox", "stop", "--state-dir", state)
 
 
 def test_the_collector_computes_each_broker_from_what_it_recorded() -> None:

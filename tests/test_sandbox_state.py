@@ -9,16 +9,10 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from cli_helpers import KREASSIGN
+from cli_helpers import Kreassign
 from kreassign.sandbox.clock import ManualClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec, parse_topic_spec
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """The CLI in process (`cli_helpers.Kreassign.run`); `capsys` stays for the callers' sake."""
-    ran = KREASSIGN.run(*argv)
-    return ran.exit_code, ran.stdout, ran.stderr
 
 
 def start_move(bootstrap: str) -> dict[TopicPartition, list[int]]:
@@ -83,29 +77,29 @@ def test_topic_spec_with_size_and_rate() -> None:
 
 
 @pytest.mark.e2e
-def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, kreassign: Kreassign) -> None:
     state = str(tmp_path / "sb")
     args = ["sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "3", "--racks", "0",
             "--topics", "a:2:2,b:1:1", "--speed", "1", "--kafka-version", "3.9.2"]
-    code, out, err = run_cli(capsys, *args)
+    code, out, err = kreassign.run(*args)
     assert code == 0 and "Sandbox running in the background" in err
     bootstrap = out.strip()
     try:
-        code, out, _ = run_cli(capsys, "sandbox", "status", "--state-dir", state, "-o", "json")
+        code, out, _ = kreassign.run("sandbox", "status", "--state-dir", state, "-o", "json")
         status: dict[str, Any] = json.loads(out)
         assert code == 0 and status["running"] and status["bootstrap"] == bootstrap
         assert {k: v for k, v in status["extra"].items() if k != "clock"} == {"kafka_version": "3.9.2"}
-        assert "engine:    emulator (imitates Kafka 3.9.2)\n" in run_cli(capsys, "sandbox", "status", "--state-dir",
-                                                                        state)[1]
-        code, _, err = run_cli(capsys, *args)
+        assert "engine:    emulator (imitates Kafka 3.9.2)\n" in kreassign.run("sandbox", "status", "--state-dir",
+                                                                               state)[1]
+        code, _, err = kreassign.run(*args)
         assert code == 1 and "already running" in err
         moves = start_move(bootstrap)
     finally:
-        code, _, err = run_cli(capsys, "sandbox", "stop", "--state-dir", state)
+        code, _, err = kreassign.run("sandbox", "stop", "--state-dir", state)
     assert code == 0 and "Stopped the sandbox" in err
-    code, _, err = run_cli(capsys, "sandbox", "status", "--state-dir", state)
+    code, _, err = kreassign.run("sandbox", "status", "--state-dir", state)
     assert code == 1 and "No sandbox is running" in err
-    code, out, _ = run_cli(capsys, *args)
+    code, out, _ = kreassign.run(*args)
     try:
         admin = KafkaAdminClient(bootstrap_servers=out.strip(), request_timeout_ms=5000)
         try:
@@ -113,11 +107,11 @@ def test_daemon_start_status_stop_and_restart_keeps_the_move(tmp_path: Path, cap
         finally:
             admin.close()
     finally:
-        run_cli(capsys, "sandbox", "stop", "--state-dir", state)
+        kreassign.run("sandbox", "stop", "--state-dir", state)
 
 
-def test_stop_without_a_sandbox_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "sandbox", "stop", "--state-dir", str(tmp_path))
+def test_stop_without_a_sandbox_says_so(tmp_path: Path, kreassign: Kreassign) -> None:
+    code, out, err = kreassign.run("sandbox", "stop", "--state-dir", str(tmp_path))
     assert (code, out) == (0, "") and "No sandbox is running" in err
 
 
@@ -126,28 +120,28 @@ def test_stop_without_a_sandbox_says_so(tmp_path: Path, capsys: pytest.CaptureFi
                                    "run --engine kafka --kafka-version 2.8.0 for real brokers\n"),
     (["--kafka-home", "/opt/kafka"], "Error: --kafka-home needs --engine kafka\n")])
 def test_cli_refuses_what_the_emulator_cannot_imitate(args: list[str], error: str, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "sandbox", "start", *args, "--state-dir", str(tmp_path))
+                                                      kreassign: Kreassign) -> None:
+    code, out, err = kreassign.run("sandbox", "start", *args, "--state-dir", str(tmp_path))
     assert (code, out, err) == (1, "", error)
 
 
-def test_cli_rejects_a_bad_topic_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "sandbox", "start", "--topics", "orders:12", "--state-dir", str(tmp_path))
+def test_cli_rejects_a_bad_topic_spec(tmp_path: Path, kreassign: Kreassign) -> None:
+    code, out, err = kreassign.run("sandbox", "start", "--topics", "orders:12", "--state-dir", str(tmp_path))
     assert code == 1 and out == "" and "is not a topic spec" in err
 
 
 @pytest.mark.e2e
-def test_daemon_start_and_stop_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_daemon_start_and_stop_in_json(tmp_path: Path, kreassign: Kreassign) -> None:
     state = str(tmp_path / "sb")
-    code, out, _ = run_cli(capsys, "sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "2",
-                           "--racks", "0", "--topics", "a:1:1", "--output", "json")
+    code, out, _ = kreassign.run("sandbox", "start", "--daemon", "--state-dir", state, "--brokers", "2", "--racks",
+                                 "0", "--topics", "a:1:1", "--output", "json")
     try:
         started = json.loads(out)
         assert code == 0 and started["running"] and started["state_dir"] == state
         assert sorted(started["ports"]) == ["1", "2"]
         assert started["bootstrap"] == ",".join(f"127.0.0.1:{started['ports'][b]}" for b in ("1", "2"))
     finally:
-        code, out, _ = run_cli(capsys, "sandbox", "stop", "--state-dir", state, "-o", "json")
+        code, out, _ = kreassign.run("sandbox", "stop", "--state-dir", state, "-o", "json")
     assert code == 0 and json.loads(out) == {"stopped": True, "state_dir": state, "pid": started["pid"]}
-    code, out, _ = run_cli(capsys, "sandbox", "stop", "--state-dir", state, "-o", "json")
+    code, out, _ = kreassign.run("sandbox", "stop", "--state-dir", state, "-o", "json")
     assert code == 0 and json.loads(out) == {"stopped": False, "state_dir": state}

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import KREASSIGN, Ran
 from kreassign.cli.runtime import Runtime
 from kreassign.cli.watch_render import time_header
 from kreassign.cluster.admin import KafkaAdmin
@@ -25,8 +26,6 @@ from kreassign.sandbox.topics import TopicSpec
 from kreassign.cluster.time_scale import TIME_SCALE_KEY as WATCH_TIME_SCALE_KEY
 from kreassign.cluster.time_scale import read_time_scale
 from fake_cluster import FakeCluster
-from test_throttle_cmd import Ran, invoke
-
 pytestmark = pytest.mark.e2e
 MB = 1_000_000
 SPEED = 60.0
@@ -75,8 +74,8 @@ def connect(sb: SandboxCluster) -> KafkaAdmin:
 
 
 def cli(sb: SandboxCluster, wall: WallClock, journals: Path, *args: str) -> Ran:
-    return invoke(None, *args, "--bootstrap-server", sb.bootstrap, "--journal-dir", str(journals),
-                  runtime=Runtime(clock=wall, sleep=wall.sleep))
+    return KREASSIGN.run(*args, "--bootstrap-server", sb.bootstrap, "--journal-dir", str(journals),
+                         runtime=Runtime(clock=wall, sleep=wall.sleep), columns=160)
 
 
 def progress(ran: Ran) -> list[dict[str, Any]]:

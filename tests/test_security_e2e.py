@@ -26,7 +26,7 @@ from typing import Any
 
 import kafka.errors as Errors
 import pytest
-from cli_helpers import KREASSIGN
+from cli_helpers import KREASSIGN, Kreassign, Ran
 import trustme
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic
@@ -40,7 +40,6 @@ from kreassign.throttle.configs import FOLLOWER_RATE, LEADER_RATE
 from conftest_kafka import ENGINES, VERSIONS
 from live import HOLD_RATE, RUN_RATE
 from secured import ADMIN, VIEWER, RawConnection, Secured, emulator_secured, real_secured, sasl_tokens
-from test_throttle_cmd import Ran, invoke
 from test_watch_e2e import events, plan_moving_second_replica, rates
 
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
@@ -390,12 +389,12 @@ def test_wrong_settings_are_told_apart(secured: Secured, tmp_path: Path) -> None
     assert_no_secret(secured, *secured.printed)
 
 
-def test_tls_client_on_a_plaintext_port(live: Any, tmp_path: Path) -> None:
+def test_tls_client_on_a_plaintext_port(live: Any, tmp_path: Path, kreassign: Kreassign) -> None:
     build_security("tls", None, (), tmp_path)
     props = tmp_path / "tls.properties"
     props.write_text(f"security.protocol=SSL\nssl.truststore.location={tmp_path / 'ca.pem'}\n")
-    ran = invoke(None, "throttle", "show", "--bootstrap-server", live.bootstrap, "--command-config", str(props),
-                 "--request-timeout", "5s")
+    ran = kreassign.run("throttle", "show", "--bootstrap-server", live.bootstrap, "--command-config", str(props),
+                        "--request-timeout", "5s", columns=160)
     server = live.bootstrap.split(",")[0]
     assert ran.exit_code == 5
     assert ran.stderr.strip() == (

@@ -16,8 +16,8 @@ from rich.console import Console
 from kreassign.cli.simulate_cmd import render_summary
 from kreassign.simulate.request import SimulationResult
 from kreassign.simulate.local_cluster import STATE_FILE, LocalCluster, free_port
+from kreassign.simulate.errors import SparkUnavailable
 from kreassign.simulate.session import (
-    SparkUnavailable,
     check_java,
     check_master,
     missing_connect_modules,

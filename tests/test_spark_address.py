@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from kreassign.simulate.local_cluster import free_port
+from kreassign.simulate.errors import SparkUnavailable
 from kreassign.simulate.spark_address import (
-    SparkUnavailable,
     connect_endpoint,
     master_endpoints,
     probe_connect,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import KREASSIGN, Ran
+from cli_helpers import Kreassign
 from fake_cluster import FakeCluster
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.model import TopicPartition
@@ -103,67 +103,67 @@ def test_set_needs_a_rate_and_known_brokers(fake: FakeCluster) -> None:
 
 
 # ---- CLI -------------------------------------------------------------------------------------
-def invoke(fake: FakeCluster | None, *args: str, runtime: Runtime | None = None) -> Ran:
-    """The CLI in process (`cli_helpers.Kreassign.run`), with the fake (if any) and the runtime
-    injected, at a 160-column terminal."""
-    return KREASSIGN.run(*args, runtime=runtime, connect=fake, columns=160)
-
-
-def test_cli_set_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path) -> None:
-    result = invoke(fake, "throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
+def test_cli_set_dry_run_changes_nothing(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
+    result = kreassign.run("throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path),
+                           connect=fake, columns=160)
     assert result.exit_code == 0, result.output
     assert "Would set on broker 1: follower.replication.throttled.rate=50000000 (was unset), " \
            "leader.replication.throttled.rate=50000000 (was 999)" in result.output
     assert fake.broker_configs[1] == {LEADER_RATE: "999"} and not list(tmp_path.iterdir())
 
 
-def test_cli_set_rate_is_the_deprecated_name_of_throttle(fake: FakeCluster, tmp_path: Path) -> None:
-    old = invoke(fake, "throttle", "set", "--rate", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
-    new = invoke(fake, "throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path))
+def test_cli_set_rate_is_the_deprecated_name_of_throttle(fake: FakeCluster, tmp_path: Path,
+                                                         kreassign: Kreassign) -> None:
+    old = kreassign.run("throttle", "set", "--rate", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path),
+                        connect=fake, columns=160)
+    new = kreassign.run("throttle", "set", "--throttle", "50MB/s", "--dry-run", "--journal-dir", str(tmp_path),
+                        connect=fake, columns=160)
     assert old.exit_code == new.exit_code == 0
     assert old.stdout == new.stdout
     assert old.stderr == ("Note: kreassign throttle set --rate is deprecated: use --throttle (same meaning); "
                           "--rate will be removed in the next release\n")
     assert new.stderr == ""
-    both = invoke(fake, "throttle", "set", "--rate", "1MB/s", "--throttle", "2MB/s", "--dry-run")
+    both = kreassign.run("throttle", "set", "--rate", "1MB/s", "--throttle", "2MB/s", "--dry-run", connect=fake,
+                         columns=160)
     assert both.exit_code == 2
     assert "--rate is the old name of --throttle: give one of them" in both.stderr
-    assert "Deprecated: the old name of --throttle" in invoke(None, "throttle", "set", "--help").stdout
+    assert "Deprecated: the old name of --throttle" in kreassign.run("throttle", "set", "--help", columns=160).stdout
 
 
-def test_cli_set_then_show_json_then_clear(fake: FakeCluster, tmp_path: Path) -> None:
+def test_cli_set_then_show_json_then_clear(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     journal = ["--journal-dir", str(tmp_path)]
-    result = invoke(fake, "throttle", "set", "--leader-rate", "1MB/s", "--follower-rate", "2MB/s",
-                    "--brokers", "1,3", *journal)
+    result = kreassign.run("throttle", "set", "--leader-rate", "1MB/s", "--follower-rate", "2MB/s", "--brokers",
+                           "1,3", *journal, connect=fake, columns=160)
     assert result.exit_code == 0, result.output
     assert "Journaled in" in result.output
     assert fake.broker_configs[3] == {LEADER_RATE: "1000000", FOLLOWER_RATE: "2000000"}
     assert fake.broker_configs[2] == {}
-    shown = invoke(fake, "throttle", "show", "--output", "json")
+    shown = kreassign.run("throttle", "show", "--output", "json", connect=fake, columns=160)
     data = json.loads(shown.stdout)
     assert data["brokers"][0] == {"broker": 1, "leader_rate": 1000000, "follower_rate": 2000000,
                                   "log_dir_rate": None, "involved": True,
                                   "sources": {FOLLOWER_RATE: "DYNAMIC_BROKER_CONFIG",
                                               LEADER_RATE: "DYNAMIC_BROKER_CONFIG"}}
     assert data["topics"] == [{"topic": "t", "leader_replicas": "0:1,0:2", "follower_replicas": "0:3"}]
-    refused = invoke(fake, "throttle", "clear", *journal)
+    refused = kreassign.run("throttle", "clear", *journal, connect=fake, columns=160)
     assert refused.exit_code == 1 and "add --force" in refused.stderr
     fake.complete()
-    cleared = invoke(fake, "throttle", "clear", *journal)
+    cleared = kreassign.run("throttle", "clear", *journal, connect=fake, columns=160)
     assert cleared.exit_code == 0, cleared.output
     assert "restored on broker 1: leader.replication.throttled.rate=999" in cleared.output
     assert fake.broker_configs[1] == {LEADER_RATE: "999"} and fake.broker_configs[3] == {}
 
 
-def test_cli_show_text(fake: FakeCluster) -> None:
-    result = invoke(fake, "throttle", "show", "--brokers", "1")
+def test_cli_show_text(fake: FakeCluster, kreassign: Kreassign) -> None:
+    result = kreassign.run("throttle", "show", "--brokers", "1", connect=fake, columns=160)
     assert result.exit_code == 0
     assert "Broker throttle rates" in result.output and "999 B/s (999)" in result.output
     assert "1 reassignment(s) in flight." in result.output
 
 
 @pytest.mark.e2e
-def test_suggest_without_capacities_says_so_before_sampling_writes(sandbox: Any, tmp_path: Path) -> None:
+def test_suggest_without_capacities_says_so_before_sampling_writes(sandbox: Any, tmp_path: Path,
+                                                                   kreassign: Kreassign) -> None:
     """Live brokers do not report their network capacity: without --network-capacity or a canary
     baseline the answer is known before the 10 s write sample, so none is taken."""
     p = next(row for row in sandbox.engine.rows if row.topic == "orders")
@@ -172,8 +172,9 @@ def test_suggest_without_capacities_says_so_before_sampling_writes(sandbox: Any,
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "orders", "partition": p.index, "replicas": [*p.replicas[:-1], spare]}]}))
     sleeps: list[float] = []
-    ran = invoke(None, "throttle", "suggest", "-f", str(plan), "--bootstrap-server", sandbox.bootstrap,
-                 "--max-impact", "20%", runtime=Runtime(clock=lambda: sandbox.now, sleep=sleeps.append))
+    ran = kreassign.run("throttle", "suggest", "-f", str(plan), "--bootstrap-server", sandbox.bootstrap,
+                        "--max-impact", "20%", runtime=Runtime(clock=lambda: sandbox.now, sleep=sleeps.append),
+                        columns=160)
     assert ran.exit_code == 1 and sleeps == []
     involved = ",".join(map(str, sorted({p.leader, spare})))
     assert ran.stderr.strip() == (f"Error: the network capacity of broker(s) {involved} is unknown: "

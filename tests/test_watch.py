@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from fake_cluster import FakeCluster
+from cli_helpers import Kreassign
 from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.client_latency import Impact
@@ -33,17 +34,16 @@ from kreassign.execute.auto_throttle import AutoThrottlePolicy
 from kreassign.execute.journal import JournalStore
 from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
 from kreassign.cluster.write_sample import OFFSETS_MISSING
-from kreassign.execute.watch import (
+from kreassign.execute.watch import watch
+from kreassign.execute.watch_events import (
     CompleteEvent,
     ProgressEvent,
     StalledEvent,
     ThrottleEvent,
     TimeoutEvent,
     WatchEvent,
-    WatchRequest,
-    watch,
 )
-from test_throttle_cmd import invoke
+from kreassign.execute.watch_request import WatchRequest
 
 MB = 1_000_000
 TP = TopicPartition("t", 0)
@@ -203,10 +203,11 @@ def test_timeout_is_in_progress() -> None:
     assert result.status == ExitStatus.IN_PROGRESS and events[-1].to_dict()["event"] == "timeout"
 
 
-def test_cli_json_lines(tmp_path: Path) -> None:
+def test_cli_json_lines(tmp_path: Path, kreassign: Kreassign) -> None:
     fake = stalled_cluster()
-    ran = invoke(fake, "watch", "--output", "json", "--interval", "10s", "--stall-after", "20s", "--fail-on-stall",
-                 "--journal-dir", str(tmp_path), runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+    ran = kreassign.run("watch", "--output", "json", "--interval", "10s", "--stall-after", "20s",
+                        "--fail-on-stall", "--journal-dir", str(tmp_path),
+                        runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     assert ran.exit_code == 4, ran.output
     lines = [json.loads(line) for line in ran.stdout.splitlines()]
     assert [d["event"] for d in lines] == ["progress", "progress", "progress", "stalled"]
@@ -312,13 +313,13 @@ def test_auto_throttle_toward_a_deadline_is_journaled(tmp_path: Path) -> None:
     assert fake.broker_configs == {1: {}, 2: {}, 3: {}, 4: {}}  # restored at the end
 
 
-def test_pace_dry_run_names_the_first_wave(tmp_path: Path) -> None:
+def test_pace_dry_run_names_the_first_wave(tmp_path: Path, kreassign: Kreassign) -> None:
     fake = GrowingCluster()
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "t", "partition": 0, "replicas": [1, 3]}, {"topic": "t", "partition": 1, "replicas": [3, 2]}]}))
-    ran = invoke(fake, "watch", "--pace", str(plan), "--max-moves-per-broker", "1", "--dry-run",
-                 runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance))
+    ran = kreassign.run("watch", "--pace", str(plan), "--max-moves-per-broker", "1", "--dry-run",
+                        runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     assert ran.exit_code == 0, ran.output
     # t-0: 1 sends to 3; t-1: 3 sends to 2. One move per broker each way: both fit.
     assert ran.stdout == "Would submit 2 partition(s) in waves; the first wave: t-0,t-1. Nothing was changed.\n"
@@ -376,11 +377,10 @@ def test_the_live_model_reads_what_each_fetcher_session_also_carries() -> None:
         Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE, Session.ALONE]
 
 
-def test_watch_timeout_is_a_deprecated_alias_of_stop_after() -> None:
-    from cli_helpers import run_cli
-
-    both = run_cli(["watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--stop-after", "2s"])
+def test_watch_timeout_is_a_deprecated_alias_of_stop_after(kreassign: Kreassign) -> None:
+    both = kreassign.run("watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--stop-after", "2s")
     assert both.code == 2 and "--timeout is the old name of --stop-after: give one of them" in both.err
-    alone = run_cli(["watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--request-timeout", "1s"])
+    alone = kreassign.run("watch", "--bootstrap-server", "127.0.0.1:1", "--timeout", "1s", "--request-timeout",
+                          "1s")
     assert alone.err.startswith("Note: watch --timeout is deprecated: use --stop-after (same meaning)")
     assert alone.code == 5  # and it went on as --stop-after 1s would: to the (unreachable) cluster

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cli_helpers import KREASSIGN, Ran
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
@@ -22,8 +23,6 @@ from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
-from test_throttle_cmd import Ran, invoke
-
 from live import HOLD_BYTES, HOLD_RATE, RUN_RATE
 from live import rates as live_rates
 
@@ -32,7 +31,8 @@ MB = 1_000_000
 
 
 def cli(bootstrap: str, journals: Path, runtime: Runtime, *args: str) -> Ran:
-    return invoke(None, *args, "--bootstrap-server", bootstrap, "--journal-dir", str(journals), runtime=runtime)
+    return KREASSIGN.run(*args, "--bootstrap-server", bootstrap, "--journal-dir", str(journals), runtime=runtime,
+                         columns=160)
 
 
 def events(ran: Ran) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli_helpers import Kreassign
 from kreassign.cluster.admin import KafkaAdmin
 from kreassign.cluster.capture import snapshot_state
 from kreassign.cluster.client_config import AdminTimeouts, build_client_config
@@ -105,15 +106,14 @@ def test_sample_measures_the_records_written_between_its_readings(live: Any) -> 
 
 
 @pytest.mark.e2e
-def test_snapshot_command_samples_the_records_written_and_records_the_window(live: Any, tmp_path: Path) -> None:
+def test_snapshot_command_samples_the_records_written_and_records_the_window(live: Any, tmp_path: Path,
+                                                                             kreassign: Kreassign) -> None:
     from kreassign.cli.runtime import Runtime
-    from test_throttle_cmd import invoke
-
     topic = live.topic(partitions=1)
     writer = Writer(live.bootstrap, topic, 4, 100)
     out = tmp_path / "s.json"
-    ran = invoke(None, "snapshot", "--bootstrap-server", live.bootstrap, "--sample", "20s", "-f", str(out),
-                 runtime=Runtime(clock=writer.clock, sleep=writer.sleep))
+    ran = kreassign.run("snapshot", "--bootstrap-server", live.bootstrap, "--sample", "20s", "-f", str(out),
+                        runtime=Runtime(clock=writer.clock, sleep=writer.sleep), columns=160)
     assert ran.exit_code == 0, ran.output
     assert "Write rates: measured over 20s from log end offsets and sizes." in ran.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
@@ -145,20 +145,19 @@ def test_sample_of_the_sandbox_matches_its_write_rates(sandbox_factory: Callable
 
 @pytest.mark.e2e
 def test_snapshot_command_samples_the_emulators_writes(sandbox_factory: Callable[..., SandboxCluster],
-                                                       tmp_path: Path) -> None:
+                                                       tmp_path: Path, kreassign: Kreassign) -> None:
     """Emulator only, as the one above; and `--sample 0` says the rates are unknown."""
     from kreassign.cli.runtime import Runtime
-    from test_throttle_cmd import invoke
-
     sb = sandbox_factory(brokers=3, racks=0, topics=[TopicSpec("w", 2, 2, 10_000_000, 100_000.0)])
     out = tmp_path / "s.json"
-    ran = invoke(None, "snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "20s", "-f", str(out),
-                 runtime=Runtime(clock=lambda: sb.now, sleep=sb.advance))
+    ran = kreassign.run("snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "20s", "-f", str(out),
+                        runtime=Runtime(clock=lambda: sb.now, sleep=sb.advance), columns=160)
     assert ran.exit_code == 0, ran.output
     assert "Write rates: measured over 20s from log end offsets and sizes." in ran.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["version"] == 2 and doc["write_rates"]["window_s"] == pytest.approx(20.0)
     truth = {p.index: float(sb.engine.produce_bps[p.row]) for p in sb.engine.rows}
     assert {p["partition"]: p["produce_bps"] for p in doc["partitions"]} == pytest.approx(truth, rel=1e-3)
-    skipped = invoke(None, "snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "0", "-f", str(out))
+    skipped = kreassign.run("snapshot", "--bootstrap-server", sb.bootstrap, "--sample", "0", "-f", str(out),
+                            columns=160)
     assert "Write rates unknown, taken as 0" in skipped.stderr

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -222,9 +223,23 @@ class Harness:
         self.outcomes: Counter[str] = Counter()
         self.tracebacks: list[dict[str, str]] = []
         self.hangs: list[str] = []
+        self.heavy: list[tuple[float, float, str]] = []
+        """(max-RSS growth in MB, wall seconds, command line) of the costliest inputs"""
         signal.signal(signal.SIGALRM, _hang)
 
     def run(self, argv: list[str]) -> None:
+        # An input that makes the process grow or stall is as much a finding as a traceback: the
+        # costliest are kept (a 10,000-input run once grew to 6.3 GB).
+        before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+        try:
+            self._run(argv)
+        finally:
+            grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+            took = time.perf_counter() - start
+            self.heavy = sorted([*self.heavy, (round(grown, 1), round(took, 2), " ".join(a[:60] for a in argv)[:400])],
+                                reverse=True)[:5]
+
+    def _run(self, argv: list[str]) -> None:
         from kreassign.cli.boundary import run_guarded
         from kreassign.cluster import admin
         from kreassign.cluster.client_config import load_client_config
@@ -343,6 +358,7 @@ def main() -> None:
            tracebacks=harness.outcomes["traceback"], clear_errors=harness.outcomes["clear error"],
            exit_zero=harness.outcomes["exit 0"], simulate_inputs_valid=harness.outcomes[SPARK_REACHED],
            hangs=harness.outcomes["hang"], first_hangs=harness.hangs[:5],
+           heaviest_inputs=[{"max_rss_growth_mb": g, "seconds": t, "argv": a} for g, t, a in harness.heavy],
            traceback_kinds=dict(kinds),
            first_tracebacks=harness.tracebacks[:5], skipped_commands=list(SKIPPED_COMMANDS),
            elapsed_s=round(elapsed, 1), loadavg=[round(x, 2) for x in load])

@@ -17,6 +17,8 @@ PLAN_LIMIT = 512 * MiB
 """a reassignment or topics JSON: a million partitions take about 100 MiB"""
 SNAPSHOT_LIMIT = 4096 * MiB
 """a snapshot: JSON or Parquet of the largest clusters (Parquet of 10 million partitions: ~1 GiB)"""
+JOURNAL_LIMIT = 1024 * MiB
+"""an execution journal: its plan's targets, first replicas and steps (twice a plan's size at most)"""
 SMALL_LIMIT = 16 * MiB
 """client properties, PEM files, canary baselines, metric-name maps"""
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kreassign.cluster.errors import JournalError, KreassignError, clip
+from kreassign.cluster.files import JOURNAL_LIMIT, read_text
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.execute.errors import JournalConflict
 
@@ -375,11 +376,12 @@ class JournalStore:
     def load(self, path: str | os.PathLike[str]) -> Journal:
         file = Path(path)
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = json.loads(read_text(file, limit=JOURNAL_LIMIT))  # `--journal /dev/urandom` once grew to 5.9 GB
         except FileNotFoundError:
             raise JournalError(f"no journal at {clip(file)}") from None
         except (OSError, ValueError, RecursionError) as exc:
-            raise JournalError(f"cannot read the journal {clip(file)}: {clip(exc, 200)}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise JournalError(f"cannot read the journal {clip(file)}: {clip(why, 200)}") from None
         if not isinstance(data, dict):
             raise JournalError(f"{file} is not a kreassign journal")
         journal = Journal.from_json(file, data)

@@ -82,6 +82,24 @@ def test_damaged_journals_are_reported(tmp_path: Path, content: str, message: st
         JournalStore(tmp_path).load(tmp_path / "missing.json")
 
 
+@pytest.mark.parametrize(("path", "message"), [
+    ("/dev/urandom", "cannot read the journal /dev/urandom: not a regular file (a device or a socket)"),
+    ("/dev/zero", "cannot read the journal /dev/zero: not a regular file (a device or a socket)"),
+])
+def test_a_device_given_as_journal_is_refused_without_reading_it(tmp_path: Path, path: str, message: str) -> None:
+    """The CLI fuzzer's `resume --journal /dev/urandom` read until the process had 5.9 GB."""
+    with pytest.raises(JournalError) as refused:
+        JournalStore(tmp_path).load(path)
+    assert str(refused.value) == message
+
+
+def test_a_journal_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'{"format": "\xff"}')
+    with pytest.raises(JournalError) as refused:
+        JournalStore(tmp_path).load(path)
+    assert str(refused.value) == f"cannot read the journal {path}: not UTF-8 text (byte 12 is invalid)"
+
 def test_open_journals_newest_first(tmp_path: Path) -> None:
     ticks = iter(range(100))
     from datetime import datetime, timezone

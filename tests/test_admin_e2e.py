@@ -147,7 +147,14 @@ def test_e2e_throttle_configs_round_trip(live: Any, adapter: KafkaAdmin) -> None
     assert brokers.errors == {}
     assert brokers.configs[1][LEADER_THROTTLED_RATE] == ConfigEntry("10000000", "DYNAMIC_BROKER_CONFIG", False)
     assert brokers.configs[3] == {}  # absent until set
-    topics = adapter.describe_topic_configs([topic, other, "nope"], TOPIC_KEYS)
+
+    def listed() -> Any:
+        # the broker that answers DescribeConfigs may replay the controller's change a moment later
+        read = adapter.describe_topic_configs([topic, other, "nope"], TOPIC_KEYS)
+        entry = read.configs[topic].get(FOLLOWER_THROTTLED_REPLICAS)
+        return read if entry is not None and entry.value else None
+
+    topics = live.wait_until(listed, what="the topic's throttled-replica lists", timeout_s=30)
     assert topics.configs[topic][FOLLOWER_THROTTLED_REPLICAS].value == "0:3"
     assert topics.configs[other][LEADER_THROTTLED_REPLICAS].value in ("", None)
     assert topics.errors["nope"].code == 3

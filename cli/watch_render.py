@@ -149,12 +149,16 @@ class WatchScreen:
             brokers = Table(box=None, pad_edge=False, header_style="bold")
             for name in ("broker", "sends", "receives", "leader throttle", "follower throttle", "throttle used"):
                 brokers.add_column(name, justify="right")
+            over = False
             for b in event.brokers:
                 share = b.share_used
+                over = over or (share is not None and share > 1.0)
                 brokers.add_row(str(b.broker), format_rate(b.out_bps, u), format_rate(b.in_bps, u),
                                 _throttle(b.leader_rate, u), _throttle(b.follower_rate, u),
-                                "-" if share is None else f"{share:.0%}")
+                                "-" if share is None else f"{share:.0%}" + ("*" if share > 1.0 else ""))
             out.append(brokers)
+            if over:
+                out.append(Text(OVER_THROTTLE_NOTE))
         active = [m for m in view.moves if not m.done]
         if active:
             moves = Table(box=None, pad_edge=False, header_style="bold")
@@ -169,6 +173,10 @@ class WatchScreen:
             if len(active) > _MAX_ROWS:
                 out.append(Text(f"... and {len(active) - _MAX_ROWS} more moving"))
         return out
+
+
+OVER_THROTTLE_NOTE = ("* above the throttle for a few seconds: Kafka's replication quota averages over 11 s and "
+                      "lets a fetch through whole while under it (docs/model-constants.md)")
 
 
 def eta_line(event: ProgressEvent, units: Units = "decimal") -> str:

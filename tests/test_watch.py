@@ -16,7 +16,7 @@ from rich.console import Console
 
 from fake_cluster import FakeCluster
 from cli_helpers import Kreassign
-from kreassign.cli.watch_render import WatchScreen, event_lines, summary_line
+from kreassign.cli.watch_render import OVER_THROTTLE_NOTE, WatchScreen, event_lines, summary_line
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.client_latency import Impact
 from kreassign.cluster.errors import ExitStatus
@@ -240,6 +240,11 @@ def test_rendering() -> None:
     assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
     assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
         "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+    assert "above the throttle" not in screen_text(screen)
+    burst = replace(progress, brokers=tuple(replace(b, in_bps=b.in_bps * 1.34) for b in progress.brokers))
+    screen.update(burst)
+    lines = screen_text(screen).splitlines()
+    assert lines[4].split()[-1] == "134%*" and " ".join(line.strip() for line in lines[5:7]).startswith(OVER_THROTTLE_NOTE)
     down = ProgressEvent(progress.at, progress.view, progress.model, progress.in_flight, down=(3, 4))
     assert summary_line(down) == summary_line(progress) + "; brokers 3,4 not answering"
     assert down.to_dict()["brokers_not_answering"] == [3, 4]

@@ -352,21 +352,32 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
     """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
     binding) from Maven Central with Maven, into a cache outside any repository
     ($KREASSIGN_KAFKA_CACHE, else ~/.cache/kreassign/kafka): what `sandbox start --engine kafka`
-    runs when no --kafka-home is given; and the Prometheus JMX exporter's java agent, which
-    serves real brokers' metrics. Needs Java and Maven (mvn) on PATH; no tarball is
+    runs when no --kafka-home is given; the Prometheus JMX exporter's java agent, which
+    serves real brokers' metrics; and builds kreassign's KIP-714 client-telemetry receiver
+    (sandbox/kafka_engine/telemetry, compiled by Maven against kafka-clients), which serves
+    what clients push to real brokers. Needs Java and Maven (mvn) on PATH; no tarball is
     downloaded."""
     from kreassign.cli.console import emit_json
-    from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_VERSION, MATRIX, fetch, fetch_jmx_exporter
+    from kreassign.sandbox.kafka_engine.dist import (
+        JMX_EXPORTER_VERSION,
+        MATRIX,
+        build_client_telemetry,
+        fetch,
+        fetch_jmx_exporter,
+    )
 
     fetched = [fetch(v, force=force) for v in (versions or MATRIX)]
     agent = fetch_jmx_exporter(force=force)
+    receiver = build_client_telemetry(force=force)
     if output == "json":
         emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched],
-                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)}})
+                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)},
+                   "client_telemetry": {"jar": str(receiver)}})
         return
     for dist in fetched:
         click.echo(f"Kafka {dist.version}: {dist.libs}")
     click.echo(f"Prometheus JMX exporter {JMX_EXPORTER_VERSION}: {agent}")
+    click.echo(f"KIP-714 client-telemetry receiver: {receiver}")
 
 
 @sandbox.command()

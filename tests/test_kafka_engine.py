@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,15 +262,21 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
         assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
 
 
-def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> None:
-    calls: list[list[str]] = []
-
+def fake_maven(calls: list[list[str]], out_option: str, jar: str, content: bytes
+               ) -> Callable[[Sequence[str]], subprocess.CompletedProcess[str]]:
+    """A Maven that leaves `jar` in the folder its `out_option` names, recording its calls."""
     def maven(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         calls.append(list(argv))
-        out = Path(next(a for a in argv if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        out = Path(next(a for a in argv if a.startswith(f"{out_option}=")).split("=", 1)[1])
         out.mkdir(parents=True, exist_ok=True)
-        (out / dist.JMX_EXPORTER_JAR).write_bytes(b"agent")
+        (out / jar).write_bytes(content)
         return subprocess.CompletedProcess(list(argv), 0, "", "")
+    return maven
+
+
+def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+    maven = fake_maven(calls, "-DoutputDirectory", dist.JMX_EXPORTER_JAR, b"agent")
 
     with pytest.raises(InputError, match=r"JMX exporter 1.0.1 is not fetched yet: run `make kafka`"):
         dist.jmx_exporter_jar(tmp_path)
@@ -288,13 +294,7 @@ def test_the_client_telemetry_receiver_is_built_outside_the_source_once_per_sour
     source = tmp_path / "telemetry"
     shutil.copytree(dist.CLIENT_TELEMETRY_SOURCE, source, ignore=shutil.ignore_patterns("target"))
     calls: list[list[str]] = []
-
-    def maven(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        calls.append(list(argv))
-        out = Path(next(a for a in argv if a.startswith("-Dkreassign.build.dir=")).split("=", 1)[1])
-        out.mkdir(parents=True, exist_ok=True)
-        (out / dist.CLIENT_TELEMETRY_JAR).write_bytes(b"receiver")
-        return subprocess.CompletedProcess(list(argv), 0, "", "")
+    maven = fake_maven(calls, "-Dkreassign.build.dir", dist.CLIENT_TELEMETRY_JAR, b"receiver")
 
     cache = tmp_path / "cache"
     with pytest.raises(InputError, match=r"client-telemetry receiver for real brokers is not built yet: run `make kafka`"):

@@ -238,19 +238,29 @@ def fetch_jmx_exporter(root: Path | None = None, *,
     folder = (root or cache_root()) / JMX_EXPORTER_DIR / JMX_EXPORTER_VERSION
     if (folder / JMX_EXPORTER_JAR).is_file() and not force:
         return folder / JMX_EXPORTER_JAR
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{JMX_EXPORTER_VERSION}-", dir=folder.parent))
-    try:
+
+    def fill(scratch: Path) -> None:
         _maven_copy(JMX_EXPORTER_POM, [f"-Djmx.exporter.version={JMX_EXPORTER_VERSION}"], scratch,
                     f"the Prometheus JMX exporter {JMX_EXPORTER_VERSION}", run)
         if not (scratch / JMX_EXPORTER_JAR).is_file():
             raise InputError(f"Maven did not leave {JMX_EXPORTER_JAR}: see {JMX_EXPORTER_POM}")
+
+    _install(folder, f".{JMX_EXPORTER_VERSION}-", fill)
+    return folder / JMX_EXPORTER_JAR
+
+
+def _install(folder: Path, prefix: str, fill: Callable[[Path], None]) -> None:
+    """`fill` a scratch folder beside `folder`, then put it in `folder`'s place (a fill cut short
+    leaves no half-made folder behind)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=folder.parent))
+    try:
+        fill(scratch)
         if folder.exists():
             shutil.rmtree(folder)
         scratch.rename(folder)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return folder / JMX_EXPORTER_JAR
 
 
 def _client_telemetry_sources(source: Path) -> list[Path]:
@@ -297,24 +307,20 @@ def build_client_telemetry(root: Path | None = None, source: Path = CLIENT_TELEM
         raise InputError("Maven (mvn) is needed to build the KIP-714 client-telemetry receiver and is not on PATH: "
                          "install it (Debian: apt-get install maven)")
     find_java_for(11)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=folder.parent))
-    try:
+
+    def fill(scratch: Path) -> None:
+        target = scratch / "target"
         done = run([mvn, "-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(source / "pom.xml"),
-                    f"-Dkreassign.build.dir={scratch / 'target'}", "package"])
+                    f"-Dkreassign.build.dir={target}", "package"])
         if done.returncode != 0:
             raise InputError(f"Maven could not build the KIP-714 client-telemetry receiver: "
                              f"{_maven_error(done.stdout + done.stderr)}")
-        built = scratch / "target" / CLIENT_TELEMETRY_JAR
-        if not built.is_file():
+        if not (target / CLIENT_TELEMETRY_JAR).is_file():
             raise InputError(f"Maven did not leave {CLIENT_TELEMETRY_JAR}: see {source / 'pom.xml'}")
-        out = Path(tempfile.mkdtemp(prefix=".jar-", dir=folder.parent))
-        shutil.move(str(built), out / CLIENT_TELEMETRY_JAR)
-        if folder.exists():
-            shutil.rmtree(folder)
-        out.rename(folder)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        (target / CLIENT_TELEMETRY_JAR).rename(scratch / CLIENT_TELEMETRY_JAR)
+        shutil.rmtree(target)  # the classes and Maven's bookkeeping: only the jar is kept
+
+    _install(folder, ".build-", fill)
     return folder / CLIENT_TELEMETRY_JAR
 
 

@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP) $(if $(filter kafka,$(ENGINE)),kafka)
 	PATH="$(CURDIR)/$(BIN):$$PATH" ENGINE=$(ENGINE) bash demo/run.sh
 
-# Kafka's runtime jars (broker, tools, logging binding) by the pom in sandbox/kafka_engine, into
-# ~/.cache/kreassign/kafka (outside git); needs Java and Maven, and says so when they are missing.
+# Kafka's runtime jars (broker, tools, logging binding) by the pom in sandbox/kafka_engine, the
+# Prometheus JMX exporter's agent, and kreassign's KIP-714 client-telemetry receiver compiled by
+# sandbox/kafka_engine/telemetry/pom.xml, into ~/.cache/kreassign/kafka (outside git); needs Java
+# and Maven, and says so when they are missing.
 kafka: $(STAMP)
 	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 

@@ -92,7 +92,9 @@ KEPT_OK = 0.99
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve each broker's Prometheus /metrics on 127.0.0.1: broker i on METRICS_PORT+i-1 (0: free "
                    "ports). The emulator also turns on its KIP-714 client telemetry receiver; real brokers "
-                   "(--engine kafka) run the Prometheus JMX exporter's java agent. See METRICS below.")
+                   "(--engine kafka) run the Prometheus JMX exporter's java agent, and kreassign's KIP-714 "
+                   "receiver (a metric.reporters plugin built by `make kafka`) serves what clients push on "
+                   "METRICS_PORT+N+i-1 (N brokers). See METRICS below.")
 @output_option
 def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: str, start_timeout: float,
           brokers: int | None,
@@ -137,7 +139,9 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
       org_apache_kafka_<client metric>{client_instance_id,client_id,...}   KIP-714 metrics the
         clients pushed to that broker (a subscription: IncrementalAlterConfigs on a
         CLIENT_METRICS resource, as kafka-client-metrics.sh --alter does); gauges keep the latest
-        value, sums the running total
+        value, sums the running total. Real brokers serve these on an endpoint of their own (the
+        KIP-714 receiver's, printed at start), with the same names and labels: give watch both,
+        --metrics-url 1=JMX_URL --metrics-url 1=TELEMETRY_URL
     Everything is in sandbox time: remote and throttle time and all rates on the sandbox clock,
     queue and local time (the server's own work, measured in wall time) scaled by --speed."""
     import threading
@@ -209,8 +213,7 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
             emit_json({"running": True, **asdict(info)})
         else:
             click.echo(info.bootstrap)
-        for broker, url in info.extra.get("metrics", {}).items():
-            click.echo(f"Broker {broker} metrics: {url}", err=True)
+        _show_metrics(info.extra)
         _show_client_settings(secured, logins, info.bootstrap, directory)
         if real:
             click.echo(f"Kafka {info.extra.get('kafka_version')}: {len(info.ports)} brokers, controller "
@@ -226,16 +229,17 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         signal.signal(sig, lambda *_: stop.set())
 
     def ready(sb: Any) -> None:
+        from kreassign.sandbox.daemon import metrics_extra
+
+        endpoints = metrics_extra(sb)
         if output == "json":
             from kreassign.cli.console import emit_json_line
 
             emit_json_line({"running": True, "bootstrap": sb.bootstrap, "state_dir": str(sb.state_dir),
-                            "metrics": {str(b): f"http://127.0.0.1:{p}/metrics"
-                                        for b, p in sorted(sb.metrics_ports.items())}, **sb.summary()})
+                            "metrics": {}, **endpoints, **sb.summary()})
         else:
             click.echo(sb.bootstrap)
-        for broker, port in sorted(sb.metrics_ports.items()):
-            click.echo(f"Broker {broker} metrics: http://127.0.0.1:{port}/metrics", err=True)
+        _show_metrics(endpoints)
         _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
         if real:
@@ -249,6 +253,19 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
+
+
+def _show_metrics(extra: dict[str, Any]) -> None:
+    """The Prometheus endpoints, one line each, and the watch options that read them all."""
+    telemetry = extra.get("client_telemetry", {})
+    for broker, url in extra.get("metrics", {}).items():
+        click.echo(f"Broker {broker} metrics: {url}", err=True)
+        if broker in telemetry:
+            click.echo(f"Broker {broker} client telemetry (KIP-714): {telemetry[broker]}", err=True)
+    if telemetry:
+        urls = " ".join(f"--metrics-url {b}={u}" for key in ("metrics", "client_telemetry")
+                        for b, u in extra.get(key, {}).items())
+        click.echo(f"watch reads both with: {urls}", err=True)
 
 
 def _show_client_settings(security: Any, users: tuple[Any, ...], bootstrap: str, directory: Any) -> None:
@@ -323,8 +340,11 @@ def status(state_dir: str | None, output: str) -> None:
         click.echo(f"started:   {info.started_at}")
         click.echo("brokers:   " + ", ".join(f"{b}@127.0.0.1:{p}" for b, p in sorted(info.ports.items())))
         click.echo(f"state:     {info.state_dir}")
+        telemetry = info.extra.get("client_telemetry", {})
         for broker, url in info.extra.get("metrics", {}).items():
             click.echo(f"metrics:   broker {broker} {url}")
+            if broker in telemetry:
+                click.echo(f"telemetry: broker {broker} {telemetry[broker]}")
         if info.extra.get("security_protocol"):
             mechanism = info.extra.get("sasl_mechanism")
             click.echo(f"security:  {info.extra['security_protocol']}" + (f" ({mechanism})" if mechanism else ""))
@@ -352,21 +372,32 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
     """Fetch the runtime jars of Apache Kafka releases (the broker, Kafka's own tools and a logging
     binding) from Maven Central with Maven, into a cache outside any repository
     ($KREASSIGN_KAFKA_CACHE, else ~/.cache/kreassign/kafka): what `sandbox start --engine kafka`
-    runs when no --kafka-home is given; and the Prometheus JMX exporter's java agent, which
-    serves real brokers' metrics. Needs Java and Maven (mvn) on PATH; no tarball is
+    runs when no --kafka-home is given; the Prometheus JMX exporter's java agent, which
+    serves real brokers' metrics; and builds kreassign's KIP-714 client-telemetry receiver
+    (sandbox/kafka_engine/telemetry, compiled by Maven against kafka-clients), which serves
+    what clients push to real brokers. Needs Java and Maven (mvn) on PATH; no tarball is
     downloaded."""
     from kreassign.cli.console import emit_json
-    from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_VERSION, MATRIX, fetch, fetch_jmx_exporter
+    from kreassign.sandbox.kafka_engine.dist import (
+        JMX_EXPORTER_VERSION,
+        MATRIX,
+        build_client_telemetry,
+        fetch,
+        fetch_jmx_exporter,
+    )
 
     fetched = [fetch(v, force=force) for v in (versions or MATRIX)]
     agent = fetch_jmx_exporter(force=force)
+    receiver = build_client_telemetry(force=force)
     if output == "json":
         emit_json({"kafka": [{"version": d.version, "libs": str(d.libs)} for d in fetched],
-                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)}})
+                   "jmx_exporter": {"version": JMX_EXPORTER_VERSION, "jar": str(agent)},
+                   "client_telemetry": {"jar": str(receiver)}})
         return
     for dist in fetched:
         click.echo(f"Kafka {dist.version}: {dist.libs}")
     click.echo(f"Prometheus JMX exporter {JMX_EXPORTER_VERSION}: {agent}")
+    click.echo(f"KIP-714 client-telemetry receiver: {receiver}")
 
 
 @sandbox.command()

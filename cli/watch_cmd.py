@@ -86,7 +86,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 @click.option("--metrics-url", "metrics_urls", multiple=True, metavar="ID=URL|@FILE",
               help="A broker's Prometheus endpoint (the JMX exporter's /metrics), repeatable, or a file of 'ID URL' "
                    "lines: shows produce latency, client throttle time, under-replicated partitions and "
-                   "replication traffic per broker.")
+                   "replication traffic per broker. A broker named again adds an endpoint read with its "
+                   "others (e.g. a KIP-714 client-telemetry receiver serving what clients push).")
 @click.option("--canary", "use_canary", is_flag=True,
               help="Measure clients with a canary producer and consumer (acks=all) on a topic with a partition "
                    "led by each broker (created and removed by watch): a baseline before the first poll, a "

@@ -1,7 +1,9 @@
-"""Where broker metrics come from: one Prometheus endpoint per broker (the JMX exporter's
-`/metrics`), given as `--metrics-url ID=URL` (repeatable) or `--metrics-url @FILE` (lines of
-`ID URL`). Scraping is plain HTTP GET; a broker whose endpoint does not answer is skipped with
-a note, so the admin API's view stays available."""
+"""Where broker metrics come from: Prometheus endpoints per broker (the JMX exporter's
+`/metrics`, and a KIP-714 client-telemetry receiver's where it serves its own), given as
+`--metrics-url ID=URL` (repeatable; a broker named again adds an endpoint, read together with
+the others as one exposition) or `--metrics-url @FILE` (lines of `ID URL`). Scraping is plain
+HTTP GET; an endpoint that does not answer is skipped with a note, so the admin API's view and
+the broker's other endpoints stay available."""
 from __future__ import annotations
 
 import urllib.error
@@ -17,9 +19,9 @@ _MAX_BYTES = 64 << 20  # a JMX exporter page is a few MB at most
 
 @dataclass(frozen=True)
 class MetricsEndpoints:
-    """Broker id -> URL of its Prometheus exposition."""
+    """Broker id -> the URLs of its Prometheus expositions (in the order given)."""
 
-    urls: Mapping[int, str]
+    urls: Mapping[int, tuple[str, ...]]
 
     @classmethod
     def parse(cls, specs: Iterable[str], read_file: Callable[[str], str]) -> MetricsEndpoints:
@@ -36,9 +38,9 @@ class MetricsEndpoints:
             if not url.startswith(("http://", "https://")):
                 raise InputError(f"{where}: '{url}' is not an http(s) URL")
             b = int(broker)
-            if b in urls:
-                raise InputError(f"{where}: broker {b} has two metrics URLs")
-            urls[b] = url
+            if url in urls.get(b, ()):
+                raise InputError(f"{where}: broker {b} has the metrics URL {url} twice")
+            urls[b] = (*urls.get(b, ()), url)
 
         for spec in specs:
             if spec.startswith("@"):
@@ -69,13 +71,20 @@ def scrape(url: str, timeout_s: float) -> str:
 
 def read_brokers(endpoints: MetricsEndpoints, names: MetricNames, at: float, *, timeout_s: float = 5.0,
                  warn: Callable[[str], None] = lambda line: None) -> dict[int, BrokerReading]:
-    """Scrape every broker's endpoint now; unreachable or malformed ones are skipped with a note."""
+    """Scrape every broker's endpoints now, each broker's read as one exposition; unreachable
+    endpoints and malformed expositions are skipped with a note."""
     out: dict[int, BrokerReading] = {}
-    for broker, url in sorted(endpoints.urls.items()):
+    for broker, urls in sorted(endpoints.urls.items()):
+        texts = []
+        for url in urls:
+            try:
+                texts.append(scrape(url, timeout_s))
+            except (OSError, urllib.error.URLError) as exc:
+                warn(f"broker {broker}: its metrics at {url} did not answer ({exc})")
+        if not texts:
+            continue
         try:
-            out[broker] = parse_exposition(scrape(url, timeout_s), names, broker, at)
-        except (OSError, urllib.error.URLError) as exc:
-            warn(f"broker {broker}: its metrics at {url} did not answer ({exc})")
+            out[broker] = parse_exposition("\n".join(t.rstrip("\n") for t in texts) + "\n", names, broker, at)
         except InputError as exc:
             warn(str(exc))
     return out

@@ -162,9 +162,14 @@ class DaemonInfo:
 
 
 def metrics_extra(cluster: Any) -> dict[str, Any]:
-    """What `sandbox.json` and `status` show about the Prometheus endpoints."""
-    ports = cluster.metrics_ports
-    return {"metrics": {str(b): f"http://127.0.0.1:{p}/metrics" for b, p in sorted(ports.items())}} if ports else {}
+    """What `sandbox.json` and `status` show about the Prometheus endpoints: `metrics` (the
+    emulator's, with its KIP-714 receiver; a real broker's JMX exporter) and, on real brokers,
+    `client_telemetry` (kreassign's KIP-714 receiver, an endpoint of its own)."""
+    out: dict[str, Any] = {}
+    for key, ports in (("metrics", cluster.metrics_ports), ("client_telemetry", getattr(cluster, "telemetry_ports", {}))):
+        if ports:
+            out[key] = {str(b): f"http://127.0.0.1:{p}/metrics" for b, p in sorted(ports.items())}
+    return out
 
 
 def kafka_extra(cluster: Any) -> dict[str, Any]:

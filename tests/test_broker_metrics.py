@@ -16,7 +16,8 @@ from cli_helpers import Kreassign
 from kreassign.cli.runtime import Runtime
 from kreassign.cluster.broker_metrics import MetricNames, broker_metrics, missing_note, parse_exposition
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.metrics_source import MetricsEndpoints
+from kreassign.cluster import metrics_source
+from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
 from test_watch import GrowingCluster, TP
 
 STRIMZI = """\
@@ -64,12 +65,16 @@ def test_a_mapping_file_renames_metrics() -> None:
 
 
 def test_endpoints_from_options_and_a_file(tmp_path: Path) -> None:
-    (tmp_path / "urls").write_text("# broker url\n2 http://b:9404/metrics\n", encoding="utf-8")
+    (tmp_path / "urls").write_text("# broker url\n2 http://b:9404/metrics\n1 http://a:9405/metrics\n",
+                                   encoding="utf-8")
     spec = MetricsEndpoints.parse(["1=http://a:9404/metrics", f"@{tmp_path / 'urls'}"],
                                   lambda p: Path(p).read_text(encoding="utf-8"))
-    assert spec.urls == {1: "http://a:9404/metrics", 2: "http://b:9404/metrics"}
+    # a broker named again adds an endpoint (its JMX exporter and its client-telemetry receiver)
+    assert spec.urls == {1: ("http://a:9404/metrics", "http://a:9405/metrics"), 2: ("http://b:9404/metrics",)}
     with pytest.raises(InputError, match="use ID=URL"):
         MetricsEndpoints.parse(["http://a:9404/metrics"], str)
+    with pytest.raises(InputError, match="broker 1 has the metrics URL http://a:9404/metrics twice"):
+        MetricsEndpoints.parse(["1=http://a:9404/metrics", "1=http://a:9404/metrics"], str)
 
 
 class Exporter:
@@ -211,3 +216,26 @@ def test_topic_bytes_in_from_metrics_are_the_write_rates_of_the_first_model_eta(
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def test_a_brokers_endpoints_are_read_as_one_and_a_silent_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = {"http://a:9404/metrics": 'kafka_server_replicamanager_underreplicatedpartitions 2\n',
+             "http://a:9405/metrics": 'org_apache_kafka_producer_node_request_latency_avg{client_id="p",node_id="1"} 4\n'
+                                      'org_apache_kafka_producer_node_request_latency_avg{client_id="p",node_id="2"} 6',
+             "http://b:9404/metrics": 'kafka_server_replicamanager_underreplicatedpartitions 0\n'}
+
+    def scrape(url: str, timeout_s: float) -> str:
+        if url not in pages:
+            raise OSError("connection refused")
+        return pages[url]
+
+    monkeypatch.setattr(metrics_source, "scrape", scrape)
+    notes: list[str] = []
+    endpoints = MetricsEndpoints({1: ("http://a:9404/metrics", "http://a:9405/metrics"),
+                                  2: ("http://b:9404/metrics", "http://b:9405/metrics"), 3: ("http://c:9404/metrics",)})
+    readings = read_brokers(endpoints, MetricNames(), 0.0, warn=notes.append)
+    assert sorted(readings) == [1, 2]
+    assert (readings[1].under_replicated, readings[1].client_latency_avg_ms) == (2.0, 5.0)
+    assert (readings[2].under_replicated, readings[2].client_latency_avg_ms) == (0.0, None)
+    assert notes == ["broker 2: its metrics at http://b:9405/metrics did not answer (connection refused)",
+                     "broker 3: its metrics at http://c:9404/metrics did not answer (connection refused)"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,15 +263,21 @@ def test_a_secured_daemon_keeps_no_scram_password_and_a_restart_takes_the_new_lo
         assert kreassign("sandbox", "stop", "--state-dir", str(state)).returncode == 0
 
 
-def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> None:
-    calls: list[list[str]] = []
-
+def fake_maven(calls: list[list[str]], out_option: str, jar: str, content: bytes
+               ) -> Callable[[Sequence[str]], subprocess.CompletedProcess[str]]:
+    """A Maven that leaves `jar` in the folder its `out_option` names, recording its calls."""
     def maven(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         calls.append(list(argv))
-        out = Path(next(a for a in argv if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        out = Path(next(a for a in argv if a.startswith(f"{out_option}=")).split("=", 1)[1])
         out.mkdir(parents=True, exist_ok=True)
-        (out / dist.JMX_EXPORTER_JAR).write_bytes(b"agent")
+        (out / jar).write_bytes(content)
         return subprocess.CompletedProcess(list(argv), 0, "", "")
+    return maven
+
+
+def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+    maven = fake_maven(calls, "-DoutputDirectory", dist.JMX_EXPORTER_JAR, b"agent")
 
     with pytest.raises(InputError, match=r"JMX exporter 1.0.1 is not fetched yet: run `make kafka`"):
         dist.jmx_exporter_jar(tmp_path)
@@ -282,3 +289,37 @@ def test_the_jmx_exporter_agent_is_fetched_by_its_pom_once(tmp_path: Path) -> No
     dist.fetch_jmx_exporter(tmp_path, run=maven)
     assert len(calls) == 1  # cached: Maven is not asked again
     assert dist.JMX_EXPORTER_RULES.is_file() and dist.JMX_EXPORTER_POM.is_file()
+
+
+def test_the_client_telemetry_receiver_is_built_outside_the_source_once_per_source(tmp_path: Path) -> None:
+    source = tmp_path / "telemetry"
+    shutil.copytree(dist.CLIENT_TELEMETRY_SOURCE, source, ignore=shutil.ignore_patterns("target"))
+    calls: list[list[str]] = []
+    maven = fake_maven(calls, "-Dkreassign.build.dir", dist.CLIENT_TELEMETRY_JAR, b"receiver")
+
+    cache = tmp_path / "cache"
+    with pytest.raises(InputError, match=r"client-telemetry receiver for real brokers is not built yet: run `make kafka`"):
+        dist.client_telemetry_jar(cache, source)
+    jar = dist.build_client_telemetry(cache, source, run=maven)
+    assert jar == dist.client_telemetry_jar(cache, source) and jar.read_bytes() == b"receiver"
+    assert jar.parent.parent == cache / "client-telemetry" and calls[0][-1] == "package"
+    assert calls[0][calls[0].index("-f") + 1] == str(source / "pom.xml")
+    assert sorted(p.name for p in (cache / "client-telemetry").iterdir()) == [jar.parent.name]  # no scratch left
+    assert sorted(p.name for p in source.iterdir()) == ["pom.xml", "src"]  # nothing built in the source tree
+    dist.build_client_telemetry(cache, source, run=maven)
+    assert len(calls) == 1  # cached: Maven is not asked again
+    java = next(source.rglob("*.java"))
+    java.write_text(java.read_text() + "\n// edited\n")
+    with pytest.raises(InputError, match="not built yet"):
+        dist.client_telemetry_jar(cache, source)  # an edited source is built again
+    assert dist.build_client_telemetry(cache, source, run=maven) != jar and len(calls) == 2
+
+
+def test_a_failed_receiver_build_says_why(tmp_path: Path) -> None:
+    def maven(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(list(argv), 1, "[ERROR] COMPILATION ERROR : cannot find symbol\n", "")
+
+    with pytest.raises(InputError, match="Maven could not build the KIP-714 client-telemetry receiver: COMPILATION "
+                                         "ERROR : cannot find symbol"):
+        dist.build_client_telemetry(tmp_path, run=maven)
+    assert [p.name for p in (tmp_path / "client-telemetry").iterdir()] == []

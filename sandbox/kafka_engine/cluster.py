@@ -32,7 +32,15 @@ from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputErro
 from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.kafka_engine import jvm
 from kreassign.sandbox.kafka_engine.data import PartitionLoad, Writer, create_topics, fill, plan_topics, scaled_defaults
-from kreassign.sandbox.kafka_engine.dist import JMX_EXPORTER_RULES, KafkaDist, find_java_for, jmx_exporter_jar
+from kreassign.sandbox.kafka_engine.dist import (
+    CLIENT_TELEMETRY_CLASS,
+    CLIENT_TELEMETRY_PORT,
+    JMX_EXPORTER_RULES,
+    KafkaDist,
+    client_telemetry_jar,
+    find_java_for,
+    jmx_exporter_jar,
+)
 from kreassign.sandbox.kafka_engine.secured import KEYSTORE_FILE, KafkaLogin, apply_logins, client_listener, keystore_pem
 from kreassign.sandbox.kafka_engine.node_config import (
     CONTROLLER_ID,
@@ -119,7 +127,9 @@ class KafkaCluster:
         start_timeout_s: how long start() waits for every broker to register.
         metrics_port: serve each broker's metrics in Prometheus' format (the JMX exporter's java
             agent with the rules of jmx_exporter.yaml) on 127.0.0.1, broker i on
-            metrics_port + i - 1 (0: free ports; None: no metrics).
+            metrics_port + i - 1 (0: free ports; None: no metrics), and the KIP-714 metrics clients
+            push to it (kreassign's client-telemetry receiver, telemetry/, as a metric.reporters
+            plugin) on metrics_port + N + i - 1, under the emulator's names.
     """
 
     def __init__(self, dist: KafkaDist, *, brokers: int = DEFAULT_BROKERS, racks: int = 2,
@@ -169,9 +179,12 @@ class KafkaCluster:
             self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {})
         self._agent = jmx_exporter_jar() if metrics_port is not None else None
         brokers_now = self.layout.brokers
-        self._metrics_ports: dict[int, int] = {} if metrics_port is None else dict(zip(
-            brokers_now, [metrics_port + i for i in range(len(brokers_now))] if metrics_port else
-            free_ports(len(brokers_now))))
+        self._receiver = client_telemetry_jar() if metrics_port is not None else None
+        n = len(brokers_now)
+        ports = ([] if metrics_port is None else [metrics_port + i for i in range(2 * n)] if metrics_port else
+                 free_ports(2 * n))
+        self._metrics_ports: dict[int, int] = dict(zip(brokers_now, ports[:n]))
+        self._telemetry_ports: dict[int, int] = dict(zip(brokers_now, ports[n:]))
         self.topics: dict[str, dict[int, PartitionLoad]] = {}
         self._nodes: dict[int, _Node] = {}
         self._writer: Writer | None = None
@@ -210,7 +223,10 @@ class KafkaCluster:
         for node in [CONTROLLER_ID, *self.layout.brokers]:
             name = "controller" if node == CONTROLLER_ID else f"broker-{node}"
             props = config / f"{name}.properties"
-            write_private(props, properties(self.layout, node))  # may hold SASL passwords
+            receiver = self._receiver is not None and node in self._telemetry_ports
+            extra = (f"metric.reporters={CLIENT_TELEMETRY_CLASS}\n{CLIENT_TELEMETRY_PORT}={self._telemetry_ports[node]}\n"
+                     if receiver else "")
+            write_private(props, properties(self.layout, node) + extra)  # may hold SASL passwords
             logs = self.state_dir / "logs" / name
             logs.mkdir(parents=True, exist_ok=True)
             log_config = config / (f"{name}.log4j2.properties" if self.dist.log4j2 else f"{name}.log4j.properties")
@@ -220,7 +236,8 @@ class KafkaCluster:
             agent = ([f"-javaagent:{self._agent}={LOOPBACK}:{self._metrics_ports[node]}:{JMX_EXPORTER_RULES}"]
                      if self._agent is not None and node in self._metrics_ports else [])
             argv = [self.java, *jvm_flags(heap=heap, log_config=log_config, log4j2=self.dist.log4j2, logs_dir=logs),
-                    *agent, "-cp", self.dist.classpath, "kafka.Kafka", str(props)]
+                    *agent, "-cp", self.dist.classpath + (f"{os.pathsep}{self._receiver}" if receiver else ""),
+                    "kafka.Kafka", str(props)]
             self._nodes[node] = _Node(node, argv, logs / "stdout.log")
 
     def _record(self) -> None:
@@ -294,7 +311,7 @@ class KafkaCluster:
 
     def _check_ports(self) -> None:
         taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(), *self._metrics_ports.values(),
-                             self.layout.controller_port] if port_in_use(p)]
+                             *self._telemetry_ports.values(), self.layout.controller_port] if port_in_use(p)]
         if taken:
             raise InputError(f"port{'s' if len(taken) > 1 else ''} {', '.join(map(str, taken))} on 127.0.0.1 "
                              f"{'are' if len(taken) > 1 else 'is'} in use: stop what listens there, or start with "
@@ -450,6 +467,11 @@ class KafkaCluster:
     def metrics_ports(self) -> dict[int, int]:
         """Each broker's Prometheus port (the JMX exporter's agent; empty without metrics_port)."""
         return dict(self._metrics_ports)
+
+    @property
+    def telemetry_ports(self) -> dict[int, int]:
+        """Each broker's KIP-714 client-telemetry /metrics port (empty without metrics_port)."""
+        return dict(self._telemetry_ports)
 
     @property
     def security(self) -> Security:

@@ -9,6 +9,7 @@ last, so a fetch cut short is never taken for a complete one.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -36,6 +37,13 @@ JMX_EXPORTER_POM = Path(__file__).with_name("jmx-exporter-pom.xml")
 JMX_EXPORTER_RULES = Path(__file__).with_name("jmx_exporter.yaml")
 JMX_EXPORTER_DIR = "jmx-exporter"
 JMX_EXPORTER_JAR = f"jmx_prometheus_javaagent-{JMX_EXPORTER_VERSION}.jar"
+CLIENT_TELEMETRY_DIR = "client-telemetry"
+CLIENT_TELEMETRY_JAR = "kreassign-client-telemetry.jar"
+CLIENT_TELEMETRY_SOURCE = Path(__file__).with_name("telemetry")
+"""the KIP-714 receiver's Maven project (pom.xml and its one Java class), built into the cache"""
+CLIENT_TELEMETRY_CLASS = "kreassign.telemetry.PrometheusClientTelemetry"
+CLIENT_TELEMETRY_PORT = "kreassign.telemetry.port"
+"""the broker setting the receiver reads its /metrics port from"""
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _BROKER_JAR = re.compile(r"^kafka_2\.1[23]-(\d+\.\d+\.\d+)\.jar$")
 
@@ -230,19 +238,90 @@ def fetch_jmx_exporter(root: Path | None = None, *,
     folder = (root or cache_root()) / JMX_EXPORTER_DIR / JMX_EXPORTER_VERSION
     if (folder / JMX_EXPORTER_JAR).is_file() and not force:
         return folder / JMX_EXPORTER_JAR
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{JMX_EXPORTER_VERSION}-", dir=folder.parent))
-    try:
+
+    def fill(scratch: Path) -> None:
         _maven_copy(JMX_EXPORTER_POM, [f"-Djmx.exporter.version={JMX_EXPORTER_VERSION}"], scratch,
                     f"the Prometheus JMX exporter {JMX_EXPORTER_VERSION}", run)
         if not (scratch / JMX_EXPORTER_JAR).is_file():
             raise InputError(f"Maven did not leave {JMX_EXPORTER_JAR}: see {JMX_EXPORTER_POM}")
+
+    _install(folder, f".{JMX_EXPORTER_VERSION}-", fill)
+    return folder / JMX_EXPORTER_JAR
+
+
+def _install(folder: Path, prefix: str, fill: Callable[[Path], None]) -> None:
+    """`fill` a scratch folder beside `folder`, then put it in `folder`'s place (a fill cut short
+    leaves no half-made folder behind)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=folder.parent))
+    try:
+        fill(scratch)
         if folder.exists():
             shutil.rmtree(folder)
         scratch.rename(folder)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return folder / JMX_EXPORTER_JAR
+
+
+def _client_telemetry_sources(source: Path) -> list[Path]:
+    return sorted(p for p in source.rglob("*") if p.is_file() and (p.name == "pom.xml" or p.suffix == ".java"))
+
+
+def _client_telemetry_folder(root: Path | None, source: Path) -> Path:
+    """The cache folder of the receiver built from `source` as it is now (a digest of its files,
+    so an edited source is built again)."""
+    digest = hashlib.sha256()
+    for path in _client_telemetry_sources(source):
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return (root or cache_root()) / CLIENT_TELEMETRY_DIR / digest.hexdigest()[:16]
+
+
+def client_telemetry_jar(root: Path | None = None, source: Path = CLIENT_TELEMETRY_SOURCE) -> Path:
+    """The KIP-714 receiver's jar `build_client_telemetry` left for the current source.
+
+    Raises:
+        InputError: not built yet (or built from another version of the source).
+    """
+    jar = _client_telemetry_folder(root, source) / CLIENT_TELEMETRY_JAR
+    if not jar.is_file():
+        raise InputError("kreassign's KIP-714 client-telemetry receiver for real brokers is not built yet: run "
+                         "`make kafka` (or `kreassign sandbox fetch-kafka`)")
+    return jar
+
+
+def build_client_telemetry(root: Path | None = None, source: Path = CLIENT_TELEMETRY_SOURCE, *,
+                           run: Callable[[Sequence[str]], subprocess.CompletedProcess[str]] = _run,
+                           force: bool = False) -> Path:
+    """Compile the KIP-714 receiver (telemetry/pom.xml: PrometheusClientTelemetry against the
+    kafka-clients of Maven Central) into the cache, building in a scratch folder there, never in
+    the source tree (a no-op when the jar of this source is there, unless `force`); returns the jar.
+
+    Raises:
+        InputError: Maven or a JDK missing, or the build failed.
+    """
+    folder = _client_telemetry_folder(root, source)
+    if (folder / CLIENT_TELEMETRY_JAR).is_file() and not force:
+        return folder / CLIENT_TELEMETRY_JAR
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise InputError("Maven (mvn) is needed to build the KIP-714 client-telemetry receiver and is not on PATH: "
+                         "install it (Debian: apt-get install maven)")
+    find_java_for(11)
+
+    def fill(scratch: Path) -> None:
+        target = scratch / "target"
+        done = run([mvn, "-B", "-q", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(source / "pom.xml"),
+                    f"-Dkreassign.build.dir={target}", "package"])
+        if done.returncode != 0:
+            raise InputError(f"Maven could not build the KIP-714 client-telemetry receiver: "
+                             f"{_maven_error(done.stdout + done.stderr)}")
+        if not (target / CLIENT_TELEMETRY_JAR).is_file():
+            raise InputError(f"Maven did not leave {CLIENT_TELEMETRY_JAR}: see {source / 'pom.xml'}")
+        (target / CLIENT_TELEMETRY_JAR).rename(scratch / CLIENT_TELEMETRY_JAR)
+        shutil.rmtree(target)  # the classes and Maven's bookkeeping: only the jar is kept
+
+    _install(folder, ".build-", fill)
+    return folder / CLIENT_TELEMETRY_JAR
 
 
 def _maven_error(output: str) -> str:

@@ -72,7 +72,8 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
     from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
-    from kreassign.simulate.pipeline import render_plots, write_results
+    from kreassign.simulate.pipeline import timeline_plots, write_results
+    from kreassign.simulate.plots import write_plots
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.request import ScenarioOutcome
     from kreassign.simulate.scenarios import ScenarioAxes, scenario_grid, scenarios_frame
@@ -109,7 +110,7 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
     with s.stage("write_parquet"):
         write_results(results, summary, out, clients.headroom_target)
     with s.stage("plots"):
-        render_plots(spark, out, scenarios, outcomes, clients.headroom_target, write=True)
+        write_plots(timeline_plots(spark, out, outcomes, clients.headroom_target, "decimal"), out)
     spark.stop()
     model_cpu = _model_only_cpu(case)
     return {"case": case, "note": note, "scenarios": len(scenarios), "seed": spec.seed,

@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import DURATION, RATE, output_option, plan_option
+from kreassign.cli.options import DURATION, RATE, output_option, plan_option, units_option
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from kreassign.cluster.units import Units
 
     from kreassign.simulate.request import SimulationResult
 
@@ -116,6 +118,7 @@ def _share(text: str) -> float:
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark settings.")
 @click.option("--shuffle-partitions", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--driver-memory", default="3g", show_default=True)
+@units_option
 @output_option
 def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None, planner: str | None,
              throttles: tuple[str, ...], per_broker: tuple[str, ...], multipliers: tuple[str, ...],
@@ -124,14 +127,18 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
              client_baseline: str | None, client_request_timeout: float, network_capacity: int | None,
              timeline_points: int, out_dir: str, no_plots: bool, report: str | None, master: str,
              remote: str | None, local_cluster: str | None, spark_state_dir: str | None, confs: tuple[str, ...],
-             shuffle_partitions: int, driver_memory: str, output: str) -> None:
+             shuffle_partitions: int, driver_memory: str, units: Units, output: str) -> None:
     """Rehearse a rebalance on a simulated copy of the cluster, on Spark.
 
     Every combination of throttle, schedule, write load, failure and seed is one scenario; each
     runs the replication model behind `kreassign estimate` in its own Spark task. Writes a
     summary, per-broker timelines and cluster timelines as Parquet, and PNG plots, to --out
-    (with --report, also one HTML file with everything); prints the summary. Scenarios that
-    never finish are marked, and the plots' axes follow the ones that do.
+    (with --report, also one HTML file with everything); prints the summary. Each scenario has
+    one name (its throttle, then what else it sets) in the summary, the report, the plots'
+    legends, the JSON and the Parquet summary; sizes and rates follow --units everywhere,
+    plot axes included. "Bytes of the plan not yet copied" and the throughput plot come from
+    the same broker timelines. Scenarios that never finish are marked, and the plots' axes
+    follow the ones that do.
 
     Spark runs embedded by default (--master local[*]). --master spark://HOST:PORT and --remote
     sc://HOST:PORT run on a cluster, --spark-local-cluster on the one `kreassign spark start`
@@ -185,7 +192,7 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
                          "drop --reassignment-json-file/--planner")
     request = SimulationRequest(
         cluster=cluster, plan=plan, axes=axes, output_dir=out_dir, plots=not no_plots, report_path=report,
-        timeline_points=timeline_points,
+        timeline_points=timeline_points, units=units,
         default_network_bps=None if network_capacity is None else float(network_capacity),
         clients=ClientModel(headroom_target=_share(headroom_target),
                             produce_quota_bps=None if client_quota is None else float(client_quota),
@@ -240,7 +247,7 @@ def render_summary(result: SimulationResult) -> Table:
 
     first = result.outcomes[0] if result.outcomes else None
     title = (f"{result.brokers} brokers, {result.partitions} partitions"
-             + (f", {first.moves} moves ({format_bytes(first.bytes)})" if first else ""))
+             + (f", {first.moves} moves ({format_bytes(first.bytes, result.units)})" if first else ""))
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   collapse_padding=True)
     table.add_column("#", justify="right", no_wrap=True)
@@ -251,7 +258,7 @@ def render_summary(result: SimulationResult) -> Table:
         table.add_column(name, justify="right", no_wrap=True)
     for o in result.outcomes:
         table.add_row(
-            str(o.scenario_id), o.settings, o.makespan_text, format_duration(o.lower_bound_s),
+            str(o.scenario_id), o.name, o.makespan_text, format_duration(o.lower_bound_s),
             f"{o.max_client_throttle_ms:,.0f} ms", f"{o.minutes_below_headroom:,.1f}", f"{o.brokers_at_risk}",
             f"{o.max_produce_remote_ms:,.0f} ms", f"{o.timed_out_requests:,.0f}",
         )

@@ -100,15 +100,24 @@ _STEPS = {"decimal": (1000, ("B", "kB", "MB", "GB", "TB", "PB")),
           "binary": (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB"))}
 
 
-def _scaled(value: float, units: Units, suffix: str) -> str:
+def byte_unit(value: float, units: Units = DEFAULT_UNITS) -> tuple[str, float]:
+    """The unit `format_bytes` shows `value` in, and its size in bytes: 4.1e13 -> ('TB', 1e12)
+    (binary: ('TiB', 1024**4)). Plot axes take theirs from here, so an axis and a table agree."""
     step, names = _STEPS[units]
+    value, size = abs(value), 1
+    for name in names[:-1]:
+        if value < step:
+            return name, float(size)
+        value /= step
+        size *= step
+    return names[-1], float(size)
+
+
+def _scaled(value: float, units: Units, suffix: str) -> str:
+    name, size = byte_unit(value, units)
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for name in names:
-        if value < step or name == names[-1]:
-            return f"{sign}{value:.0f} {name}{suffix}" if name == "B" else f"{sign}{value:.1f} {name}{suffix}"
-        value /= step
-    raise AssertionError("unreachable")
+    return f"{sign}{value:.0f} {name}{suffix}" if name == "B" else f"{sign}{value / size:.1f} {name}{suffix}"
 
 
 def format_bytes(value: float, units: Units = DEFAULT_UNITS) -> str:

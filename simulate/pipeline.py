@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from kreassign.cluster.model import ClusterState
+    from kreassign.cluster.units import Units
     from kreassign.planner.diff import Moves
+    from kreassign.simulate.plots import PlotSpec
     from kreassign.simulate.inputs import Inputs
 
 SUMMARY_DIR = "summary.parquet"
@@ -116,7 +118,7 @@ def _run(spark: SparkSession, request: SimulationRequest,
     with _timed(timings, "inputs_s"):
         inputs = load_inputs(spark, request, prepared)
         _check_failures(inputs.brokers, scenarios)
-        scenario_df = scenarios_frame(spark, scenarios)
+        scenario_df = scenarios_frame(spark, scenarios, request.units)
         # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s
         # for 1M moves, caching them 7 (bench/results/profile_simulate.jsonl).
         brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
@@ -132,14 +134,18 @@ def _run(spark: SparkSession, request: SimulationRequest,
     for frame in (summary, results):
         frame.unpersist()
     pngs: dict[Path, bytes] = {}
+    specs: tuple[PlotSpec, ...] = ()
     if request.plots or request.report_path:
+        from kreassign.simulate.plots import render_png, write_plots
+
         with _timed(timings, "plots_s"):
-            pngs = render_plots(spark, out, scenarios, outcomes, target, write=request.plots)
+            specs = timeline_plots(spark, out, outcomes, target, request.units)
+            pngs = write_plots(specs, out) if request.plots else {out / s.file: render_png(s) for s in specs}
         files += [str(p) for p in pngs if request.plots]
     result = SimulationResult(
         outcomes=outcomes, scenarios=scenarios, output_dir=str(out), files=tuple(files),
         brokers=inputs.broker_count, partitions=inputs.partition_count,
-        headroom_target=target, timings_s=timings,
+        headroom_target=target, timings_s=timings, units=request.units,
     )
     if request.report_path:
         from dataclasses import replace
@@ -148,7 +154,7 @@ def _run(spark: SparkSession, request: SimulationRequest,
 
         report = Path(request.report_path)
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(render_report(result, {p.name: png for p, png in pngs.items()}), encoding="utf-8")
+        report.write_text(render_report(result, {p.name: png for p, png in pngs.items()}, specs), encoding="utf-8")
         result = replace(result, files=(*result.files, str(report)))
     return result
 
@@ -182,32 +188,14 @@ def _check_failures(brokers: DataFrame, scenarios: tuple[Scenario, ...]) -> None
         raise InputError(f"--fail names broker {missing[0]}, which is not in the cluster")
 
 
-def render_plots(spark: SparkSession, out: Path, scenarios: tuple[Scenario, ...],
-          outcomes: tuple[ScenarioOutcome, ...], target: float, *, write: bool) -> dict[Path, bytes]:
-    """The plots as PNG bytes by path under `out`, written there if `write`."""
-    from kreassign.simulate.plots import PlotScenario, plot_specs, render_png, write_plots
+def timeline_plots(spark: SparkSession, out: Path, outcomes: tuple[ScenarioOutcome, ...], target: float,
+                   units: Units) -> tuple[PlotSpec, ...]:
+    """The plots of the cluster timeline written under `out`, each scenario under its one name."""
+    from kreassign.simulate.plots import PlotScenario, plot_specs
 
     cluster = spark.read.parquet(str(out / CLUSTER_TIMELINE_DIR)).toPandas()
-    stalled = {o.scenario_id: o.stalled_moves for o in outcomes}
-    info = {s.scenario_id: PlotScenario(scenario_label(s), stalled.get(s.scenario_id, 0)) for s in scenarios}
-    specs = plot_specs(cluster, info, target)
-    return write_plots(specs, out) if write else {out / spec.file: render_png(spec) for spec in specs}
-
-
-def scenario_label(scenario: Scenario) -> str:
-    """A short legend label: only what the scenario sets."""
-    from kreassign.cluster.units import format_rate
-
-    parts = [f"#{scenario.scenario_id}"]
-    parts.append("unthrottled" if scenario.throttle_bps is None else format_rate(scenario.throttle_bps))
-    if scenario.moves_per_broker is not None:
-        parts.append(f"{scenario.moves_per_broker}/broker")
-    if scenario.write_multiplier != 1.0:
-        parts.append(f"writes x{scenario.write_multiplier:g}")
-    if scenario.failure is not None:
-        who = "random" if scenario.failure.broker < 0 else str(scenario.failure.broker)
-        parts.append(f"broker {who} fails")
-    return " ".join(parts)
+    info = {o.scenario_id: PlotScenario(f"#{o.scenario_id} {o.name}", o.stalled_moves) for o in outcomes}
+    return plot_specs(cluster, info, target, units)
 
 
 @contextmanager

@@ -1,9 +1,13 @@
 """PNG plots of a sweep, drawn from the small per-scenario cluster timeline (CLUSTER_TIMELINE rows
 collected to the driver: scenarios x samples, never per broker).
 
-A scenario that never finishes has no end to draw to, so the axes are scaled to the scenarios
-that finish; the others are drawn over that range, clipped, and marked in the legend. Only when
-no scenario finishes do the axes follow the stalled ones."""
+Bytes left and throughput come from the same per-broker catch-up rates (`scenario_run`), so
+the first goes down where the second shows copying. Axes use the report's unit system
+(`--units`) and the unit the tables would give their largest value (a 41 TB plan: an axis in
+TB). A scenario that never finishes has no end to draw to, so the time axis is scaled to the
+scenarios that finish; the others are drawn over that range, clipped, and marked in the legend
+(or, with too many scenarios for a legend, in a note on the plot). Only when no scenario
+finishes do the axes follow the stalled ones."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -13,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from kreassign.cluster.units import DEFAULT_UNITS, Units, byte_unit
 
 _LEGEND_LIMIT = 12
 PLOT_FILES = ("bytes_remaining.png", "broker_throughput.png", "client_headroom.png")
@@ -47,6 +53,10 @@ class Line:
     style: str
     group: int
     """lines of one group share a colour"""
+    scenario_id: int = 0
+    column: str = ""
+    """the CLUSTER_TIMELINE column drawn"""
+    finishes: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,26 @@ class PlotSpec:
     reference: float | None = None
     """a horizontal reference line (the headroom target)"""
     legend: bool = True
+    note: str | None = None
+    """text in a corner of the plot: which scenarios never finish, when there is no legend"""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What is drawn, JSON-ready (the report embeds it beside the PNG): axis texts and
+        limits, and each line's scenario, column, legend label and points in the axis units."""
+        return {
+            "file": self.file, "title": self.title, "xlabel": self.xlabel, "ylabel": self.ylabel,
+            "xlim": list(self.xlim), "ylim": list(self.ylim), "reference": self.reference,
+            "legend": self.legend, "note": self.note,
+            "lines": [{"scenario_id": line.scenario_id, "column": line.column, "label": line.label,
+                       "finishes": line.finishes, "style": line.style,
+                       "t": [_number(v) for v in line.t], "y": [_number(v) for v in line.values]}
+                      for line in self.lines],
+        }
+
+
+def _number(value: float) -> float | None:
+    """Six significant digits (what a plot can show), None for what JSON cannot hold."""
+    return float(f"{value:.6g}") if np.isfinite(value) else None
 
 
 def time_unit(span_s: float) -> tuple[str, float]:
@@ -75,16 +105,24 @@ def time_unit(span_s: float) -> tuple[str, float]:
 
 
 _SERIES = (
-    ("bytes_remaining.png", "Bytes remaining", "GB", (("bytes_remaining", 1e9, "-"),)),
-    ("broker_throughput.png", "Catch-up throughput per broker (busiest solid, mean dashed)", "MB/s",
-     (("max_replication_in_bps", 1e6, "-"), ("mean_replication_in_bps", 1e6, "--"))),
-    ("client_headroom.png", "Network headroom left for clients (worst broker)", "share of capacity",
-     (("min_headroom", 1.0, "-"),)),
+    ("bytes_remaining.png", "Bytes of the plan not yet copied", "bytes", (("bytes_remaining", "-"),)),
+    ("broker_throughput.png", "Catch-up throughput per broker (busiest solid, mean dashed)", "rate",
+     (("max_replication_in_bps", "-"), ("mean_replication_in_bps", "--"))),
+    ("client_headroom.png", "Network headroom left for clients (worst broker)", "share",
+     (("min_headroom", "-"),)),
 )
 
 
+def _axis_unit(kind: str, largest: float, units: Units) -> tuple[str, float]:
+    """The y axis's label and the size of its unit: the one the tables would use for `largest`."""
+    if kind == "share":
+        return "share of capacity", 1.0
+    name, size = byte_unit(largest, units)
+    return (name if kind == "bytes" else f"{name}/s"), size
+
+
 def plot_specs(cluster: pd.DataFrame, scenarios: Mapping[int, PlotScenario],
-               headroom_target: float) -> tuple[PlotSpec, ...]:
+               headroom_target: float, units: Units = DEFAULT_UNITS) -> tuple[PlotSpec, ...]:
     """The three plots of a sweep, in PLOT_FILES order.
 
     Args:
@@ -92,6 +130,7 @@ def plot_specs(cluster: pd.DataFrame, scenarios: Mapping[int, PlotScenario],
         scenarios: legend label and stalled moves per scenario id (unknown ids: finishing,
             labelled by id).
         headroom_target: drawn as a reference line on the headroom plot.
+        units: the unit system of the byte and rate axes.
     """
     ordered = cluster.sort_values(["scenario_id", "t_s"])
     groups = [(int(sid), frame) for sid, frame in ordered.groupby("scenario_id", sort=True)]
@@ -100,19 +139,25 @@ def plot_specs(cluster: pd.DataFrame, scenarios: Mapping[int, PlotScenario],
     span = max((float(frame["t_s"].max()) for _, frame in scaling), default=0.0)
     unit, scale = time_unit(span)
     xlim = (0.0, span / scale if span > 0 else 1.0)
+    stalled = [sid for sid, _ in groups if not info[sid].finishes]
+    legend = len(groups) <= _LEGEND_LIMIT
+    note = None if legend or not stalled else "never finish: " + ", ".join(f"#{sid}" for sid in stalled)
     specs = []
-    for file, title, ylabel, series in _SERIES:
+    for file, title, kind, series in _SERIES:
+        largest = max((float(np.nanmax(frame[column].to_numpy(np.float64), initial=0.0))
+                       for _, frame in scaling for column, _ in series), default=0.0)
+        ylabel, divisor = _axis_unit(kind, largest, units)
         lines = tuple(
             Line(info[sid].legend if style == "-" else None, frame["t_s"].to_numpy(np.float64) / scale,
-                 frame[column].to_numpy(np.float64) / divisor, style, k)
-            for k, (sid, frame) in enumerate(groups) for column, divisor, style in series
+                 frame[column].to_numpy(np.float64) / divisor, style, k, scenario_id=sid, column=column,
+                 finishes=info[sid].finishes)
+            for k, (sid, frame) in enumerate(groups) for column, style in series
         )
-        shown = [frame[column].to_numpy(np.float64) / divisor
-                 for _, frame in scaling for column, divisor, _ in series]
+        shown = [frame[column].to_numpy(np.float64) / divisor for _, frame in scaling for column, _ in series]
         reference = headroom_target if file == "client_headroom.png" else None
         specs.append(PlotSpec(file=file, title=title, xlabel=f"time ({unit})", ylabel=ylabel,
                               lines=lines, xlim=xlim, ylim=_ylim(shown, reference),
-                              reference=reference, legend=len(groups) <= _LEGEND_LIMIT))
+                              reference=reference, legend=legend, note=note))
     return tuple(specs)
 
 
@@ -159,6 +204,9 @@ def render_png(spec: PlotSpec) -> bytes:
     ax.grid(True, alpha=0.3)
     if spec.legend:
         ax.legend(fontsize="small", loc="best")
+    if spec.note:
+        ax.text(0.99, 0.98, spec.note, transform=ax.transAxes, ha="right", va="top", fontsize="small",
+                bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.8})
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

@@ -1,12 +1,18 @@
-"""`simulate --report FILE`: the sweep as one self-contained HTML page (no scripts, no external
-files; plots embedded as data URIs), readable offline and easy to attach to a change ticket."""
+"""`simulate --report FILE`: the sweep as one self-contained HTML page (nothing runs, nothing is
+fetched: plots embedded as data URIs), readable offline and easy to attach to a change ticket.
+
+Beside each plot the page carries what it draws as JSON (`<script type="application/json"
+id="plot-data">`, inert): the axes' units and every line's scenario, legend and points, so a
+reader or a test can check the plots against the tables without reading pixels."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from html import escape
 
-from kreassign.cluster.units import format_bytes, format_duration
+from kreassign.cluster.units import byte_unit, format_bytes, format_duration
+from kreassign.simulate.plots import PlotSpec
 from kreassign.simulate.request import ScenarioOutcome, SimulationResult
 
 SECTIONS = ("plan", "scenarios", "critical-brokers", "timelines", "client-impact")
@@ -21,29 +27,36 @@ img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
 """
 
 
-def render_report(result: SimulationResult, plots: Mapping[str, bytes], *, title: str = "kreassign simulate") -> str:
+def render_report(result: SimulationResult, plots: Mapping[str, bytes], specs: Sequence[PlotSpec] = (), *,
+                  title: str = "kreassign simulate") -> str:
     """The report's HTML.
 
     Args:
-        result: the sweep's summary.
+        result: the sweep's summary (its `units` set every size and rate on the page).
         plots: PNG bytes by file name (PLOT_FILES order is kept), embedded as data URIs.
+        specs: what those plots draw, embedded as JSON and named in their captions.
         title: the page title.
     """
     outcomes = result.outcomes
     first = outcomes[0] if outcomes else None
+    drawn = {spec.file: spec for spec in specs}
+    system = "binary (KiB, MiB, GiB: powers of 1024)" if result.units == "binary" else \
+        "decimal (kB, MB, GB: powers of 1000, as Kafka's rate configs count)"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+        f'<p id="units" data-units="{escape(result.units)}">Sizes and rates in {escape(system)} units.</p>',
         '<section id="plan"><h2>Plan</h2>',
         _table(["brokers", "partitions", "moves", "bytes to copy", "scenarios", "headroom target"],
                [[f"{result.brokers:,}", f"{result.partitions:,}", f"{first.moves:,}" if first else "0",
-                 format_bytes(first.bytes) if first else "0 B", str(len(outcomes)), f"{result.headroom_target:.0%}"]]),
+                 format_bytes(first.bytes if first else 0, result.units), str(len(outcomes)),
+                 f"{result.headroom_target:.0%}"]]),
         "</section>",
         '<section id="scenarios"><h2>Scenarios: makespan and lower bound</h2>',
         _table(["#", "scenario", "makespan", "lower bound", "bottleneck broker"],
-               [[str(o.scenario_id), o.settings, o.makespan_text, format_duration(o.lower_bound_s),
+               [[str(o.scenario_id), o.name, o.makespan_text, format_duration(o.lower_bound_s),
                  "-" if o.bottleneck_broker is None else str(o.bottleneck_broker)] for o in outcomes],
                text_columns={1}, never=[o.stalled_moves > 0 for o in outcomes]),
         "</section>",
@@ -51,9 +64,9 @@ def render_report(result: SimulationResult, plots: Mapping[str, bytes], *, title
         _critical(outcomes),
         "</section>",
         '<section id="timelines"><h2>Timelines</h2>',
-        *[f'<figure><img alt="{escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
-          f"<figcaption>{escape(name)}</figcaption></figure>" for name, png in plots.items()],
+        *[_figure(name, png, drawn.get(name)) for name, png in plots.items()],
         "" if plots else "<p>No plots.</p>",
+        _plot_data(result, specs),
         "</section>",
         '<section id="client-impact"><h2>Client impact</h2>',
         _table(["#", "max client throttle", f"minutes below {result.headroom_target:.0%} headroom",
@@ -65,6 +78,24 @@ def render_report(result: SimulationResult, plots: Mapping[str, bytes], *, title
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _figure(name: str, png: bytes, spec: PlotSpec | None) -> str:
+    caption = name if spec is None else f"{spec.title} ({spec.ylabel} against {spec.xlabel})"
+    return (f'<figure><img alt="{escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def _plot_data(result: SimulationResult, specs: Sequence[PlotSpec]) -> str:
+    """The plots' data as an inert JSON block (`</` escaped so no text can close it)."""
+    if not specs:
+        return ""
+    first = result.outcomes[0] if result.outcomes else None
+    doc = {"units": result.units, "plan_unit": byte_unit(first.bytes if first else 0, result.units)[0],
+           "scenarios": {str(o.scenario_id): o.name for o in result.outcomes},
+           "plots": [spec.to_dict() for spec in specs]}
+    text = json.dumps(doc, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return f'<script type="application/json" id="plot-data">{text}</script>'
 
 
 def _critical(outcomes: tuple[ScenarioOutcome, ...]) -> str:

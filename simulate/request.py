@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.cluster.errors import InputError
+from kreassign.cluster.units import DEFAULT_UNITS, Units
 from kreassign.simulate.client_impact import ClientModel
 from kreassign.simulate.inputs import PlanFile, PlannerRun, SnapshotInput
 from kreassign.simulate.plots import never_finishes
@@ -34,6 +35,8 @@ class SimulationRequest:
     """where to write the one-file HTML report (None: no report)"""
     default_network_bps: float | None = None
     """NIC capacity, each way, for snapshot brokers that do not give one (None: unlimited)"""
+    units: Units = DEFAULT_UNITS
+    """how sizes and rates are shown: the scenarios' names, the report, the plots' axes"""
 
     def __post_init__(self) -> None:
         if isinstance(self.cluster, SnapshotInput) and self.plan is None:
@@ -51,6 +54,8 @@ class ScenarioOutcome:
     """One row of the summary (schema SCENARIO_SUMMARY)."""
 
     scenario_id: int
+    name: str
+    """the scenario's one name (`Scenario.name`), as the table, legends and Parquet give it"""
     throttle_bps: float | None
     moves_per_broker: int | None
     write_multiplier: float
@@ -73,18 +78,6 @@ class ScenarioOutcome:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ScenarioOutcome:
         return cls(**row)
-
-    @property
-    def settings(self) -> str:
-        """What the scenario sets, in words: `50.0 MB/s, 2/broker, writes x1.5, broker 7 fails @ 30m00s`."""
-        from kreassign.cluster.units import format_duration, format_rate
-
-        parts = ["unthrottled" if self.throttle_bps is None else format_rate(self.throttle_bps),
-                 "all at once" if self.moves_per_broker is None else f"{self.moves_per_broker}/broker",
-                 f"writes x{self.write_multiplier:g}"]
-        if self.failed_broker is not None:
-            parts.append(f"broker {self.failed_broker} fails @ {format_duration(self.failed_at_s or 0.0)}")
-        return ", ".join(parts)
 
     @property
     def makespan_text(self) -> str:
@@ -111,6 +104,7 @@ class SimulationResult:
     partitions: int
     headroom_target: float
     timings_s: dict[str, float] = field(default_factory=dict)
+    units: Units = DEFAULT_UNITS
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for `--output json`."""
@@ -120,6 +114,7 @@ class SimulationResult:
             "brokers": self.brokers,
             "partitions": self.partitions,
             "headroom_target": self.headroom_target,
+            "units": self.units,
             "scenarios": [o.to_dict() for o in self.outcomes],
             "timings_s": dict(self.timings_s),
         }

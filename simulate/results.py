@@ -28,7 +28,7 @@ def broker_timelines(results: DataFrame) -> DataFrame:
 
 
 def cluster_timeline(results: DataFrame, timelines: DataFrame, headroom_target: float) -> DataFrame:
-    """Per scenario and sample time: the model's bytes remaining, and over all brokers the
+    """Per scenario and sample time: the plan's bytes not yet copied, and over all brokers the
     catch-up throughput (total, mean, busiest) and client headroom (worst, 5th percentile,
     brokers under target). (SCENARIO_RESULT, BROKER_TIMELINE -> CLUSTER_TIMELINE.)"""
     grid = F.arrays_zip(F.col("grid_t_s").alias("t_s"),

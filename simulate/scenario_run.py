@@ -91,6 +91,7 @@ class ScenarioRun:
     failed_at_s: float | None
     grid_t_s: np.ndarray
     bytes_remaining: np.ndarray
+    """bytes of the plan not yet copied at each sample (`plan_bytes_left`)"""
     rate_in: np.ndarray
     """(brokers, samples) average catch-up bytes/s into each broker over each sample"""
     rate_out: np.ndarray
@@ -166,21 +167,37 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
             lower_s, bottleneck = failed_at + after.seconds, after.broker
     grid = _grid(finish, curve[0], points)
     rate_out, rate_in = _grid_rates(log, len(arrays.broker_ids), grid)
-    remaining = np.interp(grid, curve[0], curve[1]) if len(curve[0]) else np.zeros(len(grid))
-    # The model records its curve at (batched) event times; once the last move is done, none is left.
+    pending = _pending(arrays, finish, grid)
     end = float(finish.max()) if len(finish) else 0.0
-    # A move slower than its partition's writes falls further behind without end; what the plan
-    # still has to copy is at most the plan.
-    remaining = np.minimum(np.where(grid >= end, 0.0, remaining), float(arrays.bytes.sum()))
     horizon = end if math.isfinite(end) else float(curve[0].max(initial=0.0))
     return ScenarioRun(
         finish_s=finish, lower_bound_s=float(lower_s),
         bottleneck_broker=bottleneck if lower_s > 0 else None,
         failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
-        bytes_remaining=remaining,
-        rate_in=rate_in, rate_out=rate_out,
-        pending_bytes=_pending(arrays, finish, grid), horizon_s=horizon,
+        bytes_remaining=plan_bytes_left(arrays, rate_in, pending, grid),
+        rate_in=rate_in, rate_out=rate_out, pending_bytes=pending, horizon_s=horizon,
     )
+
+
+def plan_bytes_left(arrays: ScenarioArrays, rate_in: np.ndarray, pending: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Bytes of the plan not yet copied at each sample, from the catch-up rates the throughput
+    plot draws (`rate_in`, the average over each sample): per broker, the bytes of its moves
+    less what it has received since the start, never more than its unfinished moves' bytes
+    (`pending`), summed over brokers.
+
+    One timeline for both plots: the curve goes down exactly as fast as the brokers copy while
+    the plan's bytes are arriving, and stays flat where nothing is copied (moves into a failed
+    broker). A move slower than its partition's writes (which never finishes) first copies the
+    bytes the plan counted, then chases writes without end: the curve shows the first part, the
+    never-finishing mark the second. The model's own curve is the lag (writes included), which
+    for such a move only grows.
+    """
+    n = len(arrays.broker_ids)
+    total = np.bincount(arrays.positions(arrays.dest), weights=arrays.bytes, minlength=n)
+    copied = rate_in[:, :-1] * np.diff(grid)[None, :]
+    received = np.concatenate((np.zeros((n, 1)), np.cumsum(copied, axis=1)), axis=1)
+    left: np.ndarray = np.minimum(pending, np.maximum(total[:, None] - received, 0.0)).sum(axis=0)
+    return left
 
 
 # ---- failure ----------------------------------------------------------------------------------

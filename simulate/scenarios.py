@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kreassign.cluster.errors import InputError
-from kreassign.cluster.units import parse_duration
+from kreassign.cluster.units import DEFAULT_UNITS, Units, format_duration, format_rate, parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -70,6 +70,25 @@ class Scenario:
     failure: Failure | None = None
     seed: int = 0
 
+    def name(self, units: Units = DEFAULT_UNITS) -> str:
+        """The scenario's one name, in the summary, the report's tables and legends, the JSON and
+        the Parquet summary: its throttle, then only what else it sets
+        (`50.0 MB/s, 2/broker, writes x1.5, broker 7 fails @ 30m00s`; the seed only picks a
+        random broker, so it is named only then)."""
+        parts = ["unthrottled" if self.throttle_bps is None else format_rate(self.throttle_bps, units)]
+        if self.moves_per_broker is not None:
+            parts.append(f"{self.moves_per_broker}/broker")
+        if self.write_multiplier != 1.0:
+            parts.append(f"writes x{self.write_multiplier:g}")
+        if self.failure is not None:
+            who = "a random broker" if self.failure.broker == RANDOM_BROKER else f"broker {self.failure.broker}"
+            when = (format_duration(self.failure.at_s) if self.failure.at_s is not None
+                    else f"{(self.failure.at_fraction or 0.0):.0%} of the run")
+            parts.append(f"{who} fails @ {when}")
+            if self.failure.broker == RANDOM_BROKER:
+                parts.append(f"seed {self.seed}")
+        return ", ".join(parts)
+
 
 @dataclass(frozen=True)
 class ScenarioAxes:
@@ -109,12 +128,13 @@ def scenario_grid(axes: ScenarioAxes) -> tuple[Scenario, ...]:
     )
 
 
-def scenarios_frame(spark: SparkSession, scenarios: Sequence[Scenario]) -> DataFrame:
-    """The grid as a DataFrame of schema SCENARIOS (a few rows, built on the driver)."""
+def scenarios_frame(spark: SparkSession, scenarios: Sequence[Scenario], units: Units = DEFAULT_UNITS) -> DataFrame:
+    """The grid as a DataFrame of schema SCENARIOS (a few rows, built on the driver), each
+    scenario named in `units`."""
     from kreassign.simulate.schemas import SCENARIOS
 
     rows = [
-        (s.scenario_id, s.throttle_bps, s.moves_per_broker, float(s.write_multiplier),
+        (s.scenario_id, s.name(units), s.throttle_bps, s.moves_per_broker, float(s.write_multiplier),
          None if s.failure is None else s.failure.broker,
          None if s.failure is None else s.failure.at_s,
          None if s.failure is None else s.failure.at_fraction, int(s.seed))

@@ -76,6 +76,7 @@ whether its leader answers in-sync followers, which gives its leader throttle a 
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),
+    ("name", _STRING, False),
     ("throttle_bps", _DOUBLE, True),
     ("moves_per_broker", _INT, True),
     ("write_multiplier", _DOUBLE, False),
@@ -84,7 +85,7 @@ SCENARIOS = _fields(
     ("fail_at_fraction", _DOUBLE, True),
     ("seed", _LONG, False),
 )
-"""One row per scenario. Nulls mean: no throttle, no batching, no failure. A failure names a
+"""One row per scenario, with its one name (`Scenario.name`). Nulls mean: no throttle, no batching, no failure. A failure names a
 broker (-1: chosen at random from the seed) and a time, absolute or as a fraction of the
 makespan without the failure."""
 
@@ -170,7 +171,7 @@ SCENARIO_RESULT = _fields(
     ("tl_produce_remote_ms", ArrayType(_DOUBLE), False),
     ("tl_request_delay_ms", ArrayType(_DOUBLE), False),
 )
-"""What one model task returns: one row per scenario, with the model's bytes-remaining curve on
+"""What one model task returns: one row per scenario, with the plan's bytes not yet copied on
 the sample grid (`grid_*`) and its per-broker timelines packed as parallel arrays, broker-major
 (`tl_*`), so one task yields one row."""
 
@@ -178,6 +179,7 @@ TIMELINE_COLUMNS = tuple(f.name[3:] for f in SCENARIO_RESULT.fields if f.name.st
 
 SCENARIO_SUMMARY = _fields(
     ("scenario_id", _INT, False),
+    ("name", _STRING, False),
     ("throttle_bps", _DOUBLE, True),
     ("moves_per_broker", _INT, True),
     ("write_multiplier", _DOUBLE, False),
@@ -227,8 +229,10 @@ CLUSTER_TIMELINE = _fields(
     ("p05_headroom", _DOUBLE, False),
     ("brokers_below_target", _LONG, False),
 )
-"""Per scenario and sample time: the model's bytes remaining and, over all brokers, catch-up
-throughput and client headroom. What the plots draw (small enough to collect)."""
+"""Per scenario and sample time: the bytes of the plan not yet copied (from the same per-broker
+catch-up rates as the throughput columns: `scenario_run.plan_bytes_left`) and, over all
+brokers, catch-up throughput and client headroom. What the plots draw (small enough to
+collect)."""
 
 
 def columns(schema: StructType) -> list[Column]:

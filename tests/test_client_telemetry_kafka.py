@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kreassign.cluster.broker_metrics import MetricNames
 from kreassign.cluster.metrics_source import MetricsEndpoints, read_brokers
 from kreassign.sandbox.topics import TopicSpec
-from test_throttle_cmd import invoke
+from cli_helpers import Kreassign
 
 from live import wait_until
 
@@ -70,14 +70,14 @@ def _push(bootstrap: str, topic: str, client_id: str, urls: Callable[[], list[st
 
 
 @pytest.mark.kafka
-def test_pushed_metrics_on_real_kafka_have_the_emulators_names_and_labels(kafka_cluster: Any,
-                                                                          sandbox_factory: Any) -> None:
+def test_pushed_metrics_on_real_kafka_have_the_emulators_names_and_labels(kafka_cluster: Any, sandbox_factory: Any,
+                                                                          kreassign: Kreassign) -> None:
     client_id = f"telemetry-{uuid.uuid4().hex[:8]}"
     name = f"producers-{client_id}"
 
     def subscribe(bootstrap: str) -> None:
-        ran = invoke(None, "client-metrics", "set", "--name", name, "--metrics", PRODUCER, "--interval", "500ms",
-                     "--match", f"client_id={client_id}", "--bootstrap-server", bootstrap)
+        ran = kreassign.run("client-metrics", "set", "--name", name, "--metrics", PRODUCER, "--interval", "500ms",
+                            "--match", f"client_id={client_id}", "--bootstrap-server", bootstrap)
         assert ran.exit_code == 0, ran.output
 
     real = kafka_cluster
@@ -97,8 +97,8 @@ def test_pushed_metrics_on_real_kafka_have_the_emulators_names_and_labels(kafka_
         assert reading.client_latency_avg_ms is not None and reading.client_latency_avg_ms > 0
         assert "request_time" not in reading.missing and "under_replicated" not in reading.missing
     finally:
-        assert invoke(None, "client-metrics", "delete", "--name", name,
-                      "--bootstrap-server", real.bootstrap).exit_code == 0
+        assert kreassign.run("client-metrics", "delete", "--name", name,
+                             "--bootstrap-server", real.bootstrap).exit_code == 0
         with real.admin() as port:
             assert port.delete_topic(topic) is None
 

@@ -27,7 +27,8 @@ from kreassign.simulate.session import (
 
 def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
     result = SimulationResult(
-        outcomes=(outcome(), outcome(scenario_id=1, throttle_bps=None, moves_per_broker=2,
+        outcomes=(outcome(), outcome(scenario_id=1, name="unthrottled, 2/broker, writes x1.5, broker 7 fails @ 30m00s",
+                                       throttle_bps=None, moves_per_broker=2,
                                        write_multiplier=1.5, failed_broker=7, failed_at_s=1800.0,
                                        makespan_s=float("inf"), stalled_moves=3,
                                        max_client_throttle_ms=10500.0, timed_out_requests=1234.0)),
@@ -43,13 +44,23 @@ def test_summary_table_fits_100_columns_and_marks_what_never_finishes() -> None:
         "                                            lower     client  min < 20%  brokers  produce  timed-out",
         "#  scenario                       makespan  bound   throttle   headroom  at risk   remote   requests",
         "─" * 100,
-        "0  50.0 MB/s, all at                 2h01m  1h56m       0 ms       12.5        3    10 ms          0",
-        "   once, writes x1",
+        "0  50.0 MB/s                         2h01m  1h56m       0 ms       12.5        3    10 ms          0",
         "1  unthrottled,             never finishes  1h56m  10,500 ms       12.5        3    10 ms      1,234",
         "   2/broker, writes     (stalled moves: 3)",
         "   x1.5, broker 7",
         "   fails @ 30m00s",
     ]
+
+
+def test_the_summary_gives_the_plan_in_the_units_asked_for() -> None:
+    result = SimulationResult(outcomes=(outcome(name="47.7 MiB/s"),), scenarios=(), output_dir="out", files=(),
+                              brokers=40, partitions=9000, headroom_target=0.2, units="binary")
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(render_summary(result))
+    lines = [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert lines[0] == "40 brokers, 9000 partitions, 1200 moves (3.0 TiB)"
+    assert lines[4].startswith("0  47.7 MiB/s ")
+    assert result.to_dict()["units"] == "binary" and result.to_dict()["scenarios"][0]["name"] == "47.7 MiB/s"
 
 
 def test_outcome_json_has_no_infinity() -> None:

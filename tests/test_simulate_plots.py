@@ -40,11 +40,39 @@ def test_axes_follow_the_scenarios_that_finish_and_stalled_ones_are_marked() -> 
         assert spec.xlim == (0.0, 20.0)
         assert [line.label for line in spec.lines if line.label] == [
             "#0 100.0 MB/s", "#1 50.0 MB/s", "#2 unthrottled broker 7 fails: never finishes (stalled moves: 4)"]
-    assert remaining.ylim == (0.0, 41e3 * 1.05)
+    # the axes in the unit the tables give the largest value drawn: a 41 TB plan, 100 MB/s
+    assert (remaining.ylabel, throughput.ylabel) == ("TB", "MB/s")
+    assert remaining.ylim == (0.0, 41 + 0.05 * 41)
     assert throughput.ylim == (0.0, 100.0 * 1.05)  # the stalled 900 MB/s is drawn, clipped
+    assert all(spec.note is None for spec in (remaining, throughput, headroom))  # the legend says it
     assert headroom.ylim == (0.0, 0.4 * 1.05) and headroom.reference == 0.2
     stalled_line = next(line for line in remaining.lines if line.group == 2)
     assert stalled_line.t[-1] == 26_000 * 60.0  # drawn in full, beyond the axis
+
+
+def test_binary_units_scale_the_axes_by_powers_of_1024() -> None:
+    remaining, throughput, _ = plot_specs(_sweep(), {}, headroom_target=0.2, units="binary")
+    assert (remaining.ylabel, throughput.ylabel) == ("TiB", "MiB/s")
+    assert remaining.lines[0].values[0] == PLAN / 1024**4
+    assert throughput.lines[0].values[0] == 100e6 / 1024**2
+
+
+def test_without_a_legend_a_note_names_the_scenarios_that_never_finish() -> None:
+    frames = [_timeline(i, 600.0, throughput=10e6, headroom=0.4) for i in range(13)]
+    info = {i: PlotScenario(f"#{i}", stalled_moves=1 if i in (3, 11) else 0) for i in range(13)}
+    for spec in plot_specs(pd.concat(frames), info, headroom_target=0.2):
+        assert not spec.legend and spec.note == "never finish: #3, #11"
+        assert [line.finishes for line in spec.lines if line.style == "-"] == [i not in (3, 11) for i in range(13)]
+
+
+def test_the_spec_as_json_is_what_is_drawn() -> None:
+    info = {2: PlotScenario("#2 unthrottled", stalled_moves=4)}
+    remaining = plot_specs(_sweep(), info, headroom_target=0.2)[0].to_dict()
+    assert (remaining["ylabel"], remaining["xlabel"], remaining["xlim"]) == ("TB", "time (minutes)", [0.0, 20.0])
+    stalled = [line for line in remaining["lines"] if line["scenario_id"] == 2]
+    assert stalled == [{"scenario_id": 2, "column": "bytes_remaining", "finishes": False, "style": "-",
+                        "label": "#2 unthrottled: never finishes (stalled moves: 4)",
+                        "t": [0.0, 390000.0, 780000.0, 1.17e6, 1.56e6], "y": [41.0] * 5}]
 
 
 def test_when_nothing_finishes_the_axes_follow_the_stalled_scenarios() -> None:

@@ -6,6 +6,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.simulate.scenarios import (
     RANDOM_BROKER,
     Failure,
+    Scenario,
     ScenarioAxes,
     parse_failure,
     scenario_grid,
@@ -31,6 +32,30 @@ def test_parse_failure(text: str, expected: Failure | None) -> None:
 def test_parse_failure_rejects(text: str) -> None:
     with pytest.raises(InputError):
         parse_failure(text)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "decimal", "binary"),
+    [
+        (Scenario(0, throttle_bps=50e6), "50.0 MB/s", "47.7 MiB/s"),
+        (Scenario(1), "unthrottled", "unthrottled"),
+        (Scenario(2, throttle_bps=1e6, moves_per_broker=2, write_multiplier=1.5, failure=Failure(7, at_s=1800.0)),
+         "1.0 MB/s, 2/broker, writes x1.5, broker 7 fails @ 30m00s",
+         "976.6 KiB/s, 2/broker, writes x1.5, broker 7 fails @ 30m00s"),
+        (Scenario(3, failure=Failure(RANDOM_BROKER, at_fraction=0.5), seed=4),
+         "unthrottled, a random broker fails @ 50% of the run, seed 4",
+         "unthrottled, a random broker fails @ 50% of the run, seed 4"),
+    ],
+)
+def test_a_scenario_has_one_name_in_each_unit_system(scenario: Scenario, decimal: str, binary: str) -> None:
+    assert (scenario.name(), scenario.name("decimal"), scenario.name("binary")) == (decimal, decimal, binary)
+
+
+def test_names_tell_every_scenario_of_a_grid_apart() -> None:
+    grid = scenario_grid(ScenarioAxes(throttles=(10e6, None), moves_per_broker=(None, 2), write_multipliers=(1.0, 2.0),
+                                      failures=(None, Failure(RANDOM_BROKER, at_fraction=0.5)), seeds=(1, 2)))
+    names = [s.name() for s in grid if s.failure is not None or s.seed == 1]  # the seed picks only a failure
+    assert len(set(names)) == len(names) == 24
 
 
 def test_grid_is_the_cartesian_product_in_axis_order() -> None:

@@ -144,6 +144,7 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
     )
     result = run_simulation(request, spark=spark)
     curves = spark.read.parquet(str(tmp_path / "out" / CLUSTER_TIMELINE_DIR))
+    timelines = spark.read.parquet(str(tmp_path / "out" / BROKER_TIMELINE_DIR))
     assert len(result.outcomes) == 4
     for outcome in result.outcomes:
         estimate = estimate_plan(state, _targets(state), rates=RateRequest(throttle=outcome.throttle_bps),
@@ -156,9 +157,14 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
         curve = curves.where(F.col("scenario_id") == outcome.scenario_id).orderBy("t_s").toPandas()
         grid = np.linspace(0.0, estimate.eta_s, 25)
         assert curve["t_s"].tolist() == grid.tolist()
-        model = estimate.model  # its curve, and nothing left once the last move is done
-        expected = np.interp(grid, model.times, model.remaining_bytes)
-        assert curve["bytes_remaining"].tolist() == np.where(grid >= estimate.eta_s, 0.0, expected).tolist()
+        # what is left of the plan comes from the brokers' timeline the throughput plot draws
+        brokers = timelines.where(F.col("scenario_id") == outcome.scenario_id).orderBy("broker", "t_s").toPandas()
+        rate = brokers["replication_in_bps"].to_numpy().reshape(-1, 25)
+        pending = brokers["pending_bytes"].to_numpy().reshape(-1, 25)
+        received = np.concatenate((np.zeros((len(rate), 1)), np.cumsum(rate[:, :-1] * np.diff(grid), axis=1)), axis=1)
+        expected = np.minimum(pending, np.maximum(pending[:, :1] - received, 0.0)).sum(axis=0)
+        assert curve["bytes_remaining"].to_numpy() == pytest.approx(expected, rel=1e-12, abs=1e-3)
+        assert curve["bytes_remaining"].iloc[0] == outcome.bytes and curve["bytes_remaining"].iloc[-1] == 0.0
 
 
 def test_a_small_synthetic_sweep_from_the_cli(spark: SparkSession, tmp_path: Path, kreassign: Kreassign) -> None:

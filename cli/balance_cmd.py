@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kreassign.cli.options import BROKER_ID, BROKER_LIST, SIZE, output_option, source_options
+from kreassign.cli.options import BROKER_ID, BROKER_LIST, SIZE, output_option, source_options, units_option
 from kreassign.cluster.errors import JAVA_LONG_MAX
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from kreassign.cluster.units import Units
 
     from kreassign.cluster.model import ClusterState
     from kreassign.planner.balance.values import BalanceOptions, BalancePlan
@@ -45,6 +47,7 @@ def plan_options(f: F) -> F:
         click.option("--write-plan", type=click.Path(dir_okay=False),
                      help="Write the reassignment JSON here and the rollback to FILE.rollback.json."),
         output_option,
+        units_option,
         source_options,
     ]
     for option in reversed(options):
@@ -111,7 +114,7 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
         doc["rollback_reassignment"] = json.loads(rollback)
         emit_json(doc)
         return
-    render_summary(plan, stdout_console())
+    render_summary(plan, stdout_console(), kw["units"])
     for warning in plan.warnings:
         stderr_console().print(f"Warning: {warning}", markup=False)
     if not kw["write_plan"] and plan.targets:
@@ -119,11 +122,11 @@ def run(kw: dict[str, Any], planner: Callable[[ClusterState, BalanceOptions], Ba
         click.echo(proposed)
 
 
-def render_summary(plan: BalancePlan, console: Console) -> None:
+def render_summary(plan: BalancePlan, console: Console, units: Units = "decimal") -> None:
     """Before/after per-broker loads, their spread, movement against the lower bound."""
     from rich.table import Table
 
-    from kreassign.cluster.units import format_bytes
+    from kreassign.cluster.units import format_bytes, format_rate
 
     before = {b.broker: b for b in plan.before.brokers}
     table = Table(title=f"{plan.command}: per-broker load (before -> after)", show_edge=False)
@@ -132,18 +135,20 @@ def render_summary(plan: BalancePlan, console: Console) -> None:
     for b in plan.after.brokers:
         was = before.get(b.broker, b)
         table.add_row(str(b.broker), b.rack or "-", f"{was.replicas} -> {b.replicas}",
-                      f"{was.leaders} -> {b.leaders}", f"{format_bytes(was.bytes)} -> {format_bytes(b.bytes)}")
+                      f"{was.leaders} -> {b.leaders}", f"{format_bytes(was.bytes, units)} -> {format_bytes(b.bytes, units)}")
     console.print(table)
     stats = Table(show_edge=False, title="balance (min / max / stddev)")
     for name in ("", "before", "after"):
         stats.add_column(name, justify="left" if not name else "right")
-    for label, attr, fmt in (("replicas", "replicas", "{:.0f}"), ("leaders", "leaders", "{:.0f}"),
-                             ("bytes", "bytes", None), ("leader bytes/s", "leader_bps", None)):
+    shown: dict[str, Callable[[float], str]] = {
+        "replicas": "{:.0f}".format, "leaders": "{:.0f}".format,
+        "bytes": lambda v: format_bytes(int(v), units), "leader_bps": lambda v: format_rate(v, units)}
+    for label, attr in (("replicas", "replicas"), ("leaders", "leaders"), ("bytes", "bytes"),
+                        ("leader bytes/s", "leader_bps")):
         row = [label]
         for m in (plan.before, plan.after):
             s = getattr(m, attr)
-            vals = [s.min, s.max, s.stddev]
-            row.append(" / ".join(fmt.format(v) if fmt else format_bytes(int(v)) for v in vals))
+            row.append(" / ".join(shown[attr](v) for v in (s.min, s.max, s.stddev)))
         stats.add_row(*row)
     stats.add_row("bytes max / target", f"{plan.before.bytes_over_target:.3f}", f"{plan.after.bytes_over_target:.3f}")
     stats.add_row("rack violations", str(plan.before.rack_violations), str(plan.after.rack_violations))
@@ -151,7 +156,7 @@ def render_summary(plan: BalancePlan, console: Console) -> None:
     lb = plan.lower_bounds
     ratio = f" ({plan.bytes_moved / lb.bytes_moved:.2f}x the lower bound)" if lb.bytes_moved else ""
     console.print(f"Moves: {plan.replica_moves} replicas (lower bound {lb.replica_moves}), "
-                  f"{format_bytes(plan.bytes_moved)}{ratio}; leader changes: {plan.leader_changes}; "
+                  f"{format_bytes(plan.bytes_moved, units)}{ratio}; leader changes: {plan.leader_changes}; "
                   f"partitions changed: {len(plan.targets)}", markup=False)
 
 

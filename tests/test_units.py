@@ -88,7 +88,7 @@ def test_rates_out_of_kafkas_range_or_ambiguous_are_refused(text: str, message: 
 
 
 def test_one_plan_reads_the_same_size_in_every_command_under_each_units(tmp_path: Path, kreassign: Kreassign) -> None:
-    """plan, estimate and throttle suggest print the plan's bytes through one formatter: 11.0 GB
+    """plan, estimate, throttle suggest and a balance command print the plan's bytes through one formatter: 11.0 GB
     (decimal, the default) or 10.2 GiB (binary); the issue saw 10.1 GiB in plan and estimate
     beside 11.0 GB in watch and execute for one plan. JSON stays in bytes."""
     from kreassign.cluster.kafka_json import format_reassignment
@@ -102,7 +102,8 @@ def test_one_plan_reads_the_same_size_in_every_command_under_each_units(tmp_path
     plan.write_text(format_reassignment([PartitionTarget("t", 0, (3, 2))]))
     common = ("--snapshot", str(snapshot), "-f", str(plan))
     commands = [("plan", *common, "--throttle", "50MB/s"), ("estimate", *common, "--throttle", "50MB/s"),
-                ("throttle", "suggest", *common, "--max-impact", "50%", "--network-capacity", "100MB/s")]
+                ("throttle", "suggest", *common, "--max-impact", "50%", "--network-capacity", "100MB/s"),
+                ("decommission", "--snapshot", str(snapshot), "--brokers", "1")]
     for units, size, rate in (("decimal", "11.0 GB", "50.0 MB/s"), ("binary", "10.2 GiB", "47.7 MiB/s")):
         for args in commands:
             flags = () if units == "decimal" else ("--units", units)

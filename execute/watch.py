@@ -159,8 +159,11 @@ class _Loop:
         """Measure the watched partitions' write rates over `sample_s` before the first poll."""
         wanted = self.target_set if self.target_set is not None else set(self.port.list_reassignments())
         topics = sorted({tp.topic for tp in wanted})
-        if self.request.sample_s <= 0 or not topics:
-            return
+        if self.request.sample_s <= 0 or not topics or (self.request.pace is not None and self.request.dry_run):
+            return  # (a paced dry run names the first wave and never polls: no sample to wait for)
+        # the screen says at once what it waits for (issue 30: blank for 15-20 s at start)
+        self.emit(WaitingEvent(0.0, f"a {self.request.sample_s:g}s sample of the moving partitions' write rates, "
+                                    "for the model's ETA (the first poll follows)"))
         parts = [p for p in self.port.describe_topics(topics) if p.tp in wanted]
         first, _, note1 = take_reading(self.port, parts, clock)
         sleep(self.request.sample_s)

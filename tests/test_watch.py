@@ -41,6 +41,7 @@ from kreassign.execute.watch_events import (
     StalledEvent,
     ThrottleEvent,
     TimeoutEvent,
+    WaitingEvent,
     WatchEvent,
 )
 from kreassign.execute.watch_request import WatchRequest
@@ -107,6 +108,23 @@ def run(fake: GrowingCluster, request: WatchRequest, store: JournalStore | None)
     result = watch(fake, request, store=store, clock=lambda: fake.now, sleep=fake.advance, emit=events.append)
     return result, events
 
+
+def test_the_first_screen_says_what_it_waits_for_before_the_write_sample() -> None:
+    """The write sample before the first poll (10 s by default) no longer leaves the screen blank."""
+    fake = GrowingCluster()
+    fake.alter_reassignments({TP: [1, 3]})
+    screens: list[str] = []
+    screen = WatchScreen()
+
+    def emit(event: WatchEvent) -> None:
+        screen.update(event)
+        screens.append(screen_text(screen))
+
+    watch(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=10, timeout_s=5),
+          store=None, clock=lambda: fake.now, sleep=fake.advance, emit=emit)
+    assert screens[0].splitlines() == [
+        "Client impact: not measured yet.", "Recent:", "  [0.0s] Waiting for a 10s sample of the moving partitions' write rates, for the model's ETA "
+                   "(the first poll follows)"]
 
 def test_a_standing_throttle_set_while_nothing_moved_outlives_a_watch(tmp_path: Path) -> None:
     """`throttle set` while nothing moves is the operator's standing throttle: a watch that sees
@@ -209,7 +227,9 @@ def test_cli_json_lines(tmp_path: Path, kreassign: Kreassign) -> None:
                         "--fail-on-stall", "--journal-dir", str(tmp_path),
                         runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     assert ran.exit_code == 4, ran.output
-    lines = [json.loads(line) for line in ran.stdout.splitlines()]
+    waiting, *lines = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert waiting == {"event": "waiting", "at": 0.0, "brokers": [], "waiting_for": (
+        "a 10s sample of the moving partitions' write rates, for the model's ETA (the first poll follows)")}
     assert [d["event"] for d in lines] == ["progress", "progress", "progress", "stalled"]
     assert lines[1]["moves"][0]["write_bps"] == 2 * MB and lines[1]["eta_model_s"] is None
     assert lines[-1]["fixes"][0]["rate"] == 2_500_000

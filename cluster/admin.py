@@ -112,6 +112,8 @@ class KafkaAdmin(ReplicaCalls, ConfigCalls):
         self._client = client
         self._waiting = waiting
         self._broker_workers = broker_workers
+        self._unanswered: set[int] = set()
+        """brokers that left a controller request unanswered: not picked to route them again"""
         self._timeouts = timeouts or AdminTimeouts()
         self._fallback_factory = fallback_factory
         self._fallback: Any = None
@@ -239,9 +241,7 @@ class KafkaAdmin(ReplicaCalls, ConfigCalls):
             if not should_retry(error):
                 raise translate(error, what) from error
             if not per_broker and isinstance(error, _CONNECTION_ERRORS) and hasattr(self._client, "_controller_id"):
-                # The broker kafka-python sends controller requests to (on KRaft a random live
-                # broker) may be the one that stopped: ask the metadata for another next time.
-                self._client._controller_id = None
+                self._route_around(self._client._controller_id)
             now = self._clock()
             if per_broker and isinstance(error, _CONNECTION_ERRORS):
                 first_connection_error = first_connection_error or now
@@ -258,6 +258,24 @@ class KafkaAdmin(ReplicaCalls, ConfigCalls):
             _log.debug("%s: retrying in %.2fs after %s", what, delay, error)
             self._sleep(delay)
             attempt += 1
+
+    def _route_around(self, failed: int | None) -> None:
+        """Send controller requests through another broker after `failed` did not answer.
+
+        kafka-python sends them to the broker the metadata names as controller: on KRaft a random
+        live broker, which may be one that stopped or hangs (a SIGSTOPped JVM stays "live" until
+        the controller fences it, 9 s later, so asking the metadata again may name it again). Any
+        KRaft broker forwards them; on a ZooKeeper cluster a wrong pick answers NOT_CONTROLLER and
+        kafka-python looks the controller up itself."""
+        if failed is not None:
+            self._unanswered.add(failed)
+        cluster = getattr(getattr(self._client, "_manager", None), "cluster", None)
+        known = sorted(int(b.node_id) for b in cluster.brokers()) if cluster is not None and hasattr(
+            cluster, "brokers") else []
+        others = [b for b in known if b not in self._unanswered]
+        if not others:  # every broker failed once: start over, trusting the metadata again
+            self._unanswered.clear()
+        self._client._controller_id = self._rng.choice(others) if others else None
 
     def _backoff(self, attempt: int) -> float:
         """Kafka's ExponentialBackoff: base * 2^attempt, capped, with +/-20% jitter."""

@@ -420,7 +420,27 @@ def test_a_stopped_controller_is_looked_up_again(make_admin: Callable[..., Kafka
     client._controller_id = 2  # type: ignore[attr-defined]
     client.fail["list_partition_reassignments"] = [Errors.KafkaConnectionError("Connection to node 2 refused")]
     assert make_admin().list_reassignments() == {}
-    assert client._controller_id is None  # type: ignore[attr-defined]
+    assert client._controller_id is None  # type: ignore[attr-defined]  # no metadata here: kafka-python asks
+
+
+def test_controller_requests_go_around_brokers_that_did_not_answer(make_admin: Callable[..., KafkaAdmin],
+                                                                   client: FakeAdminClient) -> None:
+    """A hung broker (SIGSTOP) stays in the metadata until it is fenced, so the metadata may name it
+    as the KRaft "controller" again: the next attempts go through brokers that have not failed."""
+    brokers = [SimpleNamespace(node_id=b) for b in (1, 2, 3)]
+    client._manager = SimpleNamespace(cluster=SimpleNamespace(brokers=lambda: brokers))  # type: ignore[attr-defined]
+    client._controller_id = 2  # type: ignore[attr-defined]
+    routed: list[int] = []
+
+    def through_controller(topic_partitions: Any = None, timeout_ms: Any = None) -> Any:
+        routed.append(client._controller_id)  # type: ignore[attr-defined]
+        if client._controller_id in (2, 3):  # type: ignore[attr-defined]
+            raise Errors.RequestTimedOutError(f"node {client._controller_id}")  # type: ignore[attr-defined]
+        return {}
+
+    client.list_partition_reassignments = through_controller  # type: ignore[method-assign,assignment]
+    assert make_admin().list_reassignments() == {}
+    assert routed[0] == 2 and routed[-1] == 1 and routed.count(2) == 1 and routed.count(3) <= 1
 
 
 class FakeGroups:

@@ -16,6 +16,7 @@ import json
 import random
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,21 @@ def check(admin: Any, violations: list[str]) -> None:
     """Every move in flight throttled; at most one move into each broker.
 
     A move counts if it is in flight both before and after the configs are read: it was then in
-    flight while they were read (a move that finished in between may already be off the lists)."""
+    flight while they were read (a move that finished in between may already be off the lists).
+    A move seen unthrottled is read again for up to 3 s and counts only if it stays so: the broker
+    that answers DescribeConfigs may not have replayed the controller's latest change yet (one
+    SIGCONTed a moment ago lags by seconds), while the brokers that copy apply it before the move."""
+    for _ in range(6):
+        found: list[str] = []
+        _check_once(admin, found)
+        unthrottled = [v for v in found if v.startswith("unthrottled")]
+        if not unthrottled:
+            break
+        time.sleep(0.5)
+    violations.extend(found)
+
+
+def _check_once(admin: Any, violations: list[str]) -> None:
     before = admin.list_reassignments()
     topics = sorted({tp.topic for tp in before})
     configs = admin.describe_topic_configs(topics, [FOLLOWER_REPLICAS]).configs if topics else {}

@@ -165,8 +165,10 @@ class Pair:
 @pytest.fixture
 def pair(kafka_matrix: Any, sandbox_factory: Callable[..., Any]) -> Iterator[Pair]:
     release = kafka_matrix.dist.version
+    # the KIP-714 receiver on, as on the real clusters (kreassign's, sandbox/kafka_engine/telemetry):
+    # both then offer the telemetry APIs
     emulator = EmulatorLive(sandbox_factory(brokers=BROKERS, racks=RACKS, topics=(), log_dirs=LOG_DIRS,
-                                            kafka_version=release))
+                                            kafka_version=release, telemetry=True))
     kafka = KafkaLive(kafka_matrix)
     try:
         yield Pair(release, kafka, emulator)
@@ -249,8 +251,9 @@ TOPIC, BROKER = 2, 4
 def test_api_versions_are_the_releases(pair: Pair) -> None:
     real_versions, _ = pair.same("ApiVersions", ApiVersionsRequest(client_software_name="kreassign-tests",
                                                                    client_software_version="1"), 3)
-    # KIP-714: without a ClientTelemetry reporter a broker hides its telemetry APIs (compared above too)
-    assert not {71, 72} & {k["api_key"] for k in real_versions["api_keys"]}
+    # KIP-714: a broker offers its telemetry APIs only with a ClientTelemetry reporter; the test
+    # clusters run kreassign's receiver (sandbox/kafka_engine/telemetry), as the emulator serves them
+    assert {71, 72} <= {k["api_key"] for k in real_versions["api_keys"]}
     real, emulated = pair.ports(1)
     pair.compare("ApiVersions v99", api_versions_v99(real), api_versions_v99(emulated))
     # KIP-896 removed DescribeConfigs v0 in 4.0; a version past any release's newest is closed on

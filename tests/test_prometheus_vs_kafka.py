@@ -51,7 +51,9 @@ def label_names(series: dict[str, list[dict[str, str]]], name: str) -> set[froze
 @pytest.mark.live_metrics
 def test_the_series_kreassign_reads_have_the_exporters_names_and_labels(live: LiveCluster) -> None:
     topic = live.topic(assignment={0: [1, 2]})
-    live.produce(topic, 0, 2 * 1024 * 1024)
+    # six fetches' worth: a broker applies the rate a moment after the controller accepts it, and
+    # a 2 MiB copy (two fetches) once finished before broker 1's leader sensor saw a throttled one
+    live.produce(topic, 0, 6 * 1024 * 1024)
     with live.admin() as port:  # a throttled move 1 -> 3: both replication quota sensors in use
         assert port.incremental_alter_configs(
             {1: {"leader.replication.throttled.rate": RATE}, 3: {"follower.replication.throttled.rate": RATE}},

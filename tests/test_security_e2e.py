@@ -20,6 +20,7 @@ import logging
 import re
 import stat
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,17 @@ def admin(secured: Secured) -> Iterator[KafkaAdmin]:
         yield client
 
 
+def settled(read: Any, expected: Any, timeout_s: float = 10.0) -> Any:
+    """`read()`, again for up to `timeout_s` until it equals `expected`: a broker applies a config
+    change a moment after the controller accepted it (seconds on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    seen = read()
+    while seen != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+        seen = read()
+    return seen
+
+
 def no_rates(secured: Secured) -> dict[int, dict[str, str]]:
     return {b: {} for b in secured.brokers}
 
@@ -108,10 +120,12 @@ def test_kreassign_commands_over_the_listener(secured: Secured, admin: KafkaAdmi
 
     started = secured.cli(props, "execute", "-f", str(plan), "--throttle", str(HOLD_RATE))
     assert started.exit_code == 0, started.output
-    assert rates(admin)[1] == {LEADER_RATE: str(HOLD_RATE), FOLLOWER_RATE: str(HOLD_RATE)}
+    want = {LEADER_RATE: str(HOLD_RATE), FOLLOWER_RATE: str(HOLD_RATE)}
+    assert settled(lambda: rates(admin)[1], want) == want
     changed = secured.cli(props, "throttle", "set", "--throttle", "2")
     assert changed.exit_code == 0, changed.output
-    assert rates(admin)[1] == {LEADER_RATE: "2", FOLLOWER_RATE: "2"}
+    want = {LEADER_RATE: "2", FOLLOWER_RATE: "2"}
+    assert settled(lambda: rates(admin)[1], want) == want
     progress = secured.cli(props, "verify", "-f", str(plan))
     assert progress.exit_code == 0 and "is still in progress" in progress.stdout, progress.output
 
@@ -123,7 +137,7 @@ def test_kreassign_commands_over_the_listener(secured: Secured, admin: KafkaAdmi
     assert done.exit_code == 0 and "is completed" in done.stdout, done.output
     cleared = secured.cli(props, "throttle", "clear")
     assert cleared.exit_code == 0, cleared.output
-    assert rates(admin) == no_rates(secured)
+    assert settled(lambda: rates(admin), no_rates(secured)) == no_rates(secured)
 
     snapshot = tmp_path / "snap.json"
     taken = secured.cli(props, "snapshot", "-f", str(snapshot))
@@ -186,7 +200,7 @@ def test_describe_only_login_is_refused_before_anything_changes(secured: Secured
     paced = secured.cli(props, "execute", "-f", str(plan), "--throttle", "5MB/s", "--max-moves-per-broker", "1")
     assert paced.exit_code == 1 and paced.stderr == refused.stderr
     assert secured.cli(props, "throttle", "set", "--throttle", "1MB/s", "--brokers", "1").exit_code == 1
-    assert rates(admin) == no_rates(secured)
+    assert settled(lambda: rates(admin), no_rates(secured)) == no_rates(secured)
     assert admin.list_reassignments() == {}
     assert {p.tp: p.replicas for p in admin.describe_topics(["t"])} == before
     topic = admin.describe_topic_configs(["t"]).configs["t"]
@@ -207,7 +221,7 @@ def test_describe_only_login_is_refused_before_anything_changes(secured: Secured
     assert rates(admin) == throttled and admin.list_reassignments()
     aborted = secured.cli(secured.admin_props, "abort", "--journal", journal.group(1))
     assert aborted.exit_code == 0, aborted.output
-    assert rates(admin) == no_rates(secured)
+    assert settled(lambda: rates(admin), no_rates(secured)) == no_rates(secured)
     secured.eventually(admin.list_reassignments, {})
     secured.eventually(lambda: {p.tp: p.replicas for p in admin.describe_topics(["t"])}, before)
     assert_no_secret(secured, *secured.printed)
@@ -506,7 +520,7 @@ def test_an_operator_with_the_documented_acls_moves_and_aborts(secured: Secured,
     assert journal is not None and admin.list_reassignments()
     aborted = secured.cli(props, "abort", "--journal", journal.group(1))
     assert aborted.exit_code == 0, aborted.output
-    assert rates(admin) == no_rates(secured)
+    assert settled(lambda: rates(admin), no_rates(secured)) == no_rates(secured)
     secured.eventually(admin.list_reassignments, {})
     secured.eventually(lambda: {p.tp: p.replicas for p in admin.describe_topics(["t"])}, before)
 
@@ -526,5 +540,6 @@ def test_an_operator_with_the_documented_acls_moves_and_aborts(secured: Secured,
         "Error: Not authorized to read the execution lock (the offsets of the consumer group "
         "kreassign.execution.lock): GROUP_AUTHORIZATION_FAILED. kreassign needs READ on the consumer groups "
         "kreassign.execution.* and on the topic __consumer_offsets for it; nothing was changed.")
-    assert rates(admin) == no_rates(secured) and admin.list_reassignments() == {}
+    assert settled(lambda: rates(admin), no_rates(secured)) == no_rates(secured)
+    assert admin.list_reassignments() == {}
 

@@ -97,6 +97,10 @@ def new_cluster_id() -> str:
             return text
 
 
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
+"""the reporter behind every Kafka-metrics MBean (and so the JMX exporter's quota series)"""
+
+
 @dataclass
 class _Node:
     node_id: int
@@ -224,8 +228,10 @@ class KafkaCluster:
             name = "controller" if node == CONTROLLER_ID else f"broker-{node}"
             props = config / f"{name}.properties"
             receiver = self._receiver is not None and node in self._telemetry_ports
-            extra = (f"metric.reporters={CLIENT_TELEMETRY_CLASS}\n{CLIENT_TELEMETRY_PORT}={self._telemetry_ports[node]}\n"
-                     if receiver else "")
+            # JmxReporter stays listed: Kafka 4 no longer adds it itself (KIP-830), and without it the
+            # JMX exporter loses every Kafka-metrics sensor (the replication quotas' byte-rate)
+            extra = (f"metric.reporters={JMX_REPORTER},{CLIENT_TELEMETRY_CLASS}\n"
+                     f"{CLIENT_TELEMETRY_PORT}={self._telemetry_ports[node]}\n" if receiver else "")
             write_private(props, properties(self.layout, node) + extra)  # may hold SASL passwords
             logs = self.state_dir / "logs" / name
             logs.mkdir(parents=True, exist_ok=True)

@@ -88,8 +88,8 @@ def connect_failure(config: ClientConfig, error: BaseException | None, *,
                                   "--request-timeout).")
     # A TLS listener closes the socket on a plaintext request, or first answers with a TLS alert
     # record, which reads as an absurd frame length (0x15030300...: seen on Kafka 3.9.2).
-    if isinstance(error, Errors.KafkaConnectionError) and "disconnected" in text \
-            or any(isinstance(e, Errors.InvalidReceiveError) for e in causes):
+    closed = isinstance(error, Errors.KafkaConnectionError) and "disconnected" in text
+    if closed or any(isinstance(e, Errors.InvalidReceiveError) for e in causes):
         mismatch = _mismatch(probe(server, mechanism=mechanism or "PLAIN"), server, protocol)
         if mismatch is not None:
             return mismatch

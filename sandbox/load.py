@@ -150,6 +150,10 @@ class LoadGenerator:
             consumer = KafkaConsumer(*[load.topic for load in self.loads], bootstrap_servers=self.bootstrap,
                                      client_id=f"{self.client_id}-consumer", group_id=self.group,
                                      auto_offset_reset="latest", enable_auto_commit=True,
+                                     # a topic created a moment ago may be missing from the first
+                                     # metadata: the group then assigns it to no one until the next
+                                     # refresh (5 minutes by default; seen on Kafka 3.9.2)
+                                     metadata_max_age_ms=5_000,
                                      request_timeout_ms=max(self.request_timeout_ms, 30_001))
         except KafkaError as exc:
             raise InputError(f"cannot connect the load clients to {self.bootstrap}: {exc}") from exc

@@ -143,7 +143,12 @@ def test_e2e_throttle_configs_round_trip(live: Any, adapter: KafkaAdmin) -> None
     applied = adapter.incremental_alter_configs(
         {1: rates, 2: rates}, {topic: {LEADER_THROTTLED_REPLICAS: "0:1,0:2", FOLLOWER_THROTTLED_REPLICAS: "0:3"}})
     assert applied.ok, applied.failures()
-    brokers = adapter.describe_broker_configs([1, 2, 3], RATE_KEYS)
+    def described() -> Any:
+        # each broker answers for its own configs, a moment after the controller accepted them
+        read = adapter.describe_broker_configs([1, 2, 3], RATE_KEYS)
+        return read if all(LEADER_THROTTLED_RATE in read.configs.get(b, {}) for b in (1, 2)) else None
+
+    brokers = live.wait_until(described, what="the brokers' throttle rates", timeout_s=30)
     assert brokers.errors == {}
     assert brokers.configs[1][LEADER_THROTTLED_RATE] == ConfigEntry("10000000", "DYNAMIC_BROKER_CONFIG", False)
     assert brokers.configs[3] == {}  # absent until set

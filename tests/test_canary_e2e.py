@@ -142,7 +142,7 @@ def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path, kreassign: K
     with live.admin() as admin:  # the move holds before the watch starts (a CI run once saw it done)
         assert [tp.partition for tp in admin.list_reassignments() if tp.topic == topic] == [0], executed.output
     ran = kreassign.run("watch", "--bootstrap-server", live.bootstrap, "--canary", "--interval", "5s",
-                        "--stop-after", "25s", "--sample", "0", "--output", "json", "--journal-dir", journals,
+                        "--stop-after", "15s", "--sample", "0", "--output", "json", "--journal-dir", journals,
                         runtime=Runtime(clock=time.monotonic, sleep=lambda s: None), columns=160)  # polls back to back
     assert ran.exit_code == 3, ran.output[-2000:]
     progress = [e for e in map(json.loads, ran.stdout.splitlines()) if e["event"] == "progress"]

@@ -81,8 +81,14 @@ ENGINE_AGREEMENT = 0.10
 """issue 27: where the emulator's copy rate differs from the real broker's by more than this, the
 emulator is fixed (bench/results/real_throttle_4.4.0.md has every scenario)"""
 REAL_SCENARIOS = [
-    # the quota span: the first fetch goes through whole, the next one when 11 windows forget it
-    Scenario(100_000, "both", "idle", 2_000_000),
+    # a follower throttle with writes into the moving partition (appends wake its fetches), 20 s
+    # of quota: the real broker's runs agree within 1.5% at load 75-87 (0.911-0.924 of the quota
+    # from the first bytes), the emulator gives 0.925. Not a leader throttle: the session
+    # cluster's leaders lead __consumer_offsets with in-sync followers, so they start warm (6 s
+    # of credit, 1.5-1.8x the quota on a 20 s copy here) where the probe's emulator leader is
+    # cold. Not 100 kB/s: there a 1 MiB fetch is 10 s of quota, and the real broker's own runs
+    # spread from 0.91 to 2.2 of it by where the quota windows fall.
+    Scenario(1 * MB, "follower", "written", 20 * MB),
     # a warm leader's flood is not here: the emulator's is 1-3 s of the rate larger than the real
     # one (bench/results/real_throttle_4.4.0.md, isr_written/leader), still to be fixed
 ]

@@ -99,7 +99,7 @@ def test_an_idle_copy_runs_at_the_quota_at_speed_1(rate: float) -> None:
     assert 0.8 <= idle_copy(rate, lambda i: 0.1) <= 1.2
 
 
-@pytest.mark.parametrize("rate", RATES)
+@pytest.mark.parametrize("rate", RATES[:-1])  # 100 MB/s: 60 GB in 3 s ticks, 30 s of CPU for no new case
 def test_an_idle_copy_runs_at_the_same_rate_whatever_the_tick(rate: float) -> None:
     # --speed 60: each wall tick of about 50 ms covers about 3 sandbox seconds, with jitter
     jitter = np.random.default_rng(7).uniform(2.0, 4.5, 100_000)

@@ -28,9 +28,11 @@ demo: $(STAMP) $(if $(filter kafka,$(ENGINE)),kafka)
 kafka: $(STAMP)
 	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 
+# Two workers: the real-Kafka tests in order on one, the Spark tests on one, the rest on both
+# (tests/conftest.py says why).
 test: $(STAMP) kafka
 	$(if $(KAFKA_VERSIONS),KREASSIGN_KAFKA_VERSIONS="$(KAFKA_VERSIONS)") PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python \
-	    $(BIN)/python -m pytest -q -p no:cacheprovider
+	    $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 # No Spark, no slow tests, and the live tests on the emulator only (no JVM at all).
 test-fast: $(STAMP)

@@ -22,3 +22,18 @@ def kreassign() -> Kreassign:
     """The one CLI runner every test uses: `kreassign.run(...)` in process (a fake cluster or a
     runtime injected), `kreassign.subprocess(...)`/`.start(...)` in a process of its own."""
     return KREASSIGN
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` runs two pytest-xdist workers (`--dist loadgroup`): every real-Kafka test on
+    one of them, in order, on that worker's session clusters (its tests share brokers, quota
+    sensors and the lock marker, and a second set of clusters would double the JVMs' start-up),
+    every Spark test on one worker with its one session, and the rest (pure logic and the
+    emulator) spread over both: most of the real-Kafka tests' time is waiting on brokers, which
+    leaves a core free."""
+    for item in items:
+        if item.get_closest_marker("kafka") is not None:
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+        elif item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -115,6 +115,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kafka)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its count of live tests to the controller (`pytest_testnodedown`)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["live_ran"] = dict(_RAN)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _RAN.update(getattr(node, "workeroutput", {}).get("live_ran", {}))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _RAN:
         counts = ", ".join(f"{engine} {_RAN[engine]}" for engine in ENGINES)

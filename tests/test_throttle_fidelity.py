@@ -57,9 +57,9 @@ def finish_times(engine: Engine, step: Callable[[int], float], limit: float = 20
 
 
 def idle_copy(rate: float, step: Callable[[int], float]) -> float:
-    """Copy rate / quota of one idle partition (at least 10 minutes of quota) moving from broker 1 to
+    """Copy rate / quota of one idle partition (at least 5 minutes of quota) moving from broker 1 to
     broker 2, with the leader and follower throttle at `rate` on both, as Kafka's tool sets them."""
-    size = max(rate * 600, 100 * MB)
+    size = max(rate * 300, 100 * MB)
     engine = Engine({1: None, 2: None})
     engine.create_topic("t", assignments={0: [1]}, sizes=[size])
     set_rates(engine, rate)

@@ -438,6 +438,7 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
         if result.nothing_done:
             click.echo("Nothing was missing; run `kreassign verify` to follow the moves.")
         _echo_err(kafka_live.describe_skipped(result.skipped, "its throttle is still not set; resume again later."))
+        _echo_err(kafka_live.describe_unconfirmed(result.unconfirmed))
         _echo_err(kafka_live.clear_warnings(result.clear))
         if result.submit_errors:
             click.echo(kafka_live.render_errors("Error reassigning partition(s):", result.submit_errors), err=True)

@@ -91,8 +91,10 @@ def test_every_step_is_journaled_before_and_after(fake: FakeCluster, store: Jour
         ("record-previous", "done"),
         ("set-topic-throttles", "intent"), ("set-topic-throttles", "done"),
         ("set-broker-throttles", "intent"), ("set-broker-throttles", "done"),
+        ("confirm-broker-throttles", "done"),
         ("submit-reassignments", "intent"), ("submit-reassignments", "done"),
     ]
+    assert journal.steps[5].detail == {"brokers": [1, 2, 3], "unconfirmed": [], "wait_s": 10.0}
     assert journal.state == "submitted" and journal.submitted == [FOO0]
     assert journal.original == {FOO0: (1, 2)} and journal.applied_brokers == [1, 2, 3]
 

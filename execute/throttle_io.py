@@ -175,13 +175,15 @@ def confirm_broker_configs(port: ClusterPort, ops: Mapping[int, Mapping[str, str
 def confirmed_step(journal: Journal | None, name: str, port: ClusterPort,
                    ops: Mapping[int, Mapping[str, str | None]], confirm: Confirm | None) -> tuple[int, ...]:
     """`confirm_broker_configs` as a journaled step (done, with the brokers that had not applied
-    the change by the end of the wait); without a `Confirm`, nothing is read."""
+    the change by the end of the wait, and how long it waited); without a `Confirm`, nothing is read."""
     if confirm is None or not any(ops.values()):
         return ()
+    start = confirm.clock()
     unconfirmed = confirm_broker_configs(port, ops, confirm)
     if journal is not None:
         journal.record(name, "done", brokers=sorted(b for b, o in ops.items() if o),
-                       unconfirmed=list(unconfirmed), wait_s=confirm.wait_s)
+                       unconfirmed=list(unconfirmed), wait_s=confirm.wait_s,
+                       waited_s=round(confirm.clock() - start, 3))
     return unconfirmed
 
 

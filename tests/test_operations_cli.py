@@ -273,6 +273,9 @@ def test_a_poll_whose_wave_throttles_a_new_broker_reads_its_rate_back_once(fake:
     assert ran.exit_code == 0, ran.output
     (poll,) = [fake.calls[a:b] for a, b in zip(marks, marks[1:])]
     assert len(poll) == POLL_OPERATIONS_NEW_BROKERS
+    documented = " ".join((Path(__file__).parent.parent / "docs" / "journal.md").read_text().split())
+    assert (f"makes {POLL_OPERATIONS_DOCUMENTED} operations when it submits a wave (fewer when it only watches), "
+            f"{POLL_OPERATIONS_NEW_BROKERS} when the wave throttles a broker new to the run") in documented
     rates_set = poll.index("incremental_alter_configs", poll.index("incremental_alter_configs") + 1)
     assert [c for c in poll[rates_set:poll.index("alter_reassignments")] if c != "read_markers"] == [
         "incremental_alter_configs", "describe_broker_configs"]  # set, read back once, then submitted

@@ -79,7 +79,8 @@ def test_execute_submits_once_every_broker_reads_its_rates_back(fake: FakeCluste
     assert result.submitted == (FOO0,) and result.unconfirmed_brokers == ()
     (confirm,) = [s for s in only_journal(store).steps if s.step == "confirm-broker-throttles"]
     assert confirm.status == "done"
-    assert confirm.detail == {"brokers": [1, 2, 3], "unconfirmed": [], "wait_s": CONFIRM_WAIT_S}
+    assert confirm.detail == {"brokers": [1, 2, 3], "unconfirmed": [], "wait_s": CONFIRM_WAIT_S,
+                              "waited_s": 3 * CONFIRM_POLL_S}
 
 
 def test_a_broker_that_never_applies_is_named_once_and_the_run_goes_on(

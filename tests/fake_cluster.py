@@ -75,6 +75,21 @@ class _Partition:
         return bool(self.adding or self.removing)
 
 
+class ManualClock:
+    """A clock and a sleeper for the code under test: sleeping moves the clock, nothing waits."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 class FakeCluster:
     """A tiny cluster in memory. Build it, then drive it through the `ClusterPort` methods."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cli_helpers import Kreassign
-from fake_cluster import FakeCluster, plan_file
+from fake_cluster import FakeCluster, ManualClock, plan_file
 
 from kreassign.cli.kafka_live import print_execute_event
 from kreassign.cli.runtime import Runtime
@@ -33,22 +33,8 @@ NEVER = 10**9
 POLLS = int(CONFIRM_WAIT_S / CONFIRM_POLL_S) + 1
 
 
-class ManualClock:
-    """The run's clock and sleeper: sleeping moves the clock, nothing waits."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def confirm(self) -> Confirm:
-        return Confirm(self, self.sleep)
+def confirming(clock: ManualClock) -> Confirm:
+    return Confirm(clock, clock.sleep)
 
 
 @pytest.fixture
@@ -128,7 +114,7 @@ def test_a_broker_that_stops_answering_is_not_waited_for(fake: FakeCluster) -> N
     fake.incremental_alter_configs({1: {LEADER_RATE: "5"}, 2: {LEADER_RATE: "5"}})
     fake.stop_broker(2)
     clock = ManualClock()
-    assert confirm_broker_configs(fake, {1: {LEADER_RATE: "5"}, 2: {LEADER_RATE: "5"}}, clock.confirm()) == ()
+    assert confirm_broker_configs(fake, {1: {LEADER_RATE: "5"}, 2: {LEADER_RATE: "5"}}, confirming(clock)) == ()
     assert after_last_alter(fake) == ["describe_broker_configs"] and clock.sleeps == []
 
 
@@ -138,7 +124,7 @@ def test_a_delete_is_confirmed_when_the_key_reads_back_unset(fake: FakeCluster) 
     fake.incremental_alter_configs({1: {LEADER_RATE: None, FOLLOWER_RATE: "0007"}})
     clock = ManualClock()
     # unset, and a number the broker prints its own way, both read back as applied after the lag
-    assert confirm_broker_configs(fake, {1: {LEADER_RATE: None, FOLLOWER_RATE: "0007"}}, clock.confirm()) == ()
+    assert confirm_broker_configs(fake, {1: {LEADER_RATE: None, FOLLOWER_RATE: "0007"}}, confirming(clock)) == ()
     assert clock.sleeps == [CONFIRM_POLL_S] * 2
 
 
@@ -148,7 +134,7 @@ def test_a_failed_read_ends_the_wait_without_failing(fake: FakeCluster) -> None:
     fake.config_lag = {1: NEVER}
     fake.incremental_alter_configs({1: {LEADER_RATE: "5"}})
     fake.fail_next("describe_broker_configs", ClusterUnreachable("no answer"))
-    assert confirm_broker_configs(fake, {1: {LEADER_RATE: "5"}}, ManualClock().confirm()) == (1,)
+    assert confirm_broker_configs(fake, {1: {LEADER_RATE: "5"}}, confirming(ManualClock())) == (1,)
 
 
 def test_a_paced_wave_submits_after_its_brokers_confirmed(fake: FakeCluster, tmp_path: Path) -> None:
@@ -156,7 +142,7 @@ def test_a_paced_wave_submits_after_its_brokers_confirmed(fake: FakeCluster, tmp
     clock = ManualClock()
     targets = [PartitionTarget("foo", 0, (1, 3))]
     pacer = Pacer(fake, targets, PaceLimits(max_moves_per_broker=1), leader_rate=5000, follower_rate=5000,
-                  store=JournalStore(tmp_path), confirm=clock.confirm())
+                  store=JournalStore(tmp_path), confirm=confirming(clock))
     pacer.start()
     wave = pacer.step(fake.list_reassignments(), {p.tp: p for p in fake.describe_topics()})
     assert isinstance(wave, Wave) and wave.partitions == (FOO0,) and wave.unconfirmed_brokers == ()
@@ -170,7 +156,7 @@ def test_a_paced_wave_names_a_broker_that_never_applied(fake: FakeCluster, tmp_p
     fake.config_lag = {3: NEVER}
     clock = ManualClock()
     pacer = Pacer(fake, [PartitionTarget("foo", 0, (1, 3))], PaceLimits(max_moves_per_broker=1), leader_rate=5000,
-                  store=JournalStore(tmp_path), confirm=clock.confirm())
+                  store=JournalStore(tmp_path), confirm=confirming(clock))
     pacer.start()
     wave = pacer.step(fake.list_reassignments(), {p.tp: p for p in fake.describe_topics()})
     assert isinstance(wave, Wave) and wave.partitions == (FOO0,) and wave.unconfirmed_brokers == (3,)

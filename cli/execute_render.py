@@ -2,6 +2,7 @@
 (Kafka's compatibility text, with the rollback JSON, stays on the Kafka-compatible front door)."""
 from __future__ import annotations
 
+from kreassign.cli.kafka_live import describe_unconfirmed
 from kreassign.cluster.units import Units, format_rate
 from kreassign.execute.operations import ExecuteResult
 
@@ -33,6 +34,7 @@ def execute_summary(result: ExecuteResult, plan_file: str, units: Units = "decim
     for broker, error in sorted(result.skipped_brokers.items()):
         lines.append(f"Warning: broker {broker} did not answer ({error.message}); its throttle is not set yet: "
                      "`kreassign resume` sets it once the broker is back.")
+    lines += describe_unconfirmed(result.unconfirmed_brokers)
     lines.append(f"Follow it: kreassign watch -f {plan_file}")
     if result.journal_path is not None:
         lines.append(f"Undo it: kreassign abort --journal {result.journal_path}")

@@ -137,6 +137,21 @@ def describe_skipped(skipped: Mapping[int, ApiError], what: str) -> list[str]:
     return [f"Warning: broker {b} did not answer ({e.message}); {what}" for b, e in sorted(skipped.items())]
 
 
+FIRST_COPIES = "first copies may run faster than the throttle"
+
+
+def describe_unconfirmed(brokers: Sequence[int], what: str = FIRST_COPIES) -> list[str]:
+    """The one line for brokers that accepted a throttle but had not applied it by the end of
+    the wait (`execute.throttle_io.confirm_broker_configs`); `what` follows "its"/"their"."""
+    from kreassign.execute.throttle_io import CONFIRM_WAIT_S
+
+    if not brokers:
+        return []
+    ids = ",".join(map(str, sorted(brokers)))
+    who, own = (f"broker {ids}", "its") if len(brokers) == 1 else (f"brokers {ids}", "their")
+    return [f"Warning: {who} had not applied the new throttle after {CONFIRM_WAIT_S:g}s; {own} {what}."]
+
+
 def describe_restored(clear: ClearResult) -> list[str]:
     """One line per resource whose earlier throttle value was put back instead of deleted."""
     out = []
@@ -202,6 +217,8 @@ def print_execute_event(event: ExecuteEvent, plan: ExecutePlan, out: TextIO, err
         out.write(_rate_line(event, plan))
         _write_lines(err, describe_skipped(event.outcome.skipped, "its throttle was not set; "
                                            "`kreassign resume` sets it once the broker is back."))
+    elif event.kind == "throttles-unconfirmed":
+        _write_lines(err, describe_unconfirmed(event.outcome.unconfirmed))
     elif event.kind == "submitted":
         out.write(render_started(list(event.partitions)))
     elif event.kind == "log-dir-moves-started":

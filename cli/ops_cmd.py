@@ -91,6 +91,10 @@ def execute(bootstrap_server: str | None, command_config: str | None, request_ti
     again (or `kreassign resume`) goes on from the journal with the same limits. Only one run
     writes to a cluster at a time (the execution lock). Exit status of a paced run: 0 done, 1 error.
 
+    The moves (each wave's) are submitted once every broker reads its new rates back: a broker
+    applies a throttle a moment after the controller accepts it. The wait is at most 10s; a broker
+    slower than that is named, and the run goes on.
+
     A broker that does not answer is skipped; a move whose leader or new replica is on it is held
     back (it would copy unthrottled once the broker answers) and the command exits 1: `kreassign
     resume` sets the missed throttle first, then submits those moves."""
@@ -438,6 +442,7 @@ def resume(bootstrap_server: str | None, command_config: str | None, request_tim
         if result.nothing_done:
             click.echo("Nothing was missing; run `kreassign verify` to follow the moves.")
         _echo_err(kafka_live.describe_skipped(result.skipped, "its throttle is still not set; resume again later."))
+        _echo_err(kafka_live.describe_unconfirmed(result.unconfirmed))
         _echo_err(kafka_live.clear_warnings(result.clear))
         if result.submit_errors:
             click.echo(kafka_live.render_errors("Error reassigning partition(s):", result.submit_errors), err=True)

@@ -73,12 +73,15 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
                 journal_dir: str | None, rates: Rates,
                 brokers: tuple[int, ...] | None, keep_lists: bool, dry_run: bool, output: str) -> None:
     """Change the throttle of a running move, without restarting anything. Every change is
-    journaled with the values it replaces, so `throttle clear` restores them."""
+    journaled with the values it replaces, so `throttle clear` restores them. It returns once each
+    broker reads its new rates back (at most 10s; a broker slower than that is named), so a
+    `throttle show` right after shows them."""
     from kreassign.cli.console import emit_json
-    from kreassign.cli.runtime import run_control
+    from kreassign.cli.runtime import run_control, timing
     from kreassign.cli.watch_render import set_lines
     from kreassign.execute.live_throttle import ThrottleSetRequest, apply_throttle_change, plan_throttle_set
     from kreassign.execute.run import live_owner, throttle_through_run
+    from kreassign.execute.throttle_io import Confirm
 
     request = ThrottleSetRequest(leader_rate=rates.leader, follower_rate=rates.follower,
                                  brokers=brokers, update_lists=not keep_lists)
@@ -94,7 +97,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
                                        control=run_control()) if owner is not None else None
         if through is None:
             change = plan_throttle_set(port, request)
-            result = apply_throttle_change(port, change, store=store, dry_run=dry_run)
+            result = apply_throttle_change(port, change, store=store, dry_run=dry_run, confirm=Confirm(*timing()))
     if through is not None:
         if output == "json":
             emit_json(through.to_dict())

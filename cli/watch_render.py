@@ -13,6 +13,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from kreassign.cli.kafka_live import describe_unconfirmed
 from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
 from kreassign.cluster.client_latency import Impact
@@ -255,7 +256,8 @@ def event_lines(event: WatchEvent | RunProgressEvent | RunEndedEvent, units: Uni
                 + ",".join(str(tp) for tp in w.partitions) + f"; {event.pending} partition(s) wait")
         return ([line] + [f"  {tp}: {e.message}" for tp, e in sorted(w.errors.items())]
                 + [f"  broker {b} did not answer ({e.message}): its throttle is not set yet; `kreassign resume` "
-                   "sets it once the broker is back" for b, e in sorted(w.skipped_brokers.items())])
+                   "sets it once the broker is back" for b, e in sorted(w.skipped_brokers.items())]
+                + [f"  {line}" for line in describe_unconfirmed(w.unconfirmed_brokers)])
     if isinstance(event, ThrottleEvent):
         verb = "Would set" if event.dry_run else "Set"
         lines = []
@@ -380,6 +382,8 @@ def set_lines(result: ThrottleSetResult) -> list[str]:
         lines.append(f"{verb} on topic {t}: " + ", ".join(f"{k}={v or chr(34) * 2}" for k, v in sorted(ops.items())))
     for b, e in sorted(result.skipped.items()):
         lines.append(f"Warning: broker {b} did not answer ({e.message}); its throttle was not changed")
+    lines += describe_unconfirmed(result.unconfirmed, "copies may run at the old rate for a moment, and "
+                                  "`throttle show` may read the old value until it does")
     if result.journal_path is not None:
         lines.append(f"Journaled in {result.journal_path}; `kreassign throttle clear` restores the earlier values.")
     return lines

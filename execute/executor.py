@@ -43,6 +43,7 @@ from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, start_l
 from kreassign.execute.throttle_io import (
     ApplyOutcome,
     apply_throttles,
+    Confirm,
     ConfigsRefused,
     ThrottleSnapshot,
     apply_configs,
@@ -135,7 +136,7 @@ class ExecutePlan:
 
 
 EventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set",
-                    "submitted", "log-dir-moves-started"]
+                    "throttles-unconfirmed", "submitted", "log-dir-moves-started"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ class ExecuteResult:
     held_back: tuple[TopicPartition, ...] = ()
     """moves not submitted because their leader or a new replica is on a skipped broker
     (`waits_for_throttle`); `resume` submits them once that broker has its throttle"""
+    unconfirmed_brokers: tuple[int, ...] = ()
+    """brokers that took their rate but had not applied it when the moves were submitted"""
 
     @property
     def ok(self) -> bool:
@@ -178,6 +181,7 @@ class ExecuteResult:
             "skipped_brokers": {str(b): e.message for b, e in self.skipped_brokers.items()},
             "rolled_back": self.rolled_back,
             "held_back": [str(tp) for tp in self.held_back],
+            "unconfirmed_brokers": list(self.unconfirmed_brokers),
             "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
             "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
         }
@@ -428,6 +432,8 @@ def apply_execute(
     guard: Callable[[str], None] | None = None,
 ) -> ExecuteResult:
     """Set the throttles, submit the reassignment and start log-dir moves, journaling each step.
+    The moves are submitted once the brokers read their new rates back (`apply_throttles` with a
+    `Confirm` over `clock` and `sleep`), or once its wait is over: the run goes on either way.
 
     Raises:
         ExecuteFailed: a throttle change or the submission failed as a whole; the message says
@@ -447,7 +453,7 @@ def apply_execute(
             brokers=plan.inter_broker_ops if request.leader_rate is not None or request.follower_rate is not None
             else None,
             log_dirs=plan.log_dir_ops if request.log_dir_rate is not None else None,
-            notify=lambda kind, out: notify(ExecuteEvent(kind, out)))
+            confirm=Confirm(clock, sleep), notify=lambda kind, out: notify(ExecuteEvent(kind, out)))
         skipped = dict(applied.skipped)
     except KreassignError as exc:
         restored = rollback_throttles(port, journal, plan,
@@ -480,7 +486,8 @@ def apply_execute(
     if not accepted:
         throttled = bool(plan.throttles.broker_rates or plan.throttles.topic_configs)
         if held and not errors:  # the throttles that were set stay: the held moves need them
-            return ExecuteResult(plan, journal.path if journal else None, (), {}, skipped, held_back=held)
+            return ExecuteResult(plan, journal.path if journal else None, (), {}, skipped, held_back=held,
+                                 unconfirmed_brokers=applied.unconfirmed)
         rolled = rollback_throttles(port, journal, plan) if throttled else False  # nothing was set
         if journal is not None and not throttled:
             journal.set_state("rolled-back")
@@ -488,7 +495,8 @@ def apply_execute(
     if journal is not None:
         journal.set_state("submitted")
     if errors:
-        return ExecuteResult(plan, journal.path if journal else None, accepted, errors, skipped, held_back=held)
+        return ExecuteResult(plan, journal.path if journal else None, accepted, errors, skipped, held_back=held,
+                             unconfirmed_brokers=applied.unconfirmed)
     notify(ExecuteEvent("submitted", partitions=accepted))
 
     moves = MoveStart(())
@@ -505,7 +513,7 @@ def apply_execute(
             journal.record("start-log-dir-moves", "failed" if moves.timed_out or waiting else "done",
                            timed_out=[str(r) for r in moves.timed_out], waiting=waiting)
     return ExecuteResult(plan, journal.path if journal else None, accepted, {}, skipped, log_dir_moves=moves,
-                         held_back=held)
+                         held_back=held, unconfirmed_brokers=applied.unconfirmed)
 
 
 def _after_failed_submit(port: ClusterPort, plan: ExecutePlan, journal: Journal | None,

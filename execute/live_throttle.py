@@ -38,8 +38,10 @@ from kreassign.execute.errors import StillMoving
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
 from kreassign.execute.throttle_io import (
+    Confirm,
     ThrottleSnapshot,
     apply_configs,
+    confirmed_step,
     inherit_previous,
     journaled_step,
     read_throttles,
@@ -253,10 +255,13 @@ class ThrottleSetResult:
     skipped: Mapping[int, ApiError] = field(default_factory=dict)
     journal_path: Path | None = None
     dry_run: bool = False
+    unconfirmed: tuple[int, ...] = ()
+    """brokers that took the change but had not applied it by the end of the `Confirm` wait"""
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.change.to_dict(), "applied_brokers": list(self.brokers), "applied_topics": list(self.topics),
                 "skipped_brokers": {str(b): e.message for b, e in sorted(self.skipped.items())},
+                "unconfirmed_brokers": list(self.unconfirmed),
                 "journal": str(self.journal_path) if self.journal_path else None, "dry_run": self.dry_run}
 
 
@@ -286,10 +291,12 @@ def journal_for_change(store: JournalStore, change: ThrottleChange, command: str
 
 def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: JournalStore | None,
                           command: str = "throttle set", dry_run: bool = False,
-                          journal: Journal | None = None) -> ThrottleSetResult:
+                          journal: Journal | None = None, confirm: Confirm | None = None) -> ThrottleSetResult:
     """Apply a change (topic lists first, then rates, as Kafka does), journaled: in `journal` when
     the caller holds its run's journal open (a paced watch's auto-throttle writes through the same
-    handle as its waves), else as `journal_for_change` finds one.
+    handle as its waves), else as `journal_for_change` finds one. With `confirm`, it returns once
+    the brokers read their new rates back (or its wait is over: `unconfirmed`), so a `throttle
+    show` right after reads the new values.
 
     Raises:
         NotAuthorized: the login may not change configs (checked before any change).
@@ -306,8 +313,11 @@ def apply_throttle_change(port: ClusterPort, change: ThrottleChange, *, store: J
     brokers = journaled_step(journal, f"{command}: rates", lambda: apply_configs(port, brokers=change.broker_ops),
                              brokers={str(b): dict(v) for b, v in sorted(change.broker_ops.items())}) \
         if change.broker_ops else None
+    unconfirmed = confirmed_step(journal, f"{command}: confirm", port,
+                                 {b: change.broker_ops[b] for b in brokers.brokers} if brokers else {}, confirm)
     return ThrottleSetResult(change, brokers.brokers if brokers else (), topics.topics if topics else (),
-                             dict(brokers.skipped) if brokers else {}, journal.path if journal else None)
+                             dict(brokers.skipped) if brokers else {}, journal.path if journal else None,
+                             unconfirmed=unconfirmed)
 
 
 # ---- clear ------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ partitions are not starved, and one larger than the byte budget runs alone.
 `Pacer` applies waves through the cluster port: Kafka's checks on the whole plan first
 (`prepare_execute`), one execution journal for the whole plan (so `verify`, `resume`, `abort`
 and `throttle clear` find it), and for each wave the topic throttle lists recomputed from the
-moves in flight plus the wave (Kafka's rules), rates on brokers that join, then the submission,
-each step journaled.
+moves in flight plus the wave (Kafka's rules), rates on brokers that join, a wait until those
+brokers read their rates back (`throttle_io.confirm_broker_configs`), then the submission, each
+step journaled.
 """
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ from kreassign.execute.executor import (
     waits_for_throttle,
 )
 from kreassign.execute.throttle_io import (
+    Confirm,
     ThrottleSteps,
     apply_configs,
     apply_throttles,
+    confirmed_step,
     inherit_previous,
     journaled_step,
     read_throttles,
@@ -178,12 +181,15 @@ class Wave:
     errors: Mapping[TopicPartition, ApiError] = field(default_factory=dict)
     throttled_brokers: tuple[int, ...] = ()
     skipped_brokers: Mapping[int, ApiError] = field(default_factory=dict)
+    unconfirmed_brokers: tuple[int, ...] = ()
+    """brokers that took their rate but had not applied it when the wave was submitted"""
 
     def to_dict(self) -> dict[str, Any]:
         return {"wave": self.number, "partitions": [str(tp) for tp in self.partitions], "bytes": self.bytes,
                 "errors": {str(tp): str(e) for tp, e in sorted(self.errors.items())},
                 "throttled_brokers": list(self.throttled_brokers),
-                "skipped_brokers": {str(b): e.message for b, e in sorted(self.skipped_brokers.items())}}
+                "skipped_brokers": {str(b): e.message for b, e in sorted(self.skipped_brokers.items())},
+                "unconfirmed_brokers": list(self.unconfirmed_brokers)}
 
 
 def _sizes(port: ClusterPort, infos: Mapping[TopicPartition, PartitionInfo]) -> dict[TopicPartition, int]:
@@ -221,13 +227,15 @@ class Pacer:
         leader_rate, follower_rate: throttles for the brokers of each wave (None: unthrottled).
         store: where the plan's journal lives (None: no journal, for dry runs and tests).
         additional: submit although other reassignments are running (Kafka's --additional).
+        confirm: wait until the brokers read a rate change back before submitting (None: no wait).
     """
 
     def __init__(self, port: ClusterPort, targets: Sequence[PartitionTarget], limits: PaceLimits, *,
                  leader_rate: int | None = None, follower_rate: int | None = None,
                  store: JournalStore | None = None, additional: bool = False,
                  command: str = "execute --max-moves-per-broker", interval_s: float | None = None,
-                 retarget_in_flight: bool = False, guard: Callable[[str], None] | None = None) -> None:
+                 retarget_in_flight: bool = False, guard: Callable[[str], None] | None = None,
+                 confirm: Confirm | None = None) -> None:
         by_tp = {t.tp: t for t in targets}  # a later duplicate wins, as in Kafka's map
         self.port = port
         self.targets = [by_tp[tp] for tp in dict.fromkeys(t.tp for t in targets)]
@@ -237,6 +245,7 @@ class Pacer:
         self.leader_rate, self.follower_rate = leader_rate, follower_rate
         self.store, self.additional, self.command = store, additional, command
         self.interval_s, self.retarget_in_flight, self.guard = interval_s, retarget_in_flight, guard
+        self.confirm = confirm
         self.plan: ExecutePlan | None = None
         self.journal: Journal | None = None
         self.pending: list[PendingPartition] = []
@@ -348,6 +357,8 @@ class Pacer:
                              brokers={str(b): dict(v) for b, v in sorted(ops.items())}, by=by)
         for b in out.brokers:
             self.applied_brokers.setdefault(b, {}).update(ops[b])
+        confirmed_step(journal, "throttle set (through the run): confirm", self.port,
+                       {b: ops[b] for b in out.brokers}, self.confirm)
         return tuple(out.brokers), dict(out.skipped)
 
     def rate_for(self, broker: int) -> tuple[int | None, int | None]:
@@ -385,6 +396,8 @@ class Pacer:
                              brokers=sorted(ops))
         for b in out.brokers:
             self.applied_brokers.setdefault(b, {}).update({k: v for k, v in ops[b].items() if v is not None})
+        confirmed_step(journal, "retry pending throttles: confirm", self.port, {b: ops[b] for b in out.brokers},
+                       self.confirm)
         return tuple(out.brokers)
 
     def step(self, in_flight: Mapping[TopicPartition, Reassignment],
@@ -403,14 +416,14 @@ class Pacer:
             return None
         self.waves += 1
         number = self.waves
-        throttled, skipped = self._throttle(number, wave, in_flight, partitions)
+        throttled, skipped, unconfirmed = self._throttle(number, wave, in_flight, partitions)
         # `retry_pending` sets the missed throttle once the broker is back, then these go.
         wave = [p for p in wave if not waits_for_throttle(p.leader, p.adding, skipped)]
         chosen = {p.tp for p in wave}
         targets = {p.tp: p.target.replicas for p in wave}
         journal = self.journal
         if not targets:
-            return Wave(number, (), 0, {}, throttled, skipped)
+            return Wave(number, (), 0, {}, throttled, skipped, unconfirmed)
         try:
             with journaled(journal, f"wave {number}: submit", partitions=[str(tp) for tp in sorted(targets)]):
                 results = self.port.alter_reassignments(targets)
@@ -426,7 +439,7 @@ class Pacer:
             if accepted:
                 journal.set_state("submitted")
         self.pending = [p for p in self.pending if p.tp not in chosen]
-        return Wave(number, tuple(sorted(targets)), sum(p.bytes for p in wave), errors, throttled, skipped)
+        return Wave(number, tuple(sorted(targets)), sum(p.bytes for p in wave), errors, throttled, skipped, unconfirmed)
 
     def _adopt_landed(self, in_flight: Mapping[TopicPartition, Reassignment]) -> None:
         """Waiting partitions found moving to their target: a submission that timed out and
@@ -471,10 +484,12 @@ class Pacer:
         return Wave(number, tuple(sorted(taken)), sum(p.bytes for p in wave if p.tp in taken), failed)
 
     def _throttle(self, number: int, wave: Sequence[PendingPartition], in_flight: Mapping[TopicPartition, Reassignment],
-                  partitions: Mapping[TopicPartition, PartitionInfo]) -> tuple[tuple[int, ...], dict[int, ApiError]]:
-        """Lists for the moves in flight plus this wave; rates on brokers whose rate changes."""
+                  partitions: Mapping[TopicPartition, PartitionInfo],
+                  ) -> tuple[tuple[int, ...], dict[int, ApiError], tuple[int, ...]]:
+        """Lists for the moves in flight plus this wave; rates on brokers whose rate changes.
+        Returns the brokers throttled, those that did not answer and those not confirmed."""
         if not self.throttled:
-            return (), {}
+            return (), {}, ()
         current = {p.tp: tuple(partitions[p.tp].replicas) if p.tp in partitions else () for p in wave}
         move_map = compute_move_map(current, [(p.tp, p.target.replicas) for p in wave], in_flight)
         plan = throttle_plan(move_map, rate=0)
@@ -493,11 +508,11 @@ class Pacer:
             self._record_previous(journal, broker_ops, topic_ops)
             journal.plan_configs(broker_ops, topic_ops)
         out = apply_throttles(self.port, journal, topics=topic_ops or None, brokers=broker_ops or None,
-                              steps=ThrottleSteps.wave(number))
+                              steps=ThrottleSteps.wave(number), confirm=self.confirm)
         self.applied_topics.update({t: topic_ops[t] for t in out.topics})
         for b in out.brokers:
             self.applied_brokers.setdefault(b, {}).update(broker_ops[b])
-        return tuple(sorted(broker_ops)), dict(out.skipped)
+        return tuple(sorted(broker_ops)), dict(out.skipped), out.unconfirmed
 
     def _record_previous(self, journal: Journal, broker_ops: Mapping[int, Any], topic_ops: Mapping[str, Any]) -> None:
         new_b = [b for b in broker_ops if b not in journal.previous_brokers]

@@ -24,7 +24,7 @@ from kreassign.execute.cancel import cancel_partitions
 from kreassign.execute.clear import CLEAR_RETRY_S, ClearResult, clear_retrying, clear_throttles
 from kreassign.execute.executor import planned_partitions, probe_submitted, waits_for_throttle
 from kreassign.execute.logdir_moves import MoveStart, explicit_log_dirs, log_dir_states, start_log_dir_moves
-from kreassign.execute.throttle_io import apply_configs, journaled_step
+from kreassign.execute.throttle_io import Confirm, ThrottleSteps, apply_configs, confirmed_step, journaled_step
 from kreassign.execute.verify import settled_replicas
 
 CLOSED_HINT = {
@@ -68,6 +68,8 @@ class ResumeResult:
     state_after: str = ""
     held_back: tuple[TopicPartition, ...] = ()
     """moves still waiting for a broker that did not take its throttle (`waits_for_throttle`)"""
+    unconfirmed: tuple[int, ...] = ()
+    """brokers that took their rate but had not applied it when the moves were submitted"""
 
     @property
     def nothing_done(self) -> bool:
@@ -83,6 +85,7 @@ class ResumeResult:
             "submitted": [str(tp) for tp in self.submitted],
             "errors": {str(tp): {"error": e.name, "message": e.message} for tp, e in self.submit_errors.items()},
             "held_back": [str(tp) for tp in self.held_back],
+            "unconfirmed_brokers": list(self.unconfirmed),
             "log_dir_moves_started": [str(r) for r, _ in self.log_dir_moves.started],
             "log_dir_moves_timed_out": [str(r) for r in self.log_dir_moves.timed_out],
             "throttles_cleared": None if self.clear is None else self.clear.as_dict(),
@@ -166,6 +169,7 @@ def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = 
     topics: set[str] = set()
     brokers: set[int] = set()
     skipped: dict[int, ApiError] = {}
+    set_ops: dict[int, dict[str, str | None]] = {}
     pending = {b: dict(ops) for b, ops in journal.pending_brokers.items()}
     journal.update(pending_brokers={})
     plans = (("set-topic-throttles", None), ("set-broker-throttles", (LEADER_RATE, FOLLOWER_RATE)),
@@ -184,6 +188,9 @@ def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = 
             out = journaled_step(journal, name, lambda: apply_configs(port, brokers=retry), brokers=sorted(retry), resumed=True)
             brokers |= set(out.brokers)
             skipped.update(out.skipped)
+            for b in out.brokers:
+                set_ops.setdefault(b, {}).update(retry[b])
+    unconfirmed = confirmed_step(journal, ThrottleSteps().confirm, port, set_ops, Confirm(clock, sleep))
 
     targets = journal.target_of()
     submitted: tuple[TopicPartition, ...] = ()
@@ -216,7 +223,7 @@ def resume(port: ClusterPort, journal: Journal, *, clock: Callable[[], float] = 
     if journal.submitted:
         journal.set_state("submitted")
     return ResumeResult(journal.path, before, tuple(sorted(topics)), tuple(sorted(brokers)), skipped,
-                        submitted, errors, moves, state_after=journal.state, held_back=held)
+                        submitted, errors, moves, state_after=journal.state, held_back=held, unconfirmed=unconfirmed)
 
 
 def _still_waiting(port: ClusterPort, todo: Mapping[TopicPartition, Sequence[int]],

@@ -6,7 +6,10 @@ broker must not block throttles everywhere else (KAFKA-13392). Any other per-res
 (authorisation, invalid value) fails the change: callers roll back and report it.
 
 `apply_throttles` is the one sequence that sets a run's throttles, for the plain and the paced
-executor: Kafka's order, each step journaled (`journaled_step`).
+executor: Kafka's order, each step journaled (`journaled_step`), then (given a `Confirm`) a wait
+until each broker reads its new rates back (`confirm_broker_configs`): the controller accepts a
+change before the brokers apply it (a broker applies a dynamic config when it replays the metadata
+record, seconds later on a loaded machine), and a move submitted in between copies unthrottled.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from kreassign.cluster.errors import ClusterError
+from kreassign.cluster.errors import ClusterError, KreassignError
 from kreassign.cluster.port import (
     BROKER_THROTTLE_KEYS,
     TOPIC_THROTTLE_KEYS,
@@ -28,6 +31,11 @@ from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs, jour
 
 _PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
 R = TypeVar("R", int, str)
+CONFIRM_WAIT_S = 10.0
+"""how long a change waits for the brokers to read their new rates back (well within the request
+timeout's 60 s; seen to take seconds on a loaded machine, on Kafka 4.4.0 and 3.9.2)"""
+CONFIRM_POLL_S = 0.25
+"""the pause between two DescribeConfigs of the brokers that have not applied a change yet"""
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,72 @@ class ApplyOutcome:
     brokers: tuple[int, ...] = ()
     topics: tuple[str, ...] = ()
     skipped: Mapping[int, ApiError] = field(default_factory=dict)
+    unconfirmed: tuple[int, ...] = ()
+    """brokers that accepted the change but had not applied it by the end of the `Confirm` wait"""
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """How a change waits for the brokers to apply it: the run's clock and sleeper, the budget
+    and the pause between two reads."""
+
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    wait_s: float = CONFIRM_WAIT_S
+    poll_s: float = CONFIRM_POLL_S
+
+
+def _same(found: str | None, wanted: str | None) -> bool:
+    if found == wanted:
+        return True
+    try:  # a broker may print a number its own way ("1000" for "01000")
+        return found is not None and wanted is not None and int(found) == int(wanted)
+    except ValueError:
+        return False
+
+
+def confirm_broker_configs(port: ClusterPort, ops: Mapping[int, Mapping[str, str | None]],
+                           confirm: Confirm) -> tuple[int, ...]:
+    """Read each broker's configs (DescribeConfigs, which a broker answers for itself from what
+    it has applied) until every key of its `ops` reads back as SET (or DELETED), for at most
+    `confirm.wait_s`. Returns the brokers that had not applied their change by then.
+
+    A broker that does not answer is left out (the caller reports brokers that did not answer,
+    and keeps them pending where it matters); a read that fails as a whole ends the wait, the
+    brokers left counting as not confirmed. Never raises for the cluster: the run goes on.
+    """
+    waiting = {b: dict(o) for b, o in ops.items() if o}
+    deadline = confirm.clock() + confirm.wait_s
+    polls = int(confirm.wait_s / confirm.poll_s) + 1 if confirm.poll_s > 0 else 1  # bounded whatever the clock
+    for _ in range(polls):
+        if not waiting:
+            break
+        try:
+            read = port.describe_broker_configs(sorted(waiting), sorted({k for o in waiting.values() for k in o}))
+        except KreassignError:
+            break
+        waiting = {b: o for b, o in waiting.items() if b not in read.errors and not all(
+            _same(v, o[k]) for k, v in _own_values(read.configs.get(b, {}), o).items())}
+        left = deadline - confirm.clock()
+        if not waiting or left <= 0:
+            break
+        confirm.sleep(min(confirm.poll_s, left))
+    return tuple(sorted(waiting))
+
+
+def confirmed_step(journal: Journal | None, name: str, port: ClusterPort,
+                   ops: Mapping[int, Mapping[str, str | None]], confirm: Confirm | None) -> tuple[int, ...]:
+    """`confirm_broker_configs` as a journaled step (done, with the brokers that had not applied
+    the change by the end of the wait, and how long it waited); without a `Confirm`, nothing is read."""
+    if confirm is None or not any(ops.values()):
+        return ()
+    start = confirm.clock()
+    unconfirmed = confirm_broker_configs(port, ops, confirm)
+    if journal is not None:
+        journal.record(name, "done", brokers=sorted(b for b, o in ops.items() if o),
+                       unconfirmed=list(unconfirmed), wait_s=confirm.wait_s,
+                       waited_s=round(confirm.clock() - start, 3))
+    return unconfirmed
 
 
 def apply_configs(port: ClusterPort, *, brokers: Mapping[int, Mapping[str, str | None]] | None = None,
@@ -181,19 +255,21 @@ class ThrottleSteps:
     topics: str = "set-topic-throttles"
     brokers: str = "set-broker-throttles"
     log_dirs: str = "set-log-dir-throttles"
+    confirm: str = "confirm-broker-throttles"
 
     @classmethod
     def wave(cls, number: int) -> ThrottleSteps:
         return cls(f"wave {number}: topic throttles", f"wave {number}: broker throttles",
-                   f"wave {number}: log-dir throttles")
+                   f"wave {number}: log-dir throttles", f"wave {number}: confirm broker throttles")
 
 
-ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set"]
+ThrottleEventKind = Literal["topic-throttles-set", "broker-throttles-set", "log-dir-throttles-set",
+                            "throttles-unconfirmed"]
 
 
 def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: TopicConfigs | None,
                     brokers: BrokerConfigs | None, log_dirs: BrokerConfigs | None = None,
-                    steps: ThrottleSteps = ThrottleSteps(),
+                    steps: ThrottleSteps = ThrottleSteps(), confirm: Confirm | None = None,
                     notify: Callable[[ThrottleEventKind, ApplyOutcome], None] = lambda kind, out: None,
                     ) -> ApplyOutcome:
     """The one sequence that sets a run's throttles, for the plain and the paced executor alike:
@@ -201,12 +277,20 @@ def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: Topic
     then their log-dir rates), each a journaled step (`journaled_step`: intent, then done with
     the brokers that did not answer kept pending). A side given as None is not touched.
 
+    With `confirm`, it then waits until every broker that took a rate reads it back
+    (`confirmed_step`), so the moves submitted next start throttled; brokers that had not applied
+    it by the end of the wait are in `unconfirmed` (and heard by `notify`): the run goes on.
+    Topic lists are not read back: the port reads a topic's configs from whichever broker the
+    client picks, not from the leaders and followers concerned. A broker replays the metadata
+    log in order, so one that reads its new rate back has applied the lists set before it.
+
     Raises:
         ClusterError, ConfigsRefused: a change failed (the journal records it; the caller rolls back).
     """
     applied_topics: tuple[str, ...] = ()
     applied_brokers: set[int] = set()
     skipped: dict[int, ApiError] = {}
+    set_ops: dict[int, dict[str, str | None]] = {}
     if topics is not None:
         out = journaled_step(journal, steps.topics, lambda: apply_configs(port, topics=topics),
                              topics=sorted(topics))
@@ -219,6 +303,12 @@ def apply_throttles(port: ClusterPort, journal: Journal | None, *, topics: Topic
         out = journaled_step(journal, name, lambda ops=ops: apply_configs(port, brokers=ops), brokers=sorted(ops))
         applied_brokers |= set(out.brokers)
         skipped.update(out.skipped)
+        for b in out.brokers:
+            set_ops.setdefault(b, {}).update(ops[b])
         notify(kind, out)  # type: ignore[arg-type]
-    return ApplyOutcome(brokers=tuple(sorted(applied_brokers - set(skipped))), topics=applied_topics,
-                        skipped=skipped)
+    brokers_set = tuple(sorted(applied_brokers - set(skipped)))
+    unconfirmed = confirmed_step(journal, steps.confirm, port, {b: set_ops[b] for b in brokers_set}, confirm)
+    outcome = ApplyOutcome(brokers=brokers_set, topics=applied_topics, skipped=skipped, unconfirmed=unconfirmed)
+    if unconfirmed:
+        notify("throttles-unconfirmed", outcome)
+    return outcome

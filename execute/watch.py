@@ -48,6 +48,7 @@ from kreassign.execute.lock import ExecutionLock
 from kreassign.execute.live_eta import LiveModel, ModelEta, StallDiagnosis, build_live_model, diagnose, observed_stall
 from kreassign.execute.verify import PartitionStatus, partition_states, settled_replicas
 from kreassign.execute.pacing import Pacer
+from kreassign.execute.throttle_io import Confirm
 from kreassign.execute.progress import MoveKey, ProgressTracker, ProgressView, sample_moves
 from kreassign.execute.live_throttle import (
     Retry,
@@ -452,6 +453,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     """
     broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
     scale = request.time_scale if request.time_scale is not None else read_time_scale(port, broker_ids)
+    confirm = Confirm(clock, sleep)  # brokers apply a change in wall time, whatever the cluster's scale
     clock, sleep = cluster_timing(clock, sleep, scale)
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
                  guard=guard, lock=lock)
@@ -466,7 +468,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         loop.pacer = Pacer(port, request.targets, request.pace, leader_rate=request.leader_rate,
                            follower_rate=request.follower_rate, store=None if request.dry_run else store,
                            additional=request.additional, interval_s=request.interval_s,
-                           retarget_in_flight=request.retarget_in_flight, guard=guard)
+                           retarget_in_flight=request.retarget_in_flight, guard=guard, confirm=confirm)
         loop.pacer.start()
         if request.dry_run:
             in_flight = port.list_reassignments()

@@ -75,6 +75,21 @@ class _Partition:
         return bool(self.adding or self.removing)
 
 
+class ManualClock:
+    """A clock and a sleeper for the code under test: sleeping moves the clock, nothing waits."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 class FakeCluster:
     """A tiny cluster in memory. Build it, then drive it through the `ClusterPort` methods."""
 
@@ -105,6 +120,11 @@ class FakeCluster:
         """how many describe_topics calls still show a finished or cancelled move's replica list
         (real brokers learn the controller's change a moment later)"""
         self._stale: dict[TopicPartition, tuple[list[int], int]] = {}
+        self.config_lag: dict[int, int] = {}
+        """per broker: how many describe_broker_configs calls after a change the controller accepted
+        still show the configs from before it (a real broker applies a change when it replays the
+        metadata record, a moment later)"""
+        self._stale_configs: dict[int, tuple[dict[str, str], int]] = {}
 
     # ---- building and steering ------------------------------------------------------------------
     def add_topic(self, topic: str, assignment: Sequence[Sequence[int]]) -> FakeCluster:
@@ -328,9 +348,21 @@ class FakeCluster:
                 errors[b] = unreachable(b)
                 continue
             configs[b] = {k: ConfigEntry(v, "DYNAMIC_BROKER_CONFIG")
-                          for k, v in self.broker_configs.setdefault(b, {}).items()
+                          for k, v in self._applied_configs(b).items()
                           if wanted is None or k in wanted}
         return ConfigsResult(configs=configs, errors=errors)
+
+    def _applied_configs(self, broker: int) -> dict[str, str]:
+        """What the broker has applied: its configs from before the last change while it lags."""
+        stale = self._stale_configs.get(broker)
+        if stale is None:
+            return self.broker_configs.setdefault(broker, {})
+        before, left = stale
+        if left <= 1:
+            del self._stale_configs[broker]
+        else:
+            self._stale_configs[broker] = (before, left - 1)
+        return before
 
     def describe_topic_configs(self, topics: Iterable[str],
                                keys: Iterable[str] | None = None) -> ConfigsResult[str]:
@@ -362,6 +394,9 @@ class FakeCluster:
                 (e for k, v in ops.items() if (e := _check_broker_value(k, v))), None)
             brokers[b] = error
             if error is None and not validate_only:
+                if self.config_lag.get(b):
+                    before = self._stale_configs.get(b, (dict(self.broker_configs.setdefault(b, {})), 0))[0]
+                    self._stale_configs[b] = (before, self.config_lag[b])
                 _apply(self.broker_configs.setdefault(b, {}), ops)
         for t, ops in (topic_ops or {}).items():
             if t not in self.topic_configs:

@@ -43,19 +43,12 @@ from kreassign.cluster.port import (
     UnknownTopicError,
 )
 from kreassign.cluster.capture import snapshot_state
+from fake_cluster import ManualClock
 
 
-class FakeClock:
+class FakeClock(ManualClock):
     def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+        super().__init__(1000.0)
 
 
 def cfg(value: str | None, source: str, read_only: bool = False) -> dict[str, Any]:

@@ -129,3 +129,25 @@ def test_e2e_unknown_broker_and_unreachable_bootstrap(live: Any, cli: Callable[.
     assert all(not v for v in rates(live).values())
     nowhere = KREASSIGN.subprocess("list", "--bootstrap-server", "127.0.0.1:1", "--request-timeout", "2s", timeout=60)
     assert nowhere.returncode == 5 and "Could not reach any broker at 127.0.0.1:1" in nowhere.stderr
+
+
+def test_e2e_brokers_report_the_rates_when_execute_and_throttle_set_return(
+        live: Any, cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A broker applies a config change a moment after the controller accepted it (seconds on a
+    loaded machine): `execute` submits, and `throttle set` returns, only once each changed broker
+    reads its new rates back, so one read right after (no retry loop: that is the point) sees them."""
+    topic = live.topic(assignment={0: [1, 2, 3]})
+    live.produce(topic, 0, HOLD_BYTES)
+    plan = write_plan(tmp_path, {TopicPartition(topic, 0): [1, 2, 4]})
+    started = cli("execute", "-f", plan, "--throttle", str(HOLD_RATE), kafka_style=False)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "had not applied" not in started.stdout + started.stderr
+    held = {LEADER: str(HOLD_RATE), FOLLOWER: str(HOLD_RATE)}
+    assert rates(live) == {b: held if b in (1, 2, 3, 4) else {} for b in live.brokers}
+
+    changed = cli("throttle", "set", "--throttle", "2", kafka_style=False)
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert "had not applied" not in changed.stdout + changed.stderr
+    shown = cli("throttle", "show", "-o", "json", kafka_style=False)
+    assert [(b["broker"], b["leader_rate"], b["follower_rate"]) for b in json.loads(shown.stdout)["brokers"]] == [
+        (b, 2, 2) if b in (1, 2, 3, 4) else (b, None, None) for b in live.brokers]

@@ -91,8 +91,11 @@ def test_every_step_is_journaled_before_and_after(fake: FakeCluster, store: Jour
         ("record-previous", "done"),
         ("set-topic-throttles", "intent"), ("set-topic-throttles", "done"),
         ("set-broker-throttles", "intent"), ("set-broker-throttles", "done"),
+        ("confirm-broker-throttles", "done"),
         ("submit-reassignments", "intent"), ("submit-reassignments", "done"),
     ]
+    assert {k: v for k, v in journal.steps[5].detail.items() if k != "waited_s"} == {
+        "brokers": [1, 2, 3], "unconfirmed": [], "wait_s": 10.0}  # the fake applies at once: one read
     assert journal.state == "submitted" and journal.submitted == [FOO0]
     assert journal.original == {FOO0: (1, 2)} and journal.applied_brokers == [1, 2, 3]
 

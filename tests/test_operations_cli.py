@@ -84,7 +84,7 @@ def test_execute_json_and_kafka_errors(fake: FakeCluster, tmp_path: Path, kreass
     data = json.loads(out)
     assert code == 0 and data["submitted"] == ["foo-0"] and data["errors"] == {}
     assert set(data) == {"plan", "journal", "submitted", "errors", "skipped_brokers", "rolled_back", "held_back",
-                         "log_dir_moves_started", "log_dir_moves_timed_out"}
+                         "unconfirmed_brokers", "log_dir_moves_started", "log_dir_moves_timed_out"}
     code, out, err = kreassign.run("execute", "-f", plan_file(tmp_path, {"foo-1": [1, 5]}, name="b.json"),
                                    "--additional")
     assert (code, out, err) == (1, "", "Error: Unknown broker id 5\n")
@@ -161,6 +161,8 @@ def test_missing_bootstrap_server_is_a_clear_error(monkeypatch: pytest.MonkeyPat
 
 POLL_OPERATIONS_DOCUMENTED = 13
 """docs/journal.md, "How long a command waits": operations of one poll of a paced run"""
+POLL_OPERATIONS_NEW_BROKERS = 16
+"""the same, for a poll whose wave throttles a broker new to the run (its rate set, then read back)"""
 
 
 class Steps:
@@ -228,12 +230,10 @@ def test_a_standing_throttle_set_before_a_run_is_restored_at_its_end(fake: FakeC
     (standing,) = JournalStore(tmp_path / "j").journals(fake.cluster_id, open_only=True)
     assert standing.command == "throttle set"  # `throttle clear` ends it
 
-def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path,
-                                                                   kreassign: Kreassign) -> None:
-    """The bound docs/journal.md states ("How long a command waits"): a poll of a paced run makes
-    13 cluster operations when it submits a wave (fewer otherwise), each ending within its timeout."""
-    fake.add_topic("baz", [[1, 2]])
-    plan = plan_file(tmp_path, {"foo-0": [1, 3], "baz-0": [1, 4], "bar-0": [3, 1]})
+def paced_polls(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign, moves: dict[str, list[int]]) -> list[list[str]]:
+    """A paced execute of `moves` (one move per broker, every sleep completes what moves): the
+    port calls of each poll between two sleeps."""
+    plan = plan_file(tmp_path, moves)
     marks: list[int] = []
     steps = Steps(fake)
     advance = steps.sleep
@@ -247,9 +247,33 @@ def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeClu
                         "5s", "--journal-dir", str(tmp_path / "j"), "-o", "json", runtime=steps.runtime(),
                         connect=fake, columns=160)
     assert ran.exit_code == 0, ran.output
-    per_poll = [b - a for a, b in zip(marks, marks[1:])]
+    return [fake.calls[a:b] for a, b in zip(marks, marks[1:])]
+
+
+def test_a_paced_poll_makes_a_bounded_number_of_cluster_operations(fake: FakeCluster, tmp_path: Path,
+                                                                   kreassign: Kreassign) -> None:
+    """The bound docs/journal.md states ("How long a command waits"): a poll of a paced run makes
+    13 cluster operations when it submits a wave (fewer otherwise), each ending within its timeout."""
+    fake.add_topic("baz", [[1, 2]])
+    polls = paced_polls(fake, tmp_path, kreassign, {"foo-0": [1, 3], "baz-0": [1, 4], "bar-0": [3, 1]})
+    per_poll = [len(poll) for poll in polls]
     assert per_poll == [13]  # the poll between the two sleeps submits the second wave
     assert max(per_poll) <= POLL_OPERATIONS_DOCUMENTED
+
+
+def test_a_poll_whose_wave_throttles_a_new_broker_reads_its_rate_back_once(fake: FakeCluster, tmp_path: Path,
+                                                                           kreassign: Kreassign) -> None:
+    fake.add_topic("baz", [[1, 2]])
+    # the second wave throttles broker 4
+    (poll,) = paced_polls(fake, tmp_path, kreassign, {"foo-0": [1, 3], "baz-0": [1, 4]})
+    assert len(poll) == POLL_OPERATIONS_NEW_BROKERS
+    documented = " ".join((Path(__file__).parent.parent / "docs" / "journal.md").read_text().split())
+    assert (f"makes {POLL_OPERATIONS_DOCUMENTED} operations when it submits a wave (fewer when it only watches), "
+            f"{POLL_OPERATIONS_NEW_BROKERS} when the wave throttles a broker new to the run") in documented
+    rates_set = poll.index("incremental_alter_configs", poll.index("incremental_alter_configs") + 1)
+    assert [c for c in poll[rates_set:poll.index("alter_reassignments")] if c != "read_markers"] == [
+        "incremental_alter_configs", "describe_broker_configs"]  # set, read back once, then submitted
+
 
 def test_paced_execute_text_dry_run_and_refusals(fake: FakeCluster, tmp_path: Path, kreassign: Kreassign) -> None:
     plan = plan_file(tmp_path, {"foo-0": [1, 3], "foo-1": [2, 4]})

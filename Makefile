@@ -29,10 +29,16 @@ kafka: $(STAMP)
 	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 
 # Two workers: the real-Kafka tests in order on one, the Spark tests on one, the rest on both
-# (tests/conftest.py says why).
+# (tests/conftest.py says why); then, alone on the machine, the tests that measure latency, copy
+# rates or completion times (marked `timing`: a busy second worker is load they would measure).
+# Both parts always run; the target fails if either did.
+PYTEST := $(if $(KAFKA_VERSIONS),KREASSIGN_KAFKA_VERSIONS="$(KAFKA_VERSIONS)") PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python \
+	$(BIN)/python -m pytest -q -p no:cacheprovider
 test: $(STAMP) kafka
-	$(if $(KAFKA_VERSIONS),KREASSIGN_KAFKA_VERSIONS="$(KAFKA_VERSIONS)") PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python \
-	    $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
+	status=0; \
+	$(PYTEST) -n 2 --dist loadgroup -m "not timing" || status=$$?; \
+	$(PYTEST) -m timing || status=$$?; \
+	exit $$status
 
 # No Spark, no slow tests, and the live tests on the emulator only (no JVM at all).
 test-fast: $(STAMP)

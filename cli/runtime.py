@@ -112,7 +112,7 @@ def read_text(path: str) -> str:
     other failures name the reason."""
     import errno
 
-    from kreassign.cluster.errors import AdminCommandFailed, clip
+    from kreassign.cluster.errors import PATH_CLIP, AdminCommandFailed, clip
     from kreassign.cluster.files import PLAN_LIMIT
     from kreassign.cluster.files import read_text as read_bounded
 
@@ -122,23 +122,24 @@ def read_text(path: str) -> str:
         raise AdminCommandFailed(f"Unable to read file {path}") from None  # Kafka prints it whole
     except OSError as exc:
         if exc.errno == errno.EILSEQ:
-            raise AdminCommandFailed(f"{clip(path)} is not a UTF-8 text file ({exc.strerror})") from None
-        raise AdminCommandFailed(f"{clip(path)} ({exc.strerror or exc})") from None
+            raise AdminCommandFailed(f"{clip(path, PATH_CLIP)} is not a UTF-8 text file ({exc.strerror})") from None
+        raise AdminCommandFailed(f"{clip(path, PATH_CLIP)} ({exc.strerror or exc})") from None
     except ValueError as exc:
-        raise AdminCommandFailed(f"{clip(path)} ({exc})") from None
+        raise AdminCommandFailed(f"{clip(path, PATH_CLIP)} ({exc})") from None
 
 
 def write_text(path: str, text: str) -> None:
     """Write a file named on the command line; a missing directory or a permission problem is
     one clear line, not a traceback."""
-    from kreassign.cluster.errors import InputError, clip
+    from kreassign.cluster.errors import PATH_CLIP, InputError, clip
 
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
     except (OSError, ValueError) as exc:
         hint = " (create the directory first)" if isinstance(exc, FileNotFoundError) else ""
-        raise InputError(f"cannot write {clip(path)}: {getattr(exc, 'strerror', None) or exc}{hint}") from None
+        why = getattr(exc, "strerror", None) or exc
+        raise InputError(f"cannot write {clip(path, PATH_CLIP)}: {why}{hint}") from None
 
 
 def read_plan(path: str) -> ParsedReassignment:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.errors import PATH_CLIP, InputError, clip
 from kreassign.cluster.java_properties import read_properties
 
 DEFAULT_CLIENT_ID = "reassign-partitions-tool"
@@ -208,7 +208,7 @@ def _is_pem_file(path: str) -> bool:
         with open(path, "rb") as handle:
             head = handle.read(4096)
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {clip(path)}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise InputError(f"cannot read {clip(path, PATH_CLIP)}: {getattr(exc, 'strerror', None) or exc}") from None
     return b"-----BEGIN " in head
 
 

@@ -28,6 +28,9 @@ class ExitStatus(IntEnum):
 JAVA_LONG_MAX = 2**63 - 1
 """the largest value of a Kafka LONG config (rates, byte counts)"""
 _CLIP = 80
+PATH_CLIP = 400
+"""a file's path in a message is cut only past this: the operator needs it whole to act on it
+(a CI run's temporary paths are 90 characters)"""
 
 
 def clip(value: object, limit: int = _CLIP) -> str:

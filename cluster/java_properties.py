@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.errors import PATH_CLIP, InputError, clip
 from kreassign.cluster.files import SMALL_LIMIT, read_bytes
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -97,13 +97,13 @@ def read_properties(path: str) -> dict[str, str]:
     try:
         data = read_bytes(path, limit=SMALL_LIMIT)
     except FileNotFoundError:
-        raise InputError(f"--command-config file {clip(path)} does not exist") from None
+        raise InputError(f"--command-config file {clip(path, PATH_CLIP)} does not exist") from None
     except IsADirectoryError:
-        raise InputError(f"--command-config {clip(path)} is a directory, not a properties file") from None
+        raise InputError(f"--command-config {clip(path, PATH_CLIP)} is a directory, not a properties file") from None
     except PermissionError:
-        raise InputError(f"--command-config file {clip(path)} is not readable (permission denied)") from None
+        raise InputError(f"--command-config file {clip(path, PATH_CLIP)} is not readable (permission denied)") from None
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the --command-config file {clip(path)}: "
+        raise InputError(f"cannot read the --command-config file {clip(path, PATH_CLIP)}: "
                          f"{getattr(exc, 'strerror', None) or exc}") from None
     try:
         text = data.decode("utf-8")

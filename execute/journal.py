@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from kreassign.cluster.errors import JournalError, KreassignError, clip
+from kreassign.cluster.errors import PATH_CLIP, JournalError, KreassignError, clip
 from kreassign.cluster.files import JOURNAL_LIMIT, read_text
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.execute.errors import JournalConflict
@@ -378,10 +378,10 @@ class JournalStore:
         try:
             data = json.loads(read_text(file, limit=JOURNAL_LIMIT))  # `--journal /dev/urandom` once grew to 5.9 GB
         except FileNotFoundError:
-            raise JournalError(f"no journal at {clip(file)}") from None
+            raise JournalError(f"no journal at {clip(file, PATH_CLIP)}") from None
         except (OSError, ValueError, RecursionError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise JournalError(f"cannot read the journal {clip(file)}: {clip(why, 200)}") from None
+            raise JournalError(f"cannot read the journal {clip(file, PATH_CLIP)}: {clip(why, 200)}") from None
         if not isinstance(data, dict):
             raise JournalError(f"{file} is not a kreassign journal")
         journal = Journal.from_json(file, data)

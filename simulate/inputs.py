@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kreassign.cluster.errors import InputError, clip
+from kreassign.cluster.errors import PATH_CLIP, InputError, clip
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,7 +75,8 @@ def read_plan_moves(state: ClusterState, plan: PlanFile | PlannerRun) -> Moves:
         try:
             text = read_text(plan.path, limit=PLAN_LIMIT)
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read the plan {clip(plan.path)}: {getattr(exc, 'strerror', None) or exc}") from None
+            why = getattr(exc, "strerror", None) or exc
+            raise InputError(f"cannot read the plan {clip(plan.path, PATH_CLIP)}: {why}") from None
         try:
             entries = parse_reassignment(text).entries
         except KafkaCompatError as exc:

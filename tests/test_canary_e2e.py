@@ -17,7 +17,7 @@ from cli_helpers import Kreassign
 from kreassign.cluster.canary import canary_assignment
 from live import write_records
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timing]
 CANARY_LINE = re.compile(r"  broker (\d): 1 produce\(s\), 0 timed out, p50 \d+\.\d ms, p99 \d+\.\d ms "
                          r"\[\d+\.\d, \? \(needs 368 produces\)\], end-to-end p99 \d+\.\d ms, throttled up to 0 ms")
 

@@ -23,7 +23,7 @@ from kreassign.sandbox.clock import ScaledClock
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
 from live import wait_until
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timing]
 
 NETWORK_BPS = 20e6
 MAX_IMPACT = 1.0  # --max-impact 100%: produce p99 at most twice its baseline

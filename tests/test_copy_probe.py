@@ -120,6 +120,7 @@ def gauge(port: int, name: str) -> float | None:
 
 
 @pytest.mark.kafka
+@pytest.mark.timing
 @pytest.mark.parametrize("scenario", REAL_SCENARIOS, ids=lambda s: str(s.label))
 def test_the_emulator_copies_at_the_real_brokers_rate(kafka_cluster: Any, scenario: Scenario) -> None:
     topic = f"probe-{scenario.shape}-{int(scenario.rate)}"

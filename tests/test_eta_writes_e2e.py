@@ -19,7 +19,7 @@ from kreassign.cluster.client_config import build_client_config
 from kreassign.cluster.model import TopicPartition
 from kreassign.sandbox.cluster import SandboxCluster
 from kreassign.sandbox.topics import TopicSpec
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timing]
 MB = 1_000_000
 TICK = 0.01  # one fetch round: the quota is checked as often as Kafka checks it
 

@@ -100,6 +100,17 @@ def test_a_journal_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
         JournalStore(tmp_path).load(path)
     assert str(refused.value) == f"cannot read the journal {path}: not UTF-8 text (byte 12 is invalid)"
 
+
+def test_a_long_journal_path_is_named_whole(tmp_path: Path) -> None:
+    # the operator needs the path to act on it: paths are cut only past PATH_CLIP characters
+    folder = tmp_path / ("d" * 120)
+    folder.mkdir()
+    path = folder / "bad.json"
+    path.write_bytes(b"\xff")
+    with pytest.raises(JournalError) as refused:
+        JournalStore(folder).load(path)
+    assert str(path) in str(refused.value) and len(str(path)) > 120
+
 def test_open_journals_newest_first(tmp_path: Path) -> None:
     ticks = iter(range(100))
     from datetime import datetime, timezone

@@ -21,6 +21,8 @@ from bench.bench_real_eta import BAR, MB, Shape, background_writes, run_shape  #
 from live import wait_until
 from test_copy_probe import sensors_quiet
 
+pytestmark = pytest.mark.timing
+
 THROTTLE = 1 * MB
 SHAPES = [
     # 25 MB off leader 1 onto 3: leader 1 answers its in-sync followers, so it is warm (6 s of

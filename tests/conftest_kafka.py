@@ -16,6 +16,7 @@ not skip them. At the end of the session the count of live tests per engine is p
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -100,7 +101,21 @@ def live(request: pytest.FixtureRequest, sandbox_factory: Callable[..., Any]) ->
                                            clock=ScaledClock(1.0) if wall else ManualClock(),
                                            metrics_port=metrics), wall_clock=wall)
         return
-    backend = KafkaLive(request.getfixturevalue("kafka_cluster"))
+    with reset_after(request.getfixturevalue("kafka_cluster")) as backend:
+        yield backend
+
+
+@pytest.fixture
+def kafka_live(kafka_cluster: Any) -> Iterator[KafkaLive]:
+    """The `live` backend on the session's real cluster alone (a drill about real brokers)."""
+    with reset_after(kafka_cluster) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def reset_after(cluster: Any) -> Iterator[KafkaLive]:
+    """`live`'s API on a real cluster, put back after the test (`KafkaLive.reset`)."""
+    backend = KafkaLive(cluster)
     try:
         yield backend
     finally:

@@ -31,6 +31,7 @@ from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.execute.lock import LOCK_KEY, STOP_KEY
 from kreassign.sandbox.load import LoadGenerator, TopicLoad
 
+from conftest_kafka import reset_after
 from live import KafkaLive
 
 pytestmark = pytest.mark.e2e
@@ -41,11 +42,8 @@ LEADER_LIST, FOLLOWER_LIST = "leader.replication.throttled.replicas", "follower.
 
 @pytest.fixture
 def kafka(kafka_matrix: Any) -> Iterator[KafkaLive]:
-    live = KafkaLive(kafka_matrix)
-    try:
+    with reset_after(kafka_matrix) as live:
         yield live
-    finally:
-        live.reset()
 
 
 @pytest.fixture

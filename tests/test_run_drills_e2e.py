@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,18 +109,6 @@ def test_a_second_terminal_watches_changes_the_rates_and_verifies_through_the_ru
     assert watched[-1]["event"] == "run-ended" and watched[-1]["state"] == "finished"
     assert watched[-1]["not_at_target"] == [] and watched[-1]["next_step"] is None
     assert_clean(live, topic, targets)
-
-
-@pytest.fixture
-def kafka_live(kafka_cluster: Any) -> Iterator[Any]:
-    """The `live` backend on real Kafka alone."""
-    from live import KafkaLive
-
-    backend = KafkaLive(kafka_cluster)
-    try:
-        yield backend
-    finally:
-        backend.reset()
 
 
 def test_a_broker_restarted_mid_run_ends_with_its_throttles_restored_exactly(live: Any, tmp_path: Path) -> None:

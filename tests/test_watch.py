@@ -109,8 +109,9 @@ def run(fake: GrowingCluster, request: WatchRequest, store: JournalStore | None)
     return result, events
 
 
-def test_the_first_screen_says_what_it_waits_for_before_the_write_sample() -> None:
-    """The write sample before the first poll (10 s by default) no longer leaves the screen blank."""
+def test_the_first_screen_shows_the_model_eta_at_once_while_the_write_sample_runs() -> None:
+    """Issue 30: the screen was blank for the 10 s write sample. The first poll now comes at once,
+    with the model's ETA from the rates known so far, and says that the sample still runs."""
     fake = GrowingCluster()
     fake.alter_reassignments({TP: [1, 3]})
     screens: list[str] = []
@@ -122,9 +123,13 @@ def test_the_first_screen_says_what_it_waits_for_before_the_write_sample() -> No
 
     watch(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=10, timeout_s=5),
           store=None, clock=lambda: fake.now, sleep=fake.advance, emit=emit)
-    assert screens[0].splitlines() == [
-        "Client impact: not measured yet.", "Recent:", "  [0.0s] Waiting for a 10s sample of the moving partitions' write rates, for the model's ETA "
-                   "(the first poll follows)"]
+    first = screens[0].splitlines()
+    assert first[0].split() == ["overall", "0.0%", "0", "B/100.0", "MB", "1", "moving,", "0", "done"]
+    assert first[1] == ("ETA 1.0s (replication model; write rates still being sampled (10s): those known so far "
+                        "used, the others taken as 0); observed after two polls; throughput -")
+    assert first[6].split() == ["t-0->3", "0.0%", "0", "B/100.0", "MB", "-", "-", "1.0s"]
+    assert "ETA 0.5s (replication model; write rates still being sampled (10s)" in screens[1]
+
 
 def test_a_standing_throttle_set_while_nothing_moved_outlives_a_watch(tmp_path: Path) -> None:
     """`throttle set` while nothing moves is the operator's standing throttle: a watch that sees
@@ -227,10 +232,9 @@ def test_cli_json_lines(tmp_path: Path, kreassign: Kreassign) -> None:
                         "--fail-on-stall", "--journal-dir", str(tmp_path),
                         runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     assert ran.exit_code == 4, ran.output
-    waiting, *lines = [json.loads(line) for line in ran.stdout.splitlines()]
-    assert waiting == {"event": "waiting", "at": 0.0, "brokers": [], "waiting_for": (
-        "a 10s sample of the moving partitions' write rates, for the model's ETA (the first poll follows)")}
+    lines = [json.loads(line) for line in ran.stdout.splitlines()]
     assert [d["event"] for d in lines] == ["progress", "progress", "progress", "stalled"]
+    assert [d["write_rates"]["state"] for d in lines[:3]] == ["sampling", "measured", "measured"]
     assert lines[1]["moves"][0]["write_bps"] == 2 * MB and lines[1]["eta_model_s"] is None
     assert lines[-1]["fixes"][0]["rate"] == 2_500_000
 
@@ -259,7 +263,7 @@ def test_rendering() -> None:
     assert lines[3].split() == ["1", "5.0", "MB/s", "0", "B/s", "none", "none", "-"]
     assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
     assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
-        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "22s"]  # the model's, as the overall
     assert "above the throttle" not in screen_text(screen)
     burst = replace(progress, brokers=tuple(replace(b, in_bps=b.in_bps * 1.34) for b in progress.brokers))
     screen.update(burst)
@@ -351,31 +355,33 @@ def test_pace_dry_run_names_the_first_wave(tmp_path: Path, kreassign: Kreassign)
     assert fake.list_reassignments() == {}
 
 
-def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -> None:
-    etas = {}
-    for sample in (0.0, 10.0):
-        fake = GrowingCluster()
-        store = JournalStore(tmp_path / str(sample))
-        fake.alter_reassignments({TP: [1, 3]})
-        apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
-                              store=store)
-        fake.advance(10.0 - sample)  # both first polls see the same state: 110 MB written, 40 MB copied
-        _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=sample),
-                        store)
-        first = next(e for e in events if isinstance(e, ProgressEvent))
-        assert first.view.moves[0].lag == 70 * MB and first.model is not None
-        etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
-    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s
-    # (the follower's share binds); with it, the leader quota also carries the in-sync follower's
-    # 1 MB/s (so the leader binds, its parked fetches woken by the writes) and the lag grows by 1 MB/s
+def test_the_first_poll_uses_the_rates_known_so_far_and_the_sample_s_end_its_rates(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    store = JournalStore(tmp_path)
+    fake.alter_reassignments({TP: [1, 3]})
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
+                          store=store)
+    fake.advance(10.0)  # 110 MB written, 40 MB copied
+    _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=30, sample_s=10,
+                                       timeout_s=10), store)
+    first, second = [e for e in events if isinstance(e, ProgressEvent)]
+    assert first.view.moves[0].lag == 70 * MB and first.model is not None and second.model is not None
+    assert second.at == 10.0  # the poll after the first comes at the end of the sample's window, not the interval
+    # at once: the model takes the writes as 0 (none known yet): 70 MB at what fetches get of the
+    # 5 MB/s (the follower's share binds); at the sample's end, the leader quota also carries the
+    # in-sync follower's 1 MB/s (so the leader binds, its parked fetches woken by the writes) and
+    # the lag grows by 1 MB/s
     fetches = FetchLimits()
     lead = 5 * MB * float(fetches.leader_share(np.array([5 * MB]))[0])
     written = 5 * MB * float(fetches.leader_share(np.array([5 * MB]), written=True)[0])
     fol = 5 * MB * float(fetches.follower_share(np.array([5 * MB]))[0])
-    assert etas[0.0][0] == pytest.approx(70 * MB / min(lead, fol), rel=0.01) and etas[0.0][1]["known"] is False
-    assert etas[10.0][0] == pytest.approx(70 * MB / (min(written - 1 * MB, fol) - 1 * MB), rel=0.01)
-    assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
-                             "measured_at": None, "note": OFFSETS_MISSING}
+    assert first.model.seconds == pytest.approx(70 * MB / min(lead, fol), rel=0.01)
+    assert first.to_dict()["write_rates"]["state"] == "sampling" and first.to_dict()["write_rates"]["known"] is False
+    lag = second.view.moves[0].lag
+    assert second.model.seconds == pytest.approx(lag / (min(written - 1 * MB, fol) - 1 * MB), rel=0.01)
+    assert second.to_dict()["write_rates"] == {
+        "known": True, "source": "measured", "window_s": 10.0, "method": "sizes", "measured_at": None,
+        "note": OFFSETS_MISSING, "state": "measured", "age_s": 0.0, "sample_window_s": None}
 
 
 def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:

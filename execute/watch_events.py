@@ -57,6 +57,9 @@ def broker_rows(view: ProgressView, throttles: ThrottleView) -> tuple[BrokerRow,
                            throttles.broker(b).follower_rate) for b in sorted(set(out) | set(into)))
 
 
+_JSON_NAMES = {"throughput": "throughput_bps", "observed": "eta_observed_s", "eta": "eta_model_s"}
+
+
 @dataclass(frozen=True)
 class ProgressEvent:
     at: float
@@ -116,7 +119,7 @@ class ProgressEvent:
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
                                "throughput_bps": figures["throughput"].json_value(),
                                "eta_observed_s": figures["observed"].json_value(),
-                               "held": {name: round(h.read_at, 3) for name, h in figures.items()
+                               "held": {_JSON_NAMES[name]: round(h.read_at, 3) for name, h in figures.items()
                                         if h.held and h.read_at is not None},
                                "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
                                "write_rates": self.source.to_dict(self.at),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -44,7 +45,9 @@ from kreassign.execute.watch_events import (
     WaitingEvent,
     WatchEvent,
 )
+from kreassign.execute.watch_hold import Held
 from kreassign.execute.watch_request import WatchRequest
+from kreassign.cluster.units import format_duration
 
 MB = 1_000_000
 TP = TopicPartition("t", 0)
@@ -415,3 +418,88 @@ def test_watch_timeout_is_a_deprecated_alias_of_stop_after(kreassign: Kreassign)
                           "1s")
     assert alone.err.startswith("Note: watch --timeout is deprecated: use --stop-after (same meaning)")
     assert alone.code == 5  # and it went on as --stop-after 1s would: to the (unreachable) cluster
+
+
+def test_a_poll_without_a_reading_holds_the_last_figures_and_the_rate_source_stays_measured() -> None:
+    """Issue 30: `observed` and `throughput` flipped to `-` and the write-rate source back to "not
+    measured yet" whenever a poll lacked a reading (here: a second move starts, with one sample
+    of its own, and at the end nothing moves)."""
+    fake = GrowingCluster()
+    fake.alter_reassignments({TP: [1, 3]})
+    t1 = TopicPartition("t", 1)
+    fake.size[t1] = 200 * MB
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now == 10.0:
+            fake.alter_reassignments({t1: [3, 2]})  # another reassignment appears between polls
+
+    events: list[WatchEvent] = []
+    watch(fake, WatchRequest(interval_s=5, timeout_s=60), store=None, clock=lambda: fake.now, sleep=sleep,
+          emit=events.append)
+    polls = [e for e in events if isinstance(e, ProgressEvent)]
+    at = {e.at: e for e in polls}
+    assert [e.source.state for e in polls] == ["unknown"] + ["measured"] * (len(polls) - 1)
+    assert [e.source.age_s(e.at) for e in polls[1:4]] == [0.0, 5.0, 0.0]  # 10 s: t-1 has one sample
+    before, lacking = at[5.0], at[10.0]
+    assert lacking.view.throughput_bps is None and lacking.view.eta_s is None  # what the poll itself has
+    shown = lacking.figures
+    assert shown["throughput"] == Held(10 * MB, 5.0, held=True)
+    assert shown["observed"].held and shown["observed"].value == pytest.approx(before.view.eta_s - 5.0)
+    assert lacking.to_dict()["held"] == {"throughput_bps": 5.0, "eta_observed_s": 5.0}
+    assert lacking.to_dict()["throughput_bps"] == 10 * MB
+    line = summary_line(lacking)
+    assert ", throughput 10.0 MB/s (held: last read at 5.0s), ETA observed " in line
+    assert "(held: last read at 5.0s), model " in line and "-" not in line.split("ETA")[1]
+    screen = WatchScreen()
+    screen.update(lacking)
+    assert screen_text(screen).splitlines()[1] == (
+        f"ETA {format_duration(lacking.model.seconds)} (replication model; writes measured from the polls, 5.0s ago); "  # type: ignore[union-attr]
+        f"observed {format_duration(shown['observed'].value)} (held: last read at 5.0s); throughput 10.0 MB/s "  # type: ignore[arg-type]
+        "(held: last read at 5.0s)")
+    # every figure once known stays known to the end, and the last screen says "done"
+    for name in ("throughput", "observed", "eta"):
+        known = [e.figures[name].value is not None for e in polls]
+        assert known == sorted(known), name
+    screen.update(polls[-1])
+    assert screen_text(screen).splitlines()[1].startswith("ETA done (replication model; writes measured from the polls")
+
+
+def test_per_move_etas_come_from_the_model_run_of_the_overall_eta() -> None:
+    """Issue 30: moves that finished within minutes showed `never` and `20h47m` (their observed
+    slopes still held the stalled minutes) while the overall ETA, from the model, was right."""
+    fake = stalled_cluster()
+    fake.alter_reassignments({TopicPartition("t", 1): [3, 2]})
+    fake.topic_configs["t"] = {LEADER_REPLICAS: "0:1,0:2,1:3,1:4", FOLLOWER_REPLICAS: "0:3,1:2"}
+    screen = WatchScreen()
+    shots: list[tuple[ProgressEvent, str]] = []
+
+    def emit(event: WatchEvent) -> None:
+        screen.update(event)
+        if isinstance(event, ProgressEvent):
+            shots.append((event, screen_text(screen)))
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now == 60.0:
+            fake.broker_configs[3][FOLLOWER_RATE] = "10000000"  # the operator raises the throttle
+
+    watch(fake, WatchRequest(interval_s=10, stall_after_s=30, timeout_s=200), store=None, clock=lambda: fake.now,
+          sleep=sleep, emit=emit)
+    raised = next((e, text) for e, text in shots if e.at == 70.0)
+    event, text = raised
+    move = next(m for m in event.view.active if m.key.partition == 0)
+    assert move.eta_s == math.inf  # the observed slope still holds the stalled minute
+    assert event.model is not None and math.isfinite(event.model.seconds)
+    row = next(line for line in text.splitlines() if line.startswith("t-0->3 "))
+    assert row.split()[-1] == format_duration(event.model.finish[move.key])
+    for e, text in shots:
+        if e.model is None or not e.view.active:
+            continue
+        ends = [e.model.finish[m.key] for m in e.view.active]
+        assert e.model.seconds == max(ends)  # the overall ETA is the last move's end, same model run
+        moves = e.to_dict()["moves"]
+        assert max((m["eta_model_s"] for m in moves if m["eta_model_s"] is not None), default=None) == \
+            e.to_dict()["eta_model_s"] or math.isinf(e.model.seconds)
+        rows = [line for line in text.splitlines() if line.startswith("t-")]
+        assert rows and all(row.split()[-1] != "never" for row in rows) or math.isinf(e.model.seconds)

@@ -4,7 +4,9 @@ Every `interval_s` of the injected clock it reads the reassignments, the partiti
 and DescribeLogDirs of the brokers involved, and emits events:
 
 * `progress`: per move and overall bytes copied, throughput, the ETA extrapolated from the
-  observed rates, and the ETA of the replication model run from the current state;
+  observed rates, and the ETA of the replication model run from the current state (per move and
+  overall, one run); the first comes at once, while the write-rate sample runs, and a figure a
+  poll lacks is held at its last value (`watch_hold`);
 * `stalled`: a move whose lag has not shrunk for `stall_after_s`; when the model agrees that its
   partition's writes exceed its throttled share, the event names the rates that would work;
 * `wave` (with a pace): partitions submitted as earlier moves freed their brokers;

@@ -295,10 +295,10 @@ def event_lines(event: WatchEvent | RunProgressEvent | RunEndedEvent, units: Uni
         return [f"Rates changed through this run ({event.by}): {rates}; set now on broker(s) "
                 f"{','.join(map(str, event.applied)) or 'none'}, the later waves start with them"]
     if isinstance(event, RunProgressEvent):
-        eta = "unknown" if event.eta_s is None else format_duration(event.eta_s)
         return [f"{_pct(event.fraction).strip()} of the plan ({format_bytes(event.copied_bytes, units)} of "
                 f"{format_bytes(event.total_bytes, units)}): {event.done} done, {event.moving} moving, "
-                f"{event.waiting} waiting, {event.waves} wave(s); ETA {eta} [{event.owner}]"]
+                f"{event.waiting} waiting, {event.waves} wave(s); ETA {_eta(event.eta_model_s)} (replication model), "
+                f"observed {_eta(event.eta_s, True)} [{event.owner}]"]
     if isinstance(event, RunEndedEvent):
         lines = [f"The run ended ({event.state}): {event.owner}."]
         if event.not_at_target:

@@ -73,6 +73,7 @@ class WatchScreen:
             return
         if isinstance(event, RunProgressEvent):
             self.run = event
+            self.header = time_header(event.time_scale)
             return
         if isinstance(event, StalledEvent):
             self.stalls[event.stall.key] = event.stall

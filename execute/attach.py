@@ -19,6 +19,7 @@ from typing import Any
 from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort, LogDirReport
+from kreassign.cluster.time_scale import cluster_timing, read_time_scale
 from kreassign.execute.journal import Journal, JournalStore
 from kreassign.execute.live_eta import build_live_model, diagnose
 from kreassign.execute.live_throttle import read_throttle_view
@@ -48,6 +49,8 @@ class RunProgressEvent:
     eta_model_s: float | None = None
     """for the rest of the plan, from the replication model run from this poll: the moves in
     flight and the waves still to come under the run's limits (from the first poll on)"""
+    time_scale: float = 1.0
+    """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
     kind: str = "run-progress"
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,7 +58,7 @@ class RunProgressEvent:
                 "partitions_moving": self.moving, "partitions_waiting": self.waiting, "waves": self.waves,
                 "copied_bytes": self.copied_bytes, "total_bytes": self.total_bytes,
                 "fraction": round(self.fraction, 6), "eta_s": _seconds(self.eta_s),
-                "eta_model_s": _seconds(self.eta_model_s)}
+                "eta_model_s": _seconds(self.eta_model_s), "time_scale": self.time_scale}
 
 
 def _seconds(value: float | None) -> float | None:
@@ -103,6 +106,7 @@ class _Attached:
     limits: PaceLimits | None = None
     """the run's pacing limits (from its journal), which the model's later waves follow"""
     broker_ids: list[int] = field(default_factory=list)
+    time_scale: float = 1.0
 
     def poll(self, now: float, journal: Journal | None, owner: Owner) -> RunProgressEvent:
         port = self.port
@@ -136,7 +140,7 @@ class _Attached:
         waves = 0 if journal is None else len({s.step for s in journal.steps if s.step.endswith(": submit")})
         return RunProgressEvent(now, owner.describe(), len(done), len(in_flight),
                                 len(self.targets) - len(done) - len(in_flight), waves, shown, total, self.best, eta,
-                                self.model_eta(view, in_flight, infos, done))
+                                self.model_eta(view, in_flight, infos, done), self.time_scale)
 
     def model_eta(self, view: ProgressView, in_flight: Mapping[TopicPartition, Reassignment],
                   infos: Mapping[TopicPartition, PartitionInfo], done: set[TopicPartition]) -> float:
@@ -181,7 +185,8 @@ def plan_bytes(port: ClusterPort, targets: Mapping[TopicPartition, tuple[int, ..
 def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Journal | None,
            targets: tuple[PartitionTarget, ...] | None, interval_s: float, timeout_s: float | None,
            clock: Callable[[], float], sleep: Callable[[float], None], current_owner: Callable[[], Owner | None],
-           emit: Callable[[AttachEvent], None], limits: PaceLimits | None = None) -> ExitStatus:
+           emit: Callable[[AttachEvent], None], limits: PaceLimits | None = None,
+           time_scale: float | None = None) -> ExitStatus:
     """Follow the run of `owner` until it gives the lock back; changes nothing.
 
     Returns OK when the run finished with every partition at its target, ERROR when it ended
@@ -189,8 +194,13 @@ def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Jou
     """
     plan = {t.tp: tuple(t.replicas) for t in (journal.targets if journal is not None else targets or ())}
     original = dict(journal.original) if journal is not None else {}
-    state = _Attached(port, plan, plan_bytes(port, plan, original), limits=limits,
-                      broker_ids=sorted(b.id for b in port.describe_brokers().brokers))
+    broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
+    # rates and times in cluster seconds, as the run's own screen (an accelerated sandbox's writes
+    # measured per wall second would look `scale` times faster than the throttles allow)
+    scale = time_scale if time_scale is not None else read_time_scale(port, broker_ids)
+    clock, sleep = cluster_timing(clock, sleep, scale)
+    state = _Attached(port, plan, plan_bytes(port, plan, original), limits=limits, broker_ids=broker_ids,
+                      time_scale=scale)
     start = clock()
     while True:
         now = clock() - start

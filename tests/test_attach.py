@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
-from kreassign.cli.watch_render import event_lines
+from kreassign.cli.watch_render import WatchScreen, event_lines
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.units import format_duration
-from kreassign.execute.attach import _Attached, plan_bytes
+from kreassign.execute.attach import RunProgressEvent, _Attached, attach, plan_bytes
+from kreassign.execute.journal import JournalStore
 from kreassign.execute.lock_owner import Owner
 from kreassign.execute.pacing import PaceLimits
 from kreassign.execute.watch import watch
@@ -56,3 +59,29 @@ def test_the_attached_screen_shows_the_model_eta_from_the_first_poll() -> None:
     # a partition still waiting for its wave adds its copy to the plan's ETA
     _, with_wave, _ = attached_first_poll({TP: (1, 3), T1: (3, 2)})
     assert with_wave is not None and with_wave > alone + 50_000_000 / 5_000_000  # 50 MB more at most 5 MB/s
+
+
+def test_the_attached_watch_counts_in_cluster_seconds(tmp_path: Path) -> None:
+    """On an accelerated sandbox the run's own screen counts in sandbox seconds; the attached one
+    counted per wall second, so the partitions' writes looked `scale` times faster than the
+    throttles allow and the model said `never`. Here the fake's clock stands for the wall."""
+    seen: dict[float, list[RunProgressEvent]] = {}
+    walls: dict[float, float] = {}
+    for scale in (1.0, 5.0):
+        fake = throttled()
+        events: list[Any] = []
+        attach(fake, OWNER, store=JournalStore(tmp_path), journal=None, targets=(PartitionTarget("t", 0, (1, 3)),),
+               interval_s=5.0, timeout_s=5.0, clock=lambda: fake.now, sleep=fake.advance,
+               current_owner=lambda: OWNER, emit=events.append, time_scale=scale)
+        seen[scale] = [e for e in events if isinstance(e, RunProgressEvent)]
+        walls[scale] = fake.now
+    slow, fast = seen[1.0][-1], seen[5.0][-1]
+    assert (slow.at, fast.at, slow.time_scale, fast.time_scale) == (5.0, 5.0, 1.0, 5.0)
+    assert walls == {1.0: 5.0, 5.0: 1.0}  # five cluster seconds are one wall second at x5
+    # t-0's 1 MB/s of writes per wall second are 0.2 MB/s per cluster second: less for the copy to
+    # keep up with under the same 5 MB/s throttles, so the model's ETA (in cluster seconds) is shorter
+    assert slow.eta_model_s is not None and fast.eta_model_s is not None
+    assert fast.eta_model_s < slow.eta_model_s
+    screen = WatchScreen()
+    screen.update(fast)
+    assert screen.header == "kreassign watch (sandbox time, x5)"

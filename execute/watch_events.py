@@ -129,7 +129,8 @@ class ProgressEvent:
                                "canary_impact": [i.to_dict() for i in self.canary_impact],
                                "stalls": [s.to_dict() for s in self.stalls],
                                "brokers_not_answering": list(self.down)}
-        out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
+        out.update(self.model.to_dict() if self.model is not None
+                   else {"eta_model_s": None, "critical": [], "eta_with_suggestions_s": None})  # one schema
         out["eta_model_s"] = figures["eta"].json_value()
         out["moves"] = [{**m.to_dict(), "eta_model_s": 0.0 if m.done else _seconds(self.move_eta(m.key))}
                         for m in self.view.moves]

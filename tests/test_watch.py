@@ -463,6 +463,9 @@ def test_a_poll_without_a_reading_holds_the_last_figures_and_the_rate_source_sta
         assert known == sorted(known), name
     screen.update(polls[-1])
     assert screen_text(screen).splitlines()[1].startswith("ETA done (replication model; writes measured from the polls")
+    last = polls[-1].to_dict()  # the same keys as every other poll's, the ETA 0
+    assert (last["eta_model_s"], last["critical"], last["eta_with_suggestions_s"]) == (0.0, [], None)
+    assert set(last) == set(polls[1].to_dict())
 
 
 def test_per_move_etas_come_from_the_model_run_of_the_overall_eta() -> None:

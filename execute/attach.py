@@ -25,7 +25,7 @@ from kreassign.execute.live_eta import build_live_model, diagnose
 from kreassign.execute.live_throttle import read_throttle_view
 from kreassign.execute.lock_owner import Owner
 from kreassign.execute.pacing import PaceLimits, PendingPartition
-from kreassign.execute.progress import ProgressTracker, ProgressView, sample_moves
+from kreassign.execute.progress import ProgressTracker, ProgressView, json_number, sample_moves
 
 _CLOCK_SLACK = 1e-6
 
@@ -57,12 +57,9 @@ class RunProgressEvent:
         return {"event": self.kind, "at": round(self.at, 3), "run": self.owner, "partitions_done": self.done,
                 "partitions_moving": self.moving, "partitions_waiting": self.waiting, "waves": self.waves,
                 "copied_bytes": self.copied_bytes, "total_bytes": self.total_bytes,
-                "fraction": round(self.fraction, 6), "eta_s": _seconds(self.eta_s),
-                "eta_model_s": _seconds(self.eta_model_s), "time_scale": self.time_scale}
+                "fraction": round(self.fraction, 6), "eta_s": json_number(self.eta_s),
+                "eta_model_s": json_number(self.eta_model_s), "time_scale": self.time_scale}
 
-
-def _seconds(value: float | None) -> float | None:
-    return None if value is None or math.isinf(value) else round(value, 3)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 stalls, waves, throttle changes, the end) with its JSON form, and the run's result."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from kreassign.execute.auto_throttle import RateDecision
 from kreassign.execute.live_eta import ModelEta, StallDiagnosis
 from kreassign.execute.verify import PartitionStatus
 from kreassign.execute.pacing import Wave
-from kreassign.execute.progress import MoveKey, ProgressView
+from kreassign.execute.progress import MoveKey, ProgressView, json_number
 from kreassign.execute.watch_hold import Held, RateSource
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
 
@@ -132,13 +131,10 @@ class ProgressEvent:
         out.update(self.model.to_dict() if self.model is not None
                    else {"eta_model_s": None, "critical": [], "eta_with_suggestions_s": None})  # one schema
         out["eta_model_s"] = figures["eta"].json_value()
-        out["moves"] = [{**m.to_dict(), "eta_model_s": 0.0 if m.done else _seconds(self.move_eta(m.key))}
+        out["moves"] = [{**m.to_dict(), "eta_model_s": 0.0 if m.done else json_number(self.move_eta(m.key))}
                         for m in self.view.moves]
         return out
 
-
-def _seconds(value: float | None) -> float | None:
-    return None if value is None or math.isinf(value) else round(value, 3)
 
 
 @dataclass(frozen=True)

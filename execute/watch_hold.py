@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from kreassign.cluster.model import WriteRates
 from kreassign.cluster.write_sample import rates_to_dict
+from kreassign.execute.progress import json_number
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,7 @@ class Held:
     held: bool = False
 
     def json_value(self) -> float | None:
-        """JSON has no infinity: None stands for unknown or never."""
-        if self.value is None or math.isinf(self.value) or math.isnan(self.value):
-            return None
-        return round(float(self.value), 3)
+        return json_number(self.value)
 
 
 @dataclass

@@ -185,7 +185,8 @@ def add_brokers(brokers: tuple[int, ...], only_new: bool, move_existing: bool, *
     """Move load onto newly added brokers."""
     from kreassign.planner import balance
 
-    run(kw, lambda s, o: balance.add_brokers(s, list(brokers), o, only_new=only_new, move_existing=move_existing))
+    run(kw, lambda s, o: balance.add_brokers(s, list(brokers), o, only_new=only_new, move_existing=move_existing,
+                                             units=kw["units"]))
 
 
 @click.command()

@@ -34,7 +34,8 @@ def plan(plan_file: str, bootstrap_server: str | None, snapshot: str | None, com
     validate_execute_entries(parsed)
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
     report = build_plan_report(state, parsed.entries, leader_rate=rates.leader,
-                               follower_rate=rates.follower, replica_log_dirs=parsed.replica_log_dirs)
+                               follower_rate=rates.follower, replica_log_dirs=parsed.replica_log_dirs,
+                               units=units)
     if output == "json":
         emit_json(report.to_dict())
     else:

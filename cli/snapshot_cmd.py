@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import click
 
-from kreassign.cli.options import output_option, sample_option, source_options
+from typing import TYPE_CHECKING
+
+from kreassign.cli.options import output_option, sample_option, source_options, units_option
+
+if TYPE_CHECKING:
+    from kreassign.cluster.units import Units
 
 
 @click.command()
@@ -14,9 +19,10 @@ from kreassign.cli.options import output_option, sample_option, source_options
               help="File format (default: from the file name).")
 @sample_option
 @click.option("--no-sizes", is_flag=True, help="Skip DescribeLogDirs (partition sizes are then 0).")
+@units_option
 @output_option
 def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config: str | None, request_timeout: float | None,
-             output_file: str, fmt: str | None, sample: float | None, no_sizes: bool, output: str) -> None:
+             output_file: str, fmt: str | None, sample: float | None, no_sizes: bool, units: Units, output: str) -> None:
     """Write the cluster's brokers, partitions (replicas, leader, ISR, sizes), in-flight
     reassignments and throttle configs to a snapshot file, with each partition's write rate
     measured over --sample. With --snapshot, convert a file."""
@@ -36,6 +42,6 @@ def snapshot(bootstrap_server: str | None, snapshot: str | None, command_config:
         return
     click.echo(
         f"Wrote {output_file}: {facts['brokers']} brokers, {facts['topics']} topics, "
-        f"{facts['partitions']} partitions, {format_bytes(facts['bytes'])}, "
+        f"{facts['partitions']} partitions, {format_bytes(facts['bytes'], units)}, "
         f"{len(state.reassignments)} reassignment(s) in flight.", err=True)
     click.echo(rates_line(state.rates_origin()), err=True)

@@ -68,10 +68,11 @@ def show(bootstrap_server: str | None, command_config: str | None, request_timeo
               help="Leave the topics' throttled-replica lists alone (default: recompute them from the "
                    "reassignments in flight, by Kafka's rules).")
 @click.option("--dry-run", is_flag=True, help="Say what would be set; change nothing.")
+@units_option
 @output_option
 def set_command(bootstrap_server: str | None, command_config: str | None, request_timeout: float | None,
                 journal_dir: str | None, rates: Rates,
-                brokers: tuple[int, ...] | None, keep_lists: bool, dry_run: bool, output: str) -> None:
+                brokers: tuple[int, ...] | None, keep_lists: bool, dry_run: bool, units: Units, output: str) -> None:
     """Change the throttle of a running move, without restarting anything. Every change is
     journaled with the values it replaces, so `throttle clear` restores them. It returns once each
     broker reads its new rates back (at most 10s; a broker slower than that is named), so a
@@ -102,7 +103,7 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
         if output == "json":
             emit_json(through.to_dict())
         else:
-            for line in run_rates_lines(through):
+            for line in run_rates_lines(through, units):
                 click.echo(line)
         return
     if output == "json":
@@ -112,12 +113,12 @@ def set_command(bootstrap_server: str | None, command_config: str | None, reques
             click.echo(line)
 
 
-def run_rates_lines(through: Any) -> list[str]:
+def run_rates_lines(through: Any, units: Units = "decimal") -> list[str]:
     """What `throttle set` changed through the run in flight."""
     from kreassign.cluster.units import format_rate
 
     a = through.answer
-    rates = ", ".join(f"{side} {format_rate(v)}" for side, v in (("leader", a.leader_rate), ("follower", a.follower_rate))
+    rates = ", ".join(f"{side} {format_rate(v, units)}" for side, v in (("leader", a.leader_rate), ("follower", a.follower_rate))
                       if v is not None)
     scope = "every broker of its plan" if a.brokers is None else f"broker(s) {','.join(map(str, a.brokers))}"
     lines = [f"Changed the rates of the running {through.owner.describe()} through it: {rates} on {scope}.",
@@ -219,7 +220,7 @@ def suggest(plan_file: str, bootstrap_server: str | None, snapshot: str | None, 
     now = runtime().now or datetime.now().astimezone
     request = SuggestRequest(
         max_impact=max_impact, deadline_s=parse_deadline(deadline, now()) if deadline else None,
-        max_moves_per_broker=max_moves_per_broker, measured=measured, network_capacity=capacity)
+        max_moves_per_broker=max_moves_per_broker, measured=measured, network_capacity=capacity, units=units)
     result = suggest_throttle(state, parsed.entries, request)
     if output == "json":
         emit_json(result.to_dict())

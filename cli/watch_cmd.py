@@ -81,8 +81,9 @@ F = TypeVar("F", bound=Callable[..., Any])
               help="Cluster seconds per wall-clock second, for rates, ETAs, --interval and --stop-after "
                    "(default: what the cluster reports: a kreassign sandbox its --speed, Kafka 1).")
 @click.option("--sample", type=DURATION, default=DEFAULT_SAMPLE_S, show_default=True,
-              help="Before the first poll, measure the watched partitions' write rates over this long, so "
-                   "the first model ETA counts their writes (0: learn them from the polls).")
+              help="Measure the watched partitions' write rates over this long from the start (the first "
+                   "poll comes at once with the rates known so far; the poll at the window's end brings the "
+                   "sampled ones in) (0: learn them from the polls).")
 @click.option("--metrics-url", "metrics_urls", multiple=True, metavar="ID=URL|@FILE",
               help="A broker's Prometheus endpoint (the JMX exporter's /metrics), repeatable, or a file of 'ID URL' "
                    "lines: shows produce latency, client throttle time, under-replicated partitions and "
@@ -111,7 +112,9 @@ def watch(bootstrap_server: str | None, command_config: str | None, request_time
     """Follow reassignments live: progress bars per move and overall (bytes copied against the
     leader's size), throughput, the ETA from observed rates and from the replication model, and
     moves that cannot finish because their partition's writes exceed their throttled share (with
-    the rates that would work). Throttles are restored when everything is done. With --pace it
+    the rates that would work). Every ETA, per move and overall, comes from one model run; a
+    figure a poll could not read is held at its last value and marked so, never blanked.
+    Throttles are restored when everything is done. With --pace it
     submits the plan in waves; with --auto-throttle it tunes the rates as it goes. Against an
     accelerated sandbox every time is sandbox time (the header says so).
 

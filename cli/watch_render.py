@@ -22,6 +22,7 @@ from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResu
 from kreassign.execute.live_eta import StallDiagnosis
 from kreassign.execute.progress import MoveKey
 from kreassign.execute.attach import RunEndedEvent, RunProgressEvent
+from kreassign.execute.watch_hold import Held
 from kreassign.execute.watch_events import (
     CompleteEvent,
     ProgressEvent,
@@ -40,9 +41,9 @@ _BAR_WIDTH = 24
 _LOG_LINES = 6
 
 
-def _eta(seconds: float | None) -> str:
+def _eta(seconds: float | None, pending: bool = False) -> str:
     if seconds is None:
-        return "-"
+        return "after two polls" if pending else "-"
     return "never" if math.isinf(seconds) else format_duration(seconds)
 
 
@@ -72,6 +73,7 @@ class WatchScreen:
             return
         if isinstance(event, RunProgressEvent):
             self.run = event
+            self.header = time_header(event.time_scale)
             return
         if isinstance(event, StalledEvent):
             self.stalls[event.stall.key] = event.stall
@@ -164,12 +166,12 @@ class WatchScreen:
         if active:
             moves = Table(box=None, pad_edge=False, header_style="bold")
             for name, justify in (("move", "left"), ("progress", "left"), ("", "right"), ("copied", "right"),
-                                  ("copies", "right"), ("writes", "right"), ("eta", "right")):
+                                  ("copies", "right"), ("writes", "right"), ("eta (model)", "right")):
                 moves.add_column(name, justify=justify)  # type: ignore[arg-type]
             for m in active[:_MAX_ROWS]:
                 moves.add_row(str(m.key), ProgressBar(total=1.0, completed=m.fraction, width=_BAR_WIDTH),
                               _pct(m.fraction), f"{format_bytes(m.copied, u)}/{format_bytes(m.total, u)}",
-                              _rate(m.copy_bps, u), _rate(m.write_bps, u), "stalled" if m.stalled else _eta(m.eta_s))
+                              _rate(m.copy_bps, u), _rate(m.write_bps, u), _eta(event.move_eta(m.key)))
             out.append(moves)
             if len(active) > _MAX_ROWS:
                 out.append(Text(f"... and {len(active) - _MAX_ROWS} more moving"))
@@ -181,23 +183,41 @@ OVER_THROTTLE_NOTE = ("* above the throttle for a few seconds: Kafka's replicati
 
 
 def eta_line(event: ProgressEvent, units: Units = "decimal") -> str:
-    """The ETA the model gives now, what it assumed about writes, and the observed one."""
-    view = event.view
-    if event.model is None:
-        model = "-"
-    elif math.isinf(event.model.seconds):
-        model = "never (a move cannot finish at these throttles)"
+    """The ETA the model gives now, what it assumed about writes, and the observed one; a figure
+    this poll lacked is the last one read, marked held (an ETA counted down since)."""
+    f = event.figures
+    eta = f["eta"]
+    if eta.value is not None and math.isinf(eta.value):
+        model = "never (a move cannot finish at these throttles)" + _held(eta)
+    elif not event.view.active and not event.view.pending_bytes and eta.value == 0:
+        model = "done"
     else:
-        model = format_duration(event.model.seconds)
-    rates = event.write_rates
-    if rates is None:
-        writes = "write rates not measured yet (taken as 0)"
-    elif rates.window_s:
-        writes = f"writes measured over {format_duration(rates.window_s)}"
+        model = _eta(eta.value) + _held(eta)
+    return (f"ETA {model} (replication model; {rates_phrase(event)}); observed {_eta(f['observed'].value, True)}"
+            f"{_held(f['observed'])}; throughput {_rate(f['throughput'].value, units)}{_held(f['throughput'])}")
+
+
+def rates_phrase(event: ProgressEvent) -> str:
+    """What the model assumed about writes: stated once measured, never back to 'not measured'."""
+    source = event.source
+    if source.state == "sampling":
+        return (f"write rates still being sampled ({format_duration(source.sample_s or 0.0)}): "
+                "those known so far used, the others taken as 0")
+    if source.state == "unknown" or source.origin is None:
+        return "write rates not measured yet (taken as 0)"
+    origin = source.origin
+    if origin.window_s:
+        how = f"writes measured over {format_duration(origin.window_s)}"
+    elif origin.method == "metrics":
+        how = "writes from the brokers' metrics"
     else:
-        writes = "writes measured from the polls"
-    return (f"ETA {model} (replication model; {writes}); observed {_eta(view.eta_s)}; "
-            f"throughput {_rate(view.throughput_bps, units)}")
+        how = "writes measured from the polls"
+    age = source.age_s(event.at)
+    return how if not age else f"{how}, {format_duration(age)} ago"
+
+
+def _held(value: Held) -> str:
+    return f" (held: last read at {format_duration(value.read_at)})" if value.held and value.read_at is not None else ""
 
 
 def _rate(value: float | None, units: Units = "decimal") -> str:
@@ -219,13 +239,13 @@ def time_header(scale: float) -> str | None:
 
 def summary_line(event: ProgressEvent, units: Units = "decimal") -> str:
     """One line for logs and non-terminal output."""
-    view = event.view
-    model = "-" if event.model is None else _eta(event.model.seconds)
+    view, f = event.view, event.figures
     down = (f"; broker{'s' if len(event.down) > 1 else ''} {','.join(map(str, event.down))} not answering"
             if event.down else "")
     return (f"[{format_duration(event.at)}] {_pct(view.fraction).strip()} {format_bytes(view.copied, units)}/"
             f"{format_bytes(view.total, units)}, {len(view.active)} moving, {len(view.moves) - len(view.active)} done, "
-            f"throughput {_rate(view.throughput_bps, units)}, ETA observed {_eta(view.eta_s)}, model {model}"
+            f"throughput {_rate(f['throughput'].value, units)}{_held(f['throughput'])}, "
+            f"ETA observed {_eta(f['observed'].value)}{_held(f['observed'])}, model {_eta(f['eta'].value)}{_held(f['eta'])}"
             f"{_clients(event)}{down}")
 
 
@@ -276,10 +296,10 @@ def event_lines(event: WatchEvent | RunProgressEvent | RunEndedEvent, units: Uni
         return [f"Rates changed through this run ({event.by}): {rates}; set now on broker(s) "
                 f"{','.join(map(str, event.applied)) or 'none'}, the later waves start with them"]
     if isinstance(event, RunProgressEvent):
-        eta = "unknown" if event.eta_s is None else format_duration(event.eta_s)
         return [f"{_pct(event.fraction).strip()} of the plan ({format_bytes(event.copied_bytes, units)} of "
                 f"{format_bytes(event.total_bytes, units)}): {event.done} done, {event.moving} moving, "
-                f"{event.waiting} waiting, {event.waves} wave(s); ETA {eta} [{event.owner}]"]
+                f"{event.waiting} waiting, {event.waves} wave(s); ETA {_eta(event.eta_model_s)} (replication model), "
+                f"observed {_eta(event.eta_s, True)} [{event.owner}]"]
     if isinstance(event, RunEndedEvent):
         lines = [f"The run ended ({event.state}): {event.owner}."]
         if event.not_at_target:

@@ -17,11 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreassign.cluster.errors import ExitStatus
-from kreassign.cluster.model import PartitionTarget, TopicPartition
+from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ClusterPort, LogDirReport
+from kreassign.cluster.time_scale import cluster_timing, read_time_scale
 from kreassign.execute.journal import Journal, JournalStore
+from kreassign.execute.live_eta import build_live_model, diagnose
+from kreassign.execute.live_throttle import read_throttle_view
 from kreassign.execute.lock_owner import Owner
-from kreassign.execute.progress import ProgressTracker, sample_moves
+from kreassign.execute.pacing import PaceLimits, PendingPartition
+from kreassign.execute.progress import ProgressTracker, ProgressView, json_number, sample_moves
 
 _CLOCK_SLACK = 1e-6
 
@@ -42,14 +46,20 @@ class RunProgressEvent:
     """of the plan's bytes, never lower than at an earlier poll"""
     eta_s: float | None
     """for the rest of the plan, from the rate observed since attaching (None before two polls)"""
+    eta_model_s: float | None = None
+    """for the rest of the plan, from the replication model run from this poll: the moves in
+    flight and the waves still to come under the run's limits (from the first poll on)"""
+    time_scale: float = 1.0
+    """cluster seconds per wall second of the times and rates (not 1 on an accelerated sandbox)"""
     kind: str = "run-progress"
 
     def to_dict(self) -> dict[str, Any]:
-        eta = None if self.eta_s is None else (None if math.isinf(self.eta_s) else round(self.eta_s, 3))
         return {"event": self.kind, "at": round(self.at, 3), "run": self.owner, "partitions_done": self.done,
                 "partitions_moving": self.moving, "partitions_waiting": self.waiting, "waves": self.waves,
                 "copied_bytes": self.copied_bytes, "total_bytes": self.total_bytes,
-                "fraction": round(self.fraction, 6), "eta_s": eta}
+                "fraction": round(self.fraction, 6), "eta_s": json_number(self.eta_s),
+                "eta_model_s": json_number(self.eta_model_s), "time_scale": self.time_scale}
+
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,10 @@ class _Attached:
     tracker: ProgressTracker = field(default_factory=ProgressTracker)
     best: float = 0.0
     first: tuple[float, int] | None = None
+    limits: PaceLimits | None = None
+    """the run's pacing limits (from its journal), which the model's later waves follow"""
+    broker_ids: list[int] = field(default_factory=list)
+    time_scale: float = 1.0
 
     def poll(self, now: float, journal: Journal | None, owner: Owner) -> RunProgressEvent:
         port = self.port
@@ -122,7 +136,32 @@ class _Attached:
             eta = 0.0 if left <= 0 else (left / rate if rate > 0 else math.inf)
         waves = 0 if journal is None else len({s.step for s in journal.steps if s.step.endswith(": submit")})
         return RunProgressEvent(now, owner.describe(), len(done), len(in_flight),
-                                len(self.targets) - len(done) - len(in_flight), waves, shown, total, self.best, eta)
+                                len(self.targets) - len(done) - len(in_flight), waves, shown, total, self.best, eta,
+                                self.model_eta(view, in_flight, infos, done), self.time_scale)
+
+    def model_eta(self, view: ProgressView, in_flight: Mapping[TopicPartition, Reassignment],
+                  infos: Mapping[TopicPartition, PartitionInfo], done: set[TopicPartition]) -> float:
+        """The replication model's ETA for the rest of the plan: the moves in flight (their lag)
+        and the partitions still waiting (their size, in waves under the run's limits)."""
+        pending = []
+        for i, (tp, target) in enumerate(self.targets.items()):  # plan order, for --order plan
+            info = infos.get(tp)
+            if tp in done or tp in in_flight or info is None:
+                continue
+            adding = tuple(sorted(set(target) - set(info.replicas)))
+            if adding:
+                size = self.bytes_of.get(tp, 0) // len(adding)
+                pending.append(PendingPartition(PartitionTarget(tp.topic, tp.partition, target), info.leader,
+                                                adding, size, position=i))
+        if not view.active and not pending:
+            return 0.0
+        brokers = sorted({b for r in in_flight.values() for b in r.replicas} | {b for p in pending for b in p.adding}
+                         | {p.leader for p in infos.values() if p.leader is not None})
+        throttles = read_throttle_view(self.port, brokers=brokers, topics=sorted({tp.topic for tp in self.targets}),
+                                       in_flight=in_flight)
+        live = build_live_model(view, infos, throttles, self.broker_ids, write_rates=self.tracker.write_rates(),
+                                pending=pending, limits=self.limits)
+        return diagnose(live).seconds
 
 
 def plan_bytes(port: ClusterPort, targets: Mapping[TopicPartition, tuple[int, ...]],
@@ -143,7 +182,8 @@ def plan_bytes(port: ClusterPort, targets: Mapping[TopicPartition, tuple[int, ..
 def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Journal | None,
            targets: tuple[PartitionTarget, ...] | None, interval_s: float, timeout_s: float | None,
            clock: Callable[[], float], sleep: Callable[[float], None], current_owner: Callable[[], Owner | None],
-           emit: Callable[[AttachEvent], None]) -> ExitStatus:
+           emit: Callable[[AttachEvent], None], limits: PaceLimits | None = None,
+           time_scale: float | None = None) -> ExitStatus:
     """Follow the run of `owner` until it gives the lock back; changes nothing.
 
     Returns OK when the run finished with every partition at its target, ERROR when it ended
@@ -151,7 +191,13 @@ def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Jou
     """
     plan = {t.tp: tuple(t.replicas) for t in (journal.targets if journal is not None else targets or ())}
     original = dict(journal.original) if journal is not None else {}
-    state = _Attached(port, plan, plan_bytes(port, plan, original))
+    broker_ids = sorted(b.id for b in port.describe_brokers().brokers)
+    # rates and times in cluster seconds, as the run's own screen (an accelerated sandbox's writes
+    # measured per wall second would look `scale` times faster than the throttles allow)
+    scale = time_scale if time_scale is not None else read_time_scale(port, broker_ids)
+    clock, sleep = cluster_timing(clock, sleep, scale)
+    state = _Attached(port, plan, plan_bytes(port, plan, original), limits=limits, broker_ids=broker_ids,
+                      time_scale=scale)
     start = clock()
     while True:
         now = clock() - start

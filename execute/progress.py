@@ -117,11 +117,11 @@ class MoveProgress:
         return {"topic": self.key.topic, "partition": self.key.partition, "broker": self.key.broker,
                 "leader": self.leader, "copied_bytes": self.copied, "total_bytes": self.total,
                 "lag_bytes": self.lag, "fraction": round(self.fraction, 6),
-                "copy_bps": _num(self.copy_bps), "write_bps": _num(self.write_bps),
-                "eta_s": _num(self.eta_s), "stalled": self.stalled, "done": self.done}
+                "copy_bps": json_number(self.copy_bps), "write_bps": json_number(self.write_bps),
+                "eta_s": json_number(self.eta_s), "stalled": self.stalled, "done": self.done}
 
 
-def _num(value: float | None) -> float | None:
+def json_number(value: float | None) -> float | None:
     """JSON has no infinity: None stands for unknown or never."""
     if value is None or math.isinf(value) or math.isnan(value):
         return None
@@ -183,8 +183,8 @@ class ProgressView:
 
     def to_dict(self) -> dict[str, Any]:
         return {"copied_bytes": self.copied, "total_bytes": self.total,
-                "fraction": round(self.fraction, 6), "throughput_bps": _num(self.throughput_bps),
-                "eta_observed_s": _num(self.eta_s), "active_moves": len(self.active),
+                "fraction": round(self.fraction, 6), "throughput_bps": json_number(self.throughput_bps),
+                "eta_observed_s": json_number(self.eta_s), "active_moves": len(self.active),
                 "completed_moves": len(self.moves) - len(self.active), "pending_bytes": self.pending_bytes}
 
 

@@ -385,7 +385,8 @@ def attach_run(port: ClusterPort, owner: Owner, request: WatchRequest, *, store:
         return found
 
     journal = run_journal(store, owner)
+    paced = paced_settings(journal) if journal is not None else None
     status = attach(port, owner, store=store, journal=journal, targets=request.targets, interval_s=request.interval_s,
                     timeout_s=request.timeout_s, clock=control.clock, sleep=control.sleep, current_owner=holder,
-                    emit=emit)
+                    emit=emit, limits=paced[1] if paced is not None else None, time_scale=request.time_scale)
     return WatchResult(status, ProgressView(0.0, ()), journal_path=journal.path if journal is not None else None)

@@ -4,7 +4,9 @@ Every `interval_s` of the injected clock it reads the reassignments, the partiti
 and DescribeLogDirs of the brokers involved, and emits events:
 
 * `progress`: per move and overall bytes copied, throughput, the ETA extrapolated from the
-  observed rates, and the ETA of the replication model run from the current state;
+  observed rates, and the ETA of the replication model run from the current state (per move and
+  overall, one run); the first comes at once, while the write-rate sample runs, and a figure a
+  poll lacks is held at its last value (`watch_hold`);
 * `stalled`: a move whose lag has not shrunk for `stall_after_s`; when the model agrees that its
   partition's writes exceed its throttled share, the event names the rates that would work;
 * `wave` (with a pace): partitions submitted as earlier moves freed their brokers;
@@ -31,7 +33,7 @@ from kreassign.cluster.metrics_source import read_brokers
 from kreassign.cluster.model import PartitionInfo, PartitionTarget, Reassignment, TopicPartition, WriteRates
 from kreassign.cluster.port import ClusterPort, LogDirReport
 from kreassign.cluster.time_scale import cluster_timing, read_time_scale
-from kreassign.cluster.write_sample import sampled_rates
+from kreassign.cluster.write_sample import Reading, sampled_rates
 from kreassign.execute.impact_throttle import ImpactBound, impact_step
 from kreassign.execute.auto_throttle import (
     AutoThrottlePolicy,
@@ -74,6 +76,7 @@ from kreassign.execute.watch_events import (
     WaveEvent,
     broker_rows,
 )
+from kreassign.execute.watch_hold import Held, Keeper, RateSourceTracker
 from kreassign.execute.watch_request import WatchRequest
 
 _CLOCK_SLACK = 1e-6  # a clock stepped in float increments may land a hair short of the timeout
@@ -112,8 +115,13 @@ class _Loop:
     meter: WriteRateMeter = field(default_factory=WriteRateMeter)
     seen_topics: set[str] = field(default_factory=set)
     sampled: dict[TopicPartition, float] = field(default_factory=dict)
-    """write rates measured before the first poll; the polls' own estimates replace them"""
-    rates_origin: WriteRates | None = None
+    """write rates of the sample (its window starts before the first poll); the polls' own
+    estimates replace them"""
+    sample_first: tuple[Reading, LogDirReport, str | None] | None = None
+    """the sample's first reading, while its window runs"""
+    sample_parts: list[PartitionInfo] = field(default_factory=list)
+    source: RateSourceTracker = field(default_factory=RateSourceTracker)
+    keeper: Keeper = field(default_factory=Keeper)
     topic_bytes_in: dict[str, float] = field(default_factory=dict)
     """bytes/s written to each topic, from the brokers' metrics at the last poll"""
     guard: Callable[[str], None] | None = None
@@ -156,20 +164,33 @@ class _Loop:
         note = missing_note(out)
         return tuple(out[b] for b in sorted(out)), "; ".join(notes + ([note] if note else [])) or None
 
-    def sample_writes(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
-        """Measure the watched partitions' write rates over `sample_s` before the first poll."""
+    def begin_sample(self, clock: Callable[[], float]) -> None:
+        """Take the first reading of the write-rate sample; the polls go on meanwhile (the first
+        screen shows the model's ETA at once, with the rates known so far)."""
         wanted = self.target_set if self.target_set is not None else set(self.port.list_reassignments())
         topics = sorted({tp.topic for tp in wanted})
         if self.request.sample_s <= 0 or not topics or (self.request.pace is not None and self.request.dry_run):
             return  # (a paced dry run names the first wave and never polls: no sample to wait for)
-        # the screen says at once what it waits for (issue 30: blank for 15-20 s at start)
-        self.emit(WaitingEvent(0.0, f"a {self.request.sample_s:g}s sample of the moving partitions' write rates, "
-                                    "for the model's ETA (the first poll follows)"))
-        parts = [p for p in self.port.describe_topics(topics) if p.tp in wanted]
-        first, _, note1 = take_reading(self.port, parts, clock)
-        sleep(self.request.sample_s)
-        second, _, note2 = take_reading(self.port, parts, clock, with_offsets=first.offsets is not None)
-        self.sampled, self.rates_origin = sampled_rates(first, second, (note1, note2), None)
+        self.sample_parts = [p for p in self.port.describe_topics(topics) if p.tp in wanted]
+        self.sample_first = take_reading(self.port, self.sample_parts, clock)
+        self.source.start_sample(self.request.sample_s)
+
+    def sample_left(self, clock: Callable[[], float]) -> float | None:
+        """Cluster seconds until the sample's window is over (None: no sample runs)."""
+        if self.sample_first is None:
+            return None
+        return max(self.sample_first[0].at + self.request.sample_s - clock(), 0.0)
+
+    def end_sample(self, clock: Callable[[], float], now: float) -> None:
+        """At a poll at or after the end of the sample's window: the second reading, and the rates."""
+        left = self.sample_left(clock)
+        if left is None or left > _CLOCK_SLACK or self.sample_first is None:
+            return
+        first, _, note1 = self.sample_first
+        second, _, note2 = take_reading(self.port, self.sample_parts, clock, with_offsets=first.offsets is not None)
+        self.sampled, origin = sampled_rates(first, second, (note1, note2), None)
+        self.sample_first = None
+        self.source.sampled(origin, now)
 
     def write_rates(self, partitions: Mapping[TopicPartition, PartitionInfo] | None = None) -> dict[TopicPartition, float]:
         """Each partition's write rate: the polls' own estimate, else the sample, else its share of
@@ -183,11 +204,9 @@ class _Loop:
                       if tp.topic in self.topic_bytes_in}
         return {**spread, **self.sampled, **self.tracker.write_rates()}
 
-    def rates_now(self, view: ProgressView) -> WriteRates | None:
-        """How the model's write rates were measured: the sample, else the polls once every
-        moving partition has two of them; None while some are unknown."""
-        if self.rates_origin is not None:
-            return self.rates_origin
+    def rates_measured(self, view: ProgressView) -> WriteRates | None:
+        """How this poll measured every moving partition's write rate: the brokers' metrics, or
+        the polls once every moving partition has two of them; None when it did not."""
         if self.topic_bytes_in:
             return WriteRates("measured", method="metrics", note="bytes in per topic from the brokers' metrics")
         if view.active and all(m.write_bps is not None for m in view.active):
@@ -237,6 +256,14 @@ class _Loop:
                          | {p.leader for tp, p in partitions.items() if tp in watched and p.leader is not None})
         report = self.port.log_dir_sizes(brokers, partitions=sorted(watched)) if watched else LogDirReport()
         return _Poll(in_flight, watched, partitions, report)
+
+    def figures(self, now: float, view: ProgressView, eta: ModelEta | None) -> dict[str, Held]:
+        """This poll's throughput and ETAs, each held at its last value when the poll lacks it."""
+        done = not view.active and not view.pending_bytes
+        model = eta.seconds if eta is not None else (0.0 if done else None)
+        return {"throughput": self.keeper.keep("throughput", view.throughput_bps, now),
+                "observed": self.keeper.keep("observed", view.eta_s, now, counts_down=True),
+                "eta": self.keeper.keep("eta", model, now, counts_down=True)}
 
     def model(self, view: ProgressView, poll: _Poll, throttles: ThrottleView) -> tuple[LiveModel | None, ModelEta | None]:
         pending = self.pacer.pending if self.pacer is not None else []
@@ -335,8 +362,8 @@ class _Loop:
     def auto_throttle(self, now: float, view: ProgressView, live: LiveModel | None, throttles: ThrottleView,
                       client: Sequence[BrokerMetrics] = (), rows: Sequence[BrokerRow] = ()) -> None:
         policy = self.request.auto
-        if policy is None or live is None or (view.active and view.throughput_bps is None):
-            return  # decide on measured write rates, not on the first sample
+        if policy is None or live is None or (view.active and view.throughput_bps is None) or self.sample_first:
+            return  # decide on measured write rates, not on the first sample nor while the sample runs
         involved = sorted(int(b) for b in set(live.inp.source[live.inp.source >= 0].tolist())
                           | set(live.inp.dest.tolist()))
         ids = [int(b) for b in live.inp.broker_ids]
@@ -457,8 +484,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     clock, sleep = cluster_timing(clock, sleep, scale)
     loop = _Loop(port, request, store, emit, broker_ids, tracker=ProgressTracker(stall_after_s=request.stall_window_s),
                  guard=guard, lock=lock)
-    loop.sample_writes(clock, sleep)
     start = clock()
+    loop.begin_sample(clock)
     loop.read_baselines(0.0)
     if request.pace is not None:
         if request.targets is None:
@@ -481,6 +508,7 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
     view = ProgressView(0.0, ())
     while True:
         now = clock() - start
+        loop.end_sample(clock, now)
         poll = loop.poll(now)
         polls += 1
         sample = sample_moves(now, poll.watched, poll.partitions, poll.report)
@@ -498,8 +526,10 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         if canary:
             client_note = None if client else "from the canary (no --metrics-url)"
         rows = broker_rows(view, throttles)
-        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=loop.rates_now(view),
-                           brokers=rows, client=client, client_note=client_note, canary=canary,
+        loop.source.measured(loop.rates_measured(view), now)
+        rates = loop.source.now()
+        emit(ProgressEvent(now, view, eta, len(poll.in_flight), time_scale=scale, write_rates=rates.origin,
+                           rates=rates, **loop.figures(now, view, eta), brokers=rows, client=client, client_note=client_note, canary=canary,
                            canary_impact=canary_impact, stalls=tuple(loop.reported.values()),
                            down=tuple(sorted(poll.report.unreachable))))
         fresh = loop.check_stalls(now, view, eta)
@@ -514,7 +544,8 @@ def watch(port: ClusterPort, request: WatchRequest, *, store: JournalStore | Non
         if request.timeout_s is not None and now >= request.timeout_s - _CLOCK_SLACK:
             emit(TimeoutEvent(now, view))
             return WatchResult(ExitStatus.IN_PROGRESS, view, tuple(loop.stalls), polls=polls, journal_path=journal)
-        sleep(request.interval_s)
+        left = loop.sample_left(clock)  # the poll that ends the sample comes at the end of its window
+        sleep(request.interval_s if left is None or left <= _CLOCK_SLACK else min(request.interval_s, left))
 
 
 def watch_plan(port: ClusterPort, targets: Sequence[PartitionTarget], *, store: JournalStore | None,

@@ -10,12 +10,12 @@ from kreassign.cluster.errors import ExitStatus
 from kreassign.cluster.broker_metrics import BrokerMetrics
 from kreassign.cluster.client_latency import BrokerLatency, Impact
 from kreassign.cluster.model import TopicPartition, WriteRates
-from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.execute.auto_throttle import RateDecision
 from kreassign.execute.live_eta import ModelEta, StallDiagnosis
 from kreassign.execute.verify import PartitionStatus
 from kreassign.execute.pacing import Wave
-from kreassign.execute.progress import ProgressView
+from kreassign.execute.progress import MoveKey, ProgressView, json_number
+from kreassign.execute.watch_hold import Held, RateSource
 from kreassign.execute.live_throttle import ThrottleClearResult, ThrottleSetResult, ThrottleView
 
 
@@ -56,6 +56,9 @@ def broker_rows(view: ProgressView, throttles: ThrottleView) -> tuple[BrokerRow,
                            throttles.broker(b).follower_rate) for b in sorted(set(out) | set(into)))
 
 
+_JSON_NAMES = {"throughput": "throughput_bps", "observed": "eta_observed_s", "eta": "eta_model_s"}
+
+
 @dataclass(frozen=True)
 class ProgressEvent:
     at: float
@@ -81,20 +84,57 @@ class ProgressEvent:
     `stalled` and `stall-cleared` events)"""
     down: tuple[int, ...] = ()
     """brokers of the moves that did not answer this poll (their moves cannot progress)"""
+    rates: RateSource | None = None
+    """the write rates' state (unknown, sampling, measured) and age; None: from `write_rates` alone"""
+    throughput: Held | None = None
+    """bytes/s copied, held at the last poll that had it (None: the view's own)"""
+    observed: Held | None = None
+    """the ETA from observed rates, held likewise"""
+    eta: Held | None = None
+    """the model's ETA, held likewise (0 once nothing moves or waits)"""
+
+    @property
+    def source(self) -> RateSource:
+        if self.rates is not None:
+            return self.rates
+        return RateSource("unknown") if self.write_rates is None else RateSource("measured", self.write_rates)
+
+    @property
+    def figures(self) -> dict[str, Held]:
+        """throughput, observed and model ETA as shown: held values where the poll lacked them."""
+        model = None if self.model is None else self.model.seconds
+        return {"throughput": self.throughput or Held(self.view.throughput_bps, self.at),
+                "observed": self.observed or Held(self.view.eta_s, self.at),
+                "eta": self.eta or Held(model, self.at)}
+
+    def move_eta(self, key: MoveKey) -> float | None:
+        """A move's ETA from the same model run as the overall one (0 for a finished move)."""
+        if self.model is None:
+            return None
+        return self.model.finish.get(key)
 
     def to_dict(self) -> dict[str, Any]:
+        figures = self.figures
         out: dict[str, Any] = {"event": self.kind, "at": round(self.at, 3), **self.view.to_dict(),
+                               "throughput_bps": figures["throughput"].json_value(),
+                               "eta_observed_s": figures["observed"].json_value(),
+                               "held": {_JSON_NAMES[name]: round(h.read_at, 3) for name, h in figures.items()
+                                        if h.held and h.read_at is not None},
                                "reassignments_in_flight": self.in_flight, "time_scale": self.time_scale,
-                               "write_rates": rates_to_dict(self.write_rates),
+                               "write_rates": self.source.to_dict(self.at),
                                "brokers": [b.to_dict() for b in self.brokers],
                                "client": [m.to_dict() for m in self.client], "client_note": self.client_note,
                                "canary": [c.to_dict() for c in self.canary],
                                "canary_impact": [i.to_dict() for i in self.canary_impact],
                                "stalls": [s.to_dict() for s in self.stalls],
                                "brokers_not_answering": list(self.down)}
-        out.update(self.model.to_dict() if self.model is not None else {"eta_model_s": None})
-        out["moves"] = [m.to_dict() for m in self.view.moves]
+        out.update(self.model.to_dict() if self.model is not None
+                   else {"eta_model_s": None, "critical": [], "eta_with_suggestions_s": None})  # one schema
+        out["eta_model_s"] = figures["eta"].json_value()
+        out["moves"] = [{**m.to_dict(), "eta_model_s": 0.0 if m.done else json_number(self.move_eta(m.key))}
+                        for m in self.view.moves]
         return out
+
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartition, WriteRates
-from kreassign.cluster.units import format_rate
+from kreassign.cluster.units import Units, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.predict.model import (
     DEFAULT_TOLERANCE,
@@ -112,17 +112,17 @@ class StalledMove:
             return None
         return nice_ceil(self.needed_bps * SUGGESTION_MARGIN)
 
-    def message(self) -> str:
+    def message(self, units: Units = "decimal") -> str:
         """One line for a person: which move never finishes, why, and the throttle that would do."""
         where = f" on broker {self.broker}" if self.broker is not None else ""
         text = (f"{self.tp} (new replica on broker {self.dest}) never finishes: its partition takes "
-                f"{format_rate(self.write_bps)} of writes, more than its share of the {self.limit.label}{where}")
+                f"{format_rate(self.write_bps, units)} of writes, more than its share of the {self.limit.label}{where}")
         if self.suggested_rate is not None and self.broker is not None:
             side = "leader" if self.limit == Limit.LEADER_THROTTLE else "follower"
-            return text + f"; --{side}-rate {self.suggested_rate} ({format_rate(self.suggested_rate)}) on broker " \
-                          f"{self.broker} lifts that limit"
+            return text + f"; --{side}-rate {self.suggested_rate} ({format_rate(self.suggested_rate, units)}) on " \
+                          f"broker {self.broker} lifts that limit"
         if self.needed_bps is not None:
-            return text + f" (which must exceed {format_rate(self.needed_bps)})"
+            return text + f" (which must exceed {format_rate(self.needed_bps, units)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreassign.cluster.model import ClusterState, PartitionTarget, TopicPartitionReplica, WriteRates
-from kreassign.cluster.units import format_duration, format_rate
+from kreassign.cluster.units import Units, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import PlanDiff, diff_plan
 from kreassign.throttle.configs import ThrottlePlan, compute_move_map, throttle_plan
@@ -74,6 +74,7 @@ def build_plan_report(
     leader_rate: int | None = None,
     follower_rate: int | None = None,
     replica_log_dirs: Mapping[TopicPartitionReplica, str] | None = None,
+    units: Units = "decimal",
 ) -> PlanReport:
     """Compare a plan with the cluster and work out the throttles Kafka's rules would set.
 
@@ -106,9 +107,9 @@ def build_plan_report(
             throttle=rate, leader_rate=leader_rate, follower_rate=follower_rate))
         eta, stalled = estimate.eta_s, estimate.stalled
         if estimate.fix_rate is not None and estimate.fix_eta_s is not None:
-            fix = (f"--throttle {estimate.fix_rate} ({format_rate(estimate.fix_rate)}) lets every move finish "
+            fix = (f"--throttle {estimate.fix_rate} ({format_rate(estimate.fix_rate, units)}) lets every move finish "
                    f"(ETA {format_duration(estimate.fix_eta_s)})")
-    warnings = plan_warnings(state, diff) + [s.message() for s in stalled[:_MAX_WARNED]]
+    warnings = plan_warnings(state, diff) + [s.message(units) for s in stalled[:_MAX_WARNED]]
     if len(stalled) > _MAX_WARNED:
         warnings.append(f"... and {len(stalled) - _MAX_WARNED} more move(s) never finish (see --output json)")
     if fix:

@@ -40,7 +40,7 @@ import numpy as np
 from kreassign.cluster.client_latency import Impact
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import ClusterState, PartitionTarget, WriteRates
-from kreassign.cluster.units import format_duration, format_rate
+from kreassign.cluster.units import Units, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import diff_plan
 from kreassign.predict.model import (
@@ -87,6 +87,8 @@ class SuggestRequest:
     tolerance: float = 0.01
     measured: MeasuredImpact | None = None
     """client impact measured during the move: the bound is on it rather than on capacity share"""
+    units: Units = "decimal"
+    """the unit system of the rates in the warnings and remedies"""
 
     def __post_init__(self) -> None:
         if not 0 < self.max_impact <= 1:
@@ -306,7 +308,7 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
     result = simulate(per_broker, admission=admission, tolerance=request.tolerance)
     uniform = simulate(base_inp.with_rates(leader_rate=float(uniform_l), follower_rate=float(uniform_f)),
                        admission=admission, tolerance=request.tolerance) if len(moves) else result
-    warnings = _warnings(brokers, result.makespan)
+    warnings = _warnings(brokers, result.makespan, request.units)
     remedies: tuple[Remedy, ...] = ()
     if request.deadline_s is not None and result.makespan > request.deadline_s:
         remedies = _remedies(base_inp, admission, request, result.makespan, result.critical)
@@ -314,7 +316,7 @@ def suggest_throttle(state: ClusterState, targets: Sequence[PartitionTarget], re
                       request.deadline_s, result.critical, remedies, warnings, state.rates_origin(), measured)
 
 
-def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str, ...]:
+def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float, units: Units = "decimal") -> tuple[str, ...]:
     out = []
     for b in brokers:
         if b.impact is not None and b.impact.over_everything:
@@ -323,10 +325,10 @@ def _warnings(brokers: Sequence[BrokerSuggestion], makespan: float) -> tuple[str
                        "if the move caused it")
         if b.sends > 0 and b.leader_rate <= b.in_sync_base:
             out.append(f"broker {b.broker} has no send capacity left for moves: its client traffic already "
-                       f"uses {format_rate(b.client_out)} of {format_rate(b.capacity_out)}")
+                       f"uses {format_rate(b.client_out, units)} of {format_rate(b.capacity_out, units)}")
         if b.receives > 0 and b.follower_rate <= 0:
             out.append(f"broker {b.broker} has no receive capacity left for moves: its client traffic already "
-                       f"uses {format_rate(b.client_in)} of {format_rate(b.capacity_in)}")
+                       f"uses {format_rate(b.client_in, units)} of {format_rate(b.capacity_in, units)}")
     if math.isinf(makespan):
         out.append("at these rates some moves never finish: their partitions take more writes than their "
                    "share of the throttle")
@@ -381,13 +383,13 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
     else:
         rate = rate_for_deadline(inp, deadline, admission=admission, tolerance=request.tolerance)
         if rate is not None and request.measured is not None:
-            out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
+            out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate), request.units)} on every broker would "
                                       f"finish in time, above what the bound allows (the measured impact, or the capacity "
                                       f"share where nothing was measured)", float(math.ceil(rate))))
         elif rate is not None:
             cap = np.minimum(inp.network_in, inp.network_out)
             worst = float(np.max(np.where(cap > 0, rate / cap, 0.0), initial=0.0))
-            out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate))} on every broker would "
+            out.append(Remedy("rate", f"a catch-up rate of {format_rate(math.ceil(rate), request.units)} on every broker would "
                                       f"finish in time, using up to {_share(worst, request.max_impact)} of a broker's capacity "
                                       f"(above the allowed {request.max_impact:.0%})", float(math.ceil(rate))))
         if admission is not None:

@@ -119,3 +119,6 @@ def test_add_brokers_keeps_what_the_named_brokers_already_hold_unless_asked() ->
     assert moved.warnings[0].endswith("the plan may move them like any other (--move-existing)")
     assert any((t.topic, t.partition) in held and 1 not in t.replicas for t in moved.targets)
     assert not any("already hold" in w for w in add_brokers(state, [7, 8, 9]).warnings)  # new brokers hold nothing
+    binary = add_brokers(state, [1, 7], units="binary")  # the note follows --units (issue 30, item 5)
+    assert binary.warnings[0] == (f"broker(s) 1 already hold {len(held)} replica(s) (94.7 GiB): they stay where "
+                                  "they are; give --move-existing to let the plan move them too")

@@ -88,6 +88,18 @@ def test_snapshot_converts_json_to_parquet(tmp_path: Path, kreassign: Kreassign)
     assert after.brokers == before.brokers
 
 
+def test_snapshot_summary_follows_units(tmp_path: Path, kreassign: Kreassign) -> None:
+    """Issue 30, item 5: the one summary line that prints a size follows --units like every command."""
+    from kreassign.cluster.units import format_bytes
+
+    total = int(read_snapshot(str(SAMPLE)).describe()["bytes"])
+    for units, shown in (("decimal", format_bytes(total)), ("binary", format_bytes(total, "binary"))):
+        args = ("--units", units) if units == "binary" else ()
+        result = kreassign.run("snapshot", "--snapshot", str(SAMPLE), "--output-file", str(tmp_path / "s.json"), *args)
+        assert result.code == 0 and f"120 partitions, {shown}, " in result.err, result.err
+    assert format_bytes(total, "binary").endswith("iB") and not format_bytes(total).endswith("iB")
+
+
 def test_snapshot_json_says_what_was_written(tmp_path: Path, kreassign: Kreassign) -> None:
     out = tmp_path / "copy.json"
     result = kreassign.run("snapshot", "--snapshot", str(SAMPLE), "--output-file", str(out), "--output", "json")

@@ -188,6 +188,11 @@ def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: Clust
     assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
     assert doc["write_rates"]["source"] == "given"
     assert build_plan_report(state, PLAN).eta_s is None  # no throttle, no ETA
+    binary = build_plan_report(state, PLAN, rate=50 * MB, units="binary")  # the warnings follow --units
+    assert binary.warnings[-2:] == (
+        "clicks-0 (new replica on broker 4) never finishes: its partition takes 28.6 MiB/s of writes, more than "
+        "its share of the leader-throttle on broker 2; --leader-rate 75000000 (71.5 MiB/s) on broker 2 lifts that limit",
+        "--throttle 75000000 (71.5 MiB/s) lets every move finish (ETA 49s)")
 
 
 def test_moves_release_the_in_sync_replication_of_the_followers_they_replace() -> None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
+from kreassign.cluster.units import format_rate
 from kreassign.planner.diff import diff_plan
 from kreassign.predict.model import FetchLimits, from_moves
 from kreassign.cluster.client_latency import Impact
@@ -103,6 +104,10 @@ def test_missed_deadline_names_the_rate_and_bottleneck() -> None:
     assert f"{value / (100 * MB):.0%} of a broker's capacity" in s.remedies[0].text
     # at equal rates the follower's share (1 s backoff) is the smaller: broker 3's throttle binds
     assert "broker 3 (follower-throttle" in s.remedies[1].text
+    binary = suggest_throttle(state(), PLAN, SuggestRequest(max_impact=0.2, deadline_s=30, units="binary"))
+    for remedy, units in ((s.remedies[0], "decimal"), (binary.remedies[0], "binary")):  # the text follows --units
+        assert remedy.text.startswith(f"a catch-up rate of {format_rate(math.ceil(value), units)} on every broker")
+    assert "iB/s" in binary.remedies[0].text and "iB/s" not in s.remedies[0].text
 
 
 def test_unreachable_at_any_rate() -> None:

@@ -179,3 +179,18 @@ def test_suggest_without_capacities_says_so_before_sampling_writes(sandbox: Any,
     involved = ",".join(map(str, sorted({p.leader, spare})))
     assert ran.stderr.strip() == (f"Error: the network capacity of broker(s) {involved} is unknown: "
                                   "give --network-capacity 125MB/s, or a snapshot with network_in_bps/network_out_bps")
+
+
+def test_the_rates_changed_through_a_run_follow_units() -> None:
+    """Issue 30, item 5: `throttle set --units binary` on a run in flight says its rates in MiB/s."""
+    from types import SimpleNamespace
+
+    from kreassign.cli.throttle_cmd import run_rates_lines
+
+    through = SimpleNamespace(owner=SimpleNamespace(describe=lambda: "`kreassign execute` (pid 1)"),
+                              answer=SimpleNamespace(leader_rate=12_000_000, follower_rate=None, brokers=None,
+                                                     applied=(1, 2), pending=()), journal_path="j.json")
+    assert run_rates_lines(through)[0] == ("Changed the rates of the running `kreassign execute` (pid 1) through it: "
+                                           "leader 12.0 MB/s on every broker of its plan.")
+    assert run_rates_lines(through, "binary")[0] == ("Changed the rates of the running `kreassign execute` (pid 1) "
+                                                     "through it: leader 11.4 MiB/s on every broker of its plan.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -44,7 +45,9 @@ from kreassign.execute.watch_events import (
     WaitingEvent,
     WatchEvent,
 )
+from kreassign.execute.watch_hold import Held
 from kreassign.execute.watch_request import WatchRequest
+from kreassign.cluster.units import format_duration
 
 MB = 1_000_000
 TP = TopicPartition("t", 0)
@@ -109,8 +112,9 @@ def run(fake: GrowingCluster, request: WatchRequest, store: JournalStore | None)
     return result, events
 
 
-def test_the_first_screen_says_what_it_waits_for_before_the_write_sample() -> None:
-    """The write sample before the first poll (10 s by default) no longer leaves the screen blank."""
+def test_the_first_screen_shows_the_model_eta_at_once_while_the_write_sample_runs() -> None:
+    """Issue 30: the screen was blank for the 10 s write sample. The first poll now comes at once,
+    with the model's ETA from the rates known so far, and says that the sample still runs."""
     fake = GrowingCluster()
     fake.alter_reassignments({TP: [1, 3]})
     screens: list[str] = []
@@ -122,9 +126,13 @@ def test_the_first_screen_says_what_it_waits_for_before_the_write_sample() -> No
 
     watch(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=10, timeout_s=5),
           store=None, clock=lambda: fake.now, sleep=fake.advance, emit=emit)
-    assert screens[0].splitlines() == [
-        "Client impact: not measured yet.", "Recent:", "  [0.0s] Waiting for a 10s sample of the moving partitions' write rates, for the model's ETA "
-                   "(the first poll follows)"]
+    first = screens[0].splitlines()
+    assert first[0].split() == ["overall", "0.0%", "0", "B/100.0", "MB", "1", "moving,", "0", "done"]
+    assert first[1] == ("ETA 1.0s (replication model; write rates still being sampled (10s): those known so far "
+                        "used, the others taken as 0); observed after two polls; throughput -")
+    assert first[6].split() == ["t-0->3", "0.0%", "0", "B/100.0", "MB", "-", "-", "1.0s"]
+    assert "ETA 0.5s (replication model; write rates still being sampled (10s)" in screens[1]
+
 
 def test_a_standing_throttle_set_while_nothing_moved_outlives_a_watch(tmp_path: Path) -> None:
     """`throttle set` while nothing moves is the operator's standing throttle: a watch that sees
@@ -227,10 +235,9 @@ def test_cli_json_lines(tmp_path: Path, kreassign: Kreassign) -> None:
                         "--fail-on-stall", "--journal-dir", str(tmp_path),
                         runtime=Runtime(clock=lambda: fake.now, sleep=fake.advance), connect=fake, columns=160)
     assert ran.exit_code == 4, ran.output
-    waiting, *lines = [json.loads(line) for line in ran.stdout.splitlines()]
-    assert waiting == {"event": "waiting", "at": 0.0, "brokers": [], "waiting_for": (
-        "a 10s sample of the moving partitions' write rates, for the model's ETA (the first poll follows)")}
+    lines = [json.loads(line) for line in ran.stdout.splitlines()]
     assert [d["event"] for d in lines] == ["progress", "progress", "progress", "stalled"]
+    assert [d["write_rates"]["state"] for d in lines[:3]] == ["sampling", "measured", "measured"]
     assert lines[1]["moves"][0]["write_bps"] == 2 * MB and lines[1]["eta_model_s"] is None
     assert lines[-1]["fixes"][0]["rate"] == 2_500_000
 
@@ -259,7 +266,7 @@ def test_rendering() -> None:
     assert lines[3].split() == ["1", "5.0", "MB/s", "0", "B/s", "none", "none", "-"]
     assert lines[4].split() == ["3", "0", "B/s", "5.0", "MB/s", "none", "5.0", "MB/s", "100%"]
     assert lines[6].startswith("t-0->3 ") and lines[6].split()[-9:] == [
-        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "20s"]
+        "23.8%", "25.0", "MB/105.0", "MB", "5.0", "MB/s", "1.0", "MB/s", "22s"]  # the model's, as the overall
     assert "above the throttle" not in screen_text(screen)
     burst = replace(progress, brokers=tuple(replace(b, in_bps=b.in_bps * 1.34) for b in progress.brokers))
     screen.update(burst)
@@ -351,31 +358,33 @@ def test_pace_dry_run_names_the_first_wave(tmp_path: Path, kreassign: Kreassign)
     assert fake.list_reassignments() == {}
 
 
-def test_sampled_writes_give_the_model_eta_from_the_first_poll(tmp_path: Path) -> None:
-    etas = {}
-    for sample in (0.0, 10.0):
-        fake = GrowingCluster()
-        store = JournalStore(tmp_path / str(sample))
-        fake.alter_reassignments({TP: [1, 3]})
-        apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
-                              store=store)
-        fake.advance(10.0 - sample)  # both first polls see the same state: 110 MB written, 40 MB copied
-        _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=5, sample_s=sample),
-                        store)
-        first = next(e for e in events if isinstance(e, ProgressEvent))
-        assert first.view.moves[0].lag == 70 * MB and first.model is not None
-        etas[sample] = (first.model.seconds, first.to_dict()["write_rates"])
-    # without a sample the model takes the writes as 0: 70 MB at what fetches get of the 5 MB/s
-    # (the follower's share binds); with it, the leader quota also carries the in-sync follower's
-    # 1 MB/s (so the leader binds, its parked fetches woken by the writes) and the lag grows by 1 MB/s
+def test_the_first_poll_uses_the_rates_known_so_far_and_the_sample_s_end_its_rates(tmp_path: Path) -> None:
+    fake = GrowingCluster()
+    store = JournalStore(tmp_path)
+    fake.alter_reassignments({TP: [1, 3]})
+    apply_throttle_change(fake, plan_throttle_set(fake, ThrottleSetRequest(leader_rate=5 * MB, follower_rate=5 * MB)),
+                          store=store)
+    fake.advance(10.0)  # 110 MB written, 40 MB copied
+    _, events = run(fake, WatchRequest(targets=(PartitionTarget("t", 0, (1, 3)),), interval_s=30, sample_s=10,
+                                       timeout_s=10), store)
+    first, second = [e for e in events if isinstance(e, ProgressEvent)]
+    assert first.view.moves[0].lag == 70 * MB and first.model is not None and second.model is not None
+    assert second.at == 10.0  # the poll after the first comes at the end of the sample's window, not the interval
+    # at once: the model takes the writes as 0 (none known yet): 70 MB at what fetches get of the
+    # 5 MB/s (the follower's share binds); at the sample's end, the leader quota also carries the
+    # in-sync follower's 1 MB/s (so the leader binds, its parked fetches woken by the writes) and
+    # the lag grows by 1 MB/s
     fetches = FetchLimits()
     lead = 5 * MB * float(fetches.leader_share(np.array([5 * MB]))[0])
     written = 5 * MB * float(fetches.leader_share(np.array([5 * MB]), written=True)[0])
     fol = 5 * MB * float(fetches.follower_share(np.array([5 * MB]))[0])
-    assert etas[0.0][0] == pytest.approx(70 * MB / min(lead, fol), rel=0.01) and etas[0.0][1]["known"] is False
-    assert etas[10.0][0] == pytest.approx(70 * MB / (min(written - 1 * MB, fol) - 1 * MB), rel=0.01)
-    assert etas[10.0][1] == {"known": True, "source": "measured", "window_s": 10.0, "method": "sizes",
-                             "measured_at": None, "note": OFFSETS_MISSING}
+    assert first.model.seconds == pytest.approx(70 * MB / min(lead, fol), rel=0.01)
+    assert first.to_dict()["write_rates"]["state"] == "sampling" and first.to_dict()["write_rates"]["known"] is False
+    lag = second.view.moves[0].lag
+    assert second.model.seconds == pytest.approx(lag / (min(written - 1 * MB, fol) - 1 * MB), rel=0.01)
+    assert second.to_dict()["write_rates"] == {
+        "known": True, "source": "measured", "window_s": 10.0, "method": "sizes", "measured_at": None,
+        "note": OFFSETS_MISSING, "state": "measured", "age_s": 0.0, "sample_window_s": None}
 
 
 def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
@@ -409,3 +418,91 @@ def test_watch_timeout_is_a_deprecated_alias_of_stop_after(kreassign: Kreassign)
                           "1s")
     assert alone.err.startswith("Note: watch --timeout is deprecated: use --stop-after (same meaning)")
     assert alone.code == 5  # and it went on as --stop-after 1s would: to the (unreachable) cluster
+
+
+def test_a_poll_without_a_reading_holds_the_last_figures_and_the_rate_source_stays_measured() -> None:
+    """Issue 30: `observed` and `throughput` flipped to `-` and the write-rate source back to "not
+    measured yet" whenever a poll lacked a reading (here: a second move starts, with one sample
+    of its own, and at the end nothing moves)."""
+    fake = GrowingCluster()
+    fake.alter_reassignments({TP: [1, 3]})
+    t1 = TopicPartition("t", 1)
+    fake.size[t1] = 200 * MB
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now == 10.0:
+            fake.alter_reassignments({t1: [3, 2]})  # another reassignment appears between polls
+
+    events: list[WatchEvent] = []
+    watch(fake, WatchRequest(interval_s=5, timeout_s=60), store=None, clock=lambda: fake.now, sleep=sleep,
+          emit=events.append)
+    polls = [e for e in events if isinstance(e, ProgressEvent)]
+    at = {e.at: e for e in polls}
+    assert [e.source.state for e in polls] == ["unknown"] + ["measured"] * (len(polls) - 1)
+    assert [e.source.age_s(e.at) for e in polls[1:4]] == [0.0, 5.0, 0.0]  # 10 s: t-1 has one sample
+    before, lacking = at[5.0], at[10.0]
+    assert lacking.view.throughput_bps is None and lacking.view.eta_s is None  # what the poll itself has
+    shown = lacking.figures
+    assert shown["throughput"] == Held(10 * MB, 5.0, held=True)
+    assert shown["observed"].held and shown["observed"].value == pytest.approx(before.view.eta_s - 5.0)
+    assert lacking.to_dict()["held"] == {"throughput_bps": 5.0, "eta_observed_s": 5.0}
+    assert lacking.to_dict()["throughput_bps"] == 10 * MB
+    line = summary_line(lacking)
+    assert ", throughput 10.0 MB/s (held: last read at 5.0s), ETA observed " in line
+    assert "(held: last read at 5.0s), model " in line and "-" not in line.split("ETA")[1]
+    screen = WatchScreen()
+    screen.update(lacking)
+    assert screen_text(screen).splitlines()[1] == (
+        f"ETA {format_duration(lacking.model.seconds)} (replication model; writes measured from the polls, 5.0s ago); "  # type: ignore[union-attr]
+        f"observed {format_duration(shown['observed'].value)} (held: last read at 5.0s); throughput 10.0 MB/s "  # type: ignore[arg-type]
+        "(held: last read at 5.0s)")
+    # every figure once known stays known to the end, and the last screen says "done"
+    for name in ("throughput", "observed", "eta"):
+        known = [e.figures[name].value is not None for e in polls]
+        assert known == sorted(known), name
+    screen.update(polls[-1])
+    assert screen_text(screen).splitlines()[1].startswith("ETA done (replication model; writes measured from the polls")
+    last = polls[-1].to_dict()  # the same keys as every other poll's, the ETA 0
+    assert (last["eta_model_s"], last["critical"], last["eta_with_suggestions_s"]) == (0.0, [], None)
+    assert set(last) == set(polls[1].to_dict())
+
+
+def test_per_move_etas_come_from_the_model_run_of_the_overall_eta() -> None:
+    """Issue 30: moves that finished within minutes showed `never` and `20h47m` (their observed
+    slopes still held the stalled minutes) while the overall ETA, from the model, was right."""
+    fake = stalled_cluster()
+    fake.alter_reassignments({TopicPartition("t", 1): [3, 2]})
+    fake.topic_configs["t"] = {LEADER_REPLICAS: "0:1,0:2,1:3,1:4", FOLLOWER_REPLICAS: "0:3,1:2"}
+    screen = WatchScreen()
+    shots: list[tuple[ProgressEvent, str]] = []
+
+    def emit(event: WatchEvent) -> None:
+        screen.update(event)
+        if isinstance(event, ProgressEvent):
+            shots.append((event, screen_text(screen)))
+
+    def sleep(seconds: float) -> None:
+        fake.advance(seconds)
+        if fake.now == 60.0:
+            fake.broker_configs[3][FOLLOWER_RATE] = "10000000"  # the operator raises the throttle
+
+    watch(fake, WatchRequest(interval_s=10, stall_after_s=30, timeout_s=200), store=None, clock=lambda: fake.now,
+          sleep=sleep, emit=emit)
+    raised = next((e, text) for e, text in shots if e.at == 70.0)
+    event, text = raised
+    move = next(m for m in event.view.active if m.key.partition == 0)
+    assert move.eta_s == math.inf  # the observed slope still holds the stalled minute
+    assert event.model is not None and math.isfinite(event.model.seconds)
+    row = next(line for line in text.splitlines() if line.startswith("t-0->3 "))
+    assert row.split()[-1] == format_duration(event.model.finish[move.key])
+    for e, text in shots:
+        if e.model is None or not e.view.active:
+            continue
+        ends = [e.model.finish[m.key] for m in e.view.active]
+        assert e.model.seconds == max(ends)  # the overall ETA is the last move's end, same model run
+        moves = e.to_dict()["moves"]
+        assert max((m["eta_model_s"] for m in moves if m["eta_model_s"] is not None), default=None) == \
+            e.to_dict()["eta_model_s"] or math.isinf(e.model.seconds)
+        rows = [line for line in text.splitlines() if line.startswith("t-")]
+        assert rows and all(row.split()[-1] != "never" for row in rows) or math.isinf(e.model.seconds)

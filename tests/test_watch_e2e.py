@@ -25,6 +25,7 @@ from kreassign.sandbox.topics import TopicSpec
 from kreassign.throttle.configs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from live import HOLD_BYTES, HOLD_RATE, RUN_RATE
 from live import rates as live_rates
+from live import write_plan
 
 pytestmark = pytest.mark.e2e
 MB = 1_000_000
@@ -148,6 +149,31 @@ def test_verify_watch_follows_an_execute_to_the_end(live: Any, tmp_path: Path) -
     assert placed(live, topic) == targets
     assert live_rates(live) == {1: {}, 2: {FOLLOWER_RATE: "77000000"}, 3: {}, 4: {}, 5: {}}
     assert lists_left(live, topic) == {}
+
+
+def test_the_first_poll_comes_at_once_and_the_write_sample_ends_on_time(live: Any, tmp_path: Path) -> None:
+    """Issue 30: the first screen waited for the write sample. Now the first poll comes at once with
+    the model's ETA (the sample still running, said so), the poll at the end of the sample's window
+    brings its rates in, and the rates never go back to unknown. A held move keeps it in flight."""
+    topic = live.topic(assignment={0: [1, 2]})
+    live.produce(topic, 0, HOLD_BYTES)
+    journals = tmp_path / "j"
+    plan = write_plan(tmp_path, {TopicPartition(topic, 0): [1, 3]})
+    started = cli(live.bootstrap, journals, live.runtime(), "execute", "-f", plan, "--throttle", str(HOLD_RATE))
+    assert started.exit_code == 0, started.output  # (throttled before the move starts: it stays in flight)
+    ran = cli(live.bootstrap, journals, live.runtime(), "watch", "--interval", "1s", "--sample", "2s",
+              "--stop-after", "3s", "--output", "json")
+    assert ran.exit_code == 3, ran.output[-2000:]
+    polls = [e for e in events(ran) if e["event"] == "progress"]
+    first = polls[0]
+    assert first["at"] < 1.0 and first["active_moves"] == 1 and first["eta_model_s"] is not None
+    assert first["write_rates"]["state"] == "sampling" and first["write_rates"]["sample_window_s"] == 2.0
+    states = [p["write_rates"]["state"] for p in polls]
+    ended = states.index("measured")
+    assert states == ["sampling"] * ended + ["measured"] * (len(states) - ended) and ended >= 2
+    sampled = polls[ended]["write_rates"]
+    assert sampled["window_s"] is not None and 2.0 <= sampled["window_s"] < 4.0, sampled
+    assert all(p["eta_model_s"] is not None for p in polls)  # a held move: finite, never blanked
 
 
 # ---- emulator only: writes and rates in sandbox time ---------------------------------------------

@@ -29,7 +29,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InfeasiblePlanError, InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionTarget, TopicPartitionReplica
-from kreassign.cluster.units import format_bytes
+from kreassign.cluster.units import Units, format_bytes
 from kreassign.planner.balance.bulk import bulk_balance_counts, bulk_eligible
 from kreassign.planner.balance.counts import balance_counts
 from kreassign.planner.balance.disk import balance_disk
@@ -56,6 +56,7 @@ def add_brokers(
     *,
     only_new: bool = False,
     move_existing: bool = False,
+    units: Units = "decimal",
 ) -> BalancePlan:
     """Move load onto new brokers, balancing the whole cluster including them.
 
@@ -88,11 +89,11 @@ def add_brokers(
         size = int(state.size_bytes[rows[on_named]].sum())
         holders = _ids(sorted({r.broker for r in held}))
         if move_existing:
-            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size)}); the plan may "
+            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size, units)}); the plan may "
                     "move them like any other (--move-existing)")
         else:
             options = replace(options, pinned=options.pinned | frozenset(held))
-            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size)}): they stay where "
+            note = (f"broker(s) {holders} already hold {len(held)} replica(s) ({format_bytes(size, units)}): they stay where "
                     "they are; give --move-existing to let the plan move them too")
     plan = _plan(state, "add-brokers", options, balance_data=True,
                  extra_brokers=extra, into_only=frozenset(ids) if only_new else None)

@@ -117,8 +117,10 @@ class Run:
         rem = self.progress.rem[active.act]
         progress = rate - active.w
         moving = progress > PROGRESS_EPS * np.where(np.isfinite(rate), rate, 1.0)
+        tau = np.full(len(rem), INF)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(moving, rem / np.where(moving, progress, 1.0), INF)
+            np.divide(rem, progress, out=tau, where=moving)
+        return tau
 
 
 def step_length(tau: np.ndarray, t: float, until_start: float, tol: float, paced: bool) -> float:
@@ -129,7 +131,7 @@ def step_length(tau: np.ndarray, t: float, until_start: float, tol: float, paced
     if until_start < tau_min:
         return until_start
     dt = tau_min
-    finite = tau[np.isfinite(tau)]
+    finite = tau if math.isfinite(float(tau.max())) else tau[np.isfinite(tau)]
     if tol > 0 and len(finite) > 1:
         k = min(int(tol * len(tau)), len(finite) - 1)
         by_count = float(np.partition(finite, k)[k]) if k >= 1 else tau_min

@@ -104,17 +104,22 @@ def _in_shared(moves: Moves, progress: Progress, capacity: Capacity, active: Act
     act, n = active.act, len(active.act)
     pool = moves.dorder if before is None or before.by_dst is None else before.by_dst
     by_dst = active.by_dst = pool[progress.status[pool] == ACTIVE]
-    keys = moves.dst[by_dst]
-    starts, counts = segments(keys)
-    if not np.isfinite(in_cap[keys[starts]]).any():
+    # the segments by destination from a count per broker (a pass in the moves' own order),
+    # not from the destinations gathered in `by_dst` order
+    per_broker = np.bincount(active.dst, minlength=len(in_cap))
+    key = np.flatnonzero(per_broker)
+    if not np.isfinite(in_cap[key]).any():
         return None
+    counts = per_broker[key]
+    starts = np.zeros(len(key), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    rank = np.zeros(len(in_cap), np.int64)
+    rank[key] = np.arange(len(key))
     local = np.empty(len(progress.status), np.int64)
     local[act] = np.arange(n)
     order = local[by_dst]
     own = np.repeat(np.arange(len(starts)), counts)
-    seg = np.empty(n, np.int64)
-    seg[order] = own
-    return Shared(starts, counts, keys[starts], order, seg, own, in_cap[keys[starts]], capacity.warm_in,
+    return Shared(starts, counts, key, order, rank[active.dst], own, in_cap[key], capacity.warm_in,
                   capacity.touched_in)
 
 

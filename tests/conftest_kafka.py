@@ -16,7 +16,6 @@ not skip them. At the end of the session the count of live tests per engine is p
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -101,20 +100,18 @@ def live(request: pytest.FixtureRequest, sandbox_factory: Callable[..., Any]) ->
                                            clock=ScaledClock(1.0) if wall else ManualClock(),
                                            metrics_port=metrics), wall_clock=wall)
         return
-    with reset_after(request.getfixturevalue("kafka_cluster")) as backend:
-        yield backend
+    yield from reset_after(request.getfixturevalue("kafka_cluster"))
 
 
 @pytest.fixture
 def kafka_live(kafka_cluster: Any) -> Iterator[KafkaLive]:
     """The `live` backend on the session's real cluster alone (a drill about real brokers)."""
-    with reset_after(kafka_cluster) as backend:
-        yield backend
+    yield from reset_after(kafka_cluster)
 
 
-@contextlib.contextmanager
 def reset_after(cluster: Any) -> Iterator[KafkaLive]:
-    """`live`'s API on a real cluster, put back after the test (`KafkaLive.reset`)."""
+    """`live`'s API on a real cluster, put back after the test (`KafkaLive.reset`): a fixture's
+    body (`yield from`)."""
     backend = KafkaLive(cluster)
     try:
         yield backend

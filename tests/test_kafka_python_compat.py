@@ -42,8 +42,7 @@ LEADER_LIST, FOLLOWER_LIST = "leader.replication.throttled.replicas", "follower.
 
 @pytest.fixture
 def kafka(kafka_matrix: Any) -> Iterator[KafkaLive]:
-    with reset_after(kafka_matrix) as live:
-        yield live
+    yield from reset_after(kafka_matrix)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ demo: $(STAMP) $(if $(filter kafka,$(ENGINE)),kafka)
 kafka: $(STAMP)
 	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 
-# Two workers: the real-Kafka tests in order on one, the Spark tests on one, the rest on both
+# Two workers: the tests that run JVMs (real Kafka, Spark) in order on one, the rest on both
 # (tests/conftest.py says why); then, alone on the machine, the tests that measure latency, copy
 # rates or completion times (marked `timing`: a busy second worker is load they would measure).
 # Both parts always run; the target fails if either did.

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from kreassign.cluster.errors import ClusterError, KreassignError
+from kreassign.cluster.config_readback import CONFIRM_POLL_S, CONFIRM_WAIT_S, Confirm, confirm_broker_configs, own_values
+from kreassign.cluster.errors import ClusterError
 from kreassign.cluster.port import (
     BROKER_THROTTLE_KEYS,
     TOPIC_THROTTLE_KEYS,
@@ -29,13 +30,7 @@ from kreassign.cluster.port import (
 from kreassign.execute.errors import ConfigsRefused
 from kreassign.execute.journal import BrokerConfigs, Journal, TopicConfigs, journaled
 
-_PER_RESOURCE_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG")
 R = TypeVar("R", int, str)
-CONFIRM_WAIT_S = 10.0
-"""how long a change waits for the brokers to read their new rates back (well within the request
-timeout's 60 s; seen to take seconds on a loaded machine, on Kafka 4.4.0 and 3.9.2)"""
-CONFIRM_POLL_S = 0.25
-"""the pause between two DescribeConfigs of the brokers that have not applied a change yet"""
 
 
 @dataclass(frozen=True)
@@ -46,17 +41,6 @@ class ThrottleSnapshot:
     topics: TopicConfigs = field(default_factory=dict)
     unreadable: Mapping[int, ApiError] = field(default_factory=dict)
     """brokers that did not answer (their values are unknown)"""
-
-
-def _own_values(entries: Mapping[str, ConfigEntry], keys: Iterable[str]) -> dict[str, str | None]:
-    # Only values set on this very resource count: a cluster-wide default comes back by itself
-    # when the per-resource value is deleted.
-    out: dict[str, str | None] = {}
-    for key in keys:
-        entry = entries.get(key)
-        set_here = entry is not None and entry.source in _PER_RESOURCE_SOURCES and entry.value is not None
-        out[key] = entry.value if set_here and entry is not None else None
-    return out
 
 
 def read_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str]) -> ThrottleSnapshot:
@@ -80,14 +64,14 @@ def read_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[s
                     raise ClusterError(f"cannot read the throttle configs of broker {b}: {error}")
                 unreadable[b] = error
             else:
-                snapshot_brokers[b] = _own_values(broker_result.configs.get(b, {}), BROKER_THROTTLE_KEYS)
+                snapshot_brokers[b] = own_values(broker_result.configs.get(b, {}), BROKER_THROTTLE_KEYS)
     snapshot_topics: TopicConfigs = {}
     if topic_result is not None:
         for t in topic_names:
             error = topic_result.errors.get(t)
             if error is not None:
                 raise ClusterError(f"cannot read the throttle configs of topic {t}: {error}")
-            snapshot_topics[t] = _own_values(topic_result.configs.get(t, {}), TOPIC_THROTTLE_KEYS)
+            snapshot_topics[t] = own_values(topic_result.configs.get(t, {}), TOPIC_THROTTLE_KEYS)
     return ThrottleSnapshot(brokers=snapshot_brokers, topics=snapshot_topics, unreadable=unreadable)
 
 
@@ -121,55 +105,6 @@ class ApplyOutcome:
     skipped: Mapping[int, ApiError] = field(default_factory=dict)
     unconfirmed: tuple[int, ...] = ()
     """brokers that accepted the change but had not applied it by the end of the `Confirm` wait"""
-
-
-@dataclass(frozen=True)
-class Confirm:
-    """How a change waits for the brokers to apply it: the run's clock and sleeper, the budget
-    and the pause between two reads."""
-
-    clock: Callable[[], float]
-    sleep: Callable[[float], None]
-    wait_s: float = CONFIRM_WAIT_S
-    poll_s: float = CONFIRM_POLL_S
-
-
-def _same(found: str | None, wanted: str | None) -> bool:
-    if found == wanted:
-        return True
-    try:  # a broker may print a number its own way ("1000" for "01000")
-        return found is not None and wanted is not None and int(found) == int(wanted)
-    except ValueError:
-        return False
-
-
-def confirm_broker_configs(port: ClusterPort, ops: Mapping[int, Mapping[str, str | None]],
-                           confirm: Confirm) -> tuple[int, ...]:
-    """Read each broker's configs (DescribeConfigs, which a broker answers for itself from what
-    it has applied) until every key of its `ops` reads back as SET (or DELETED), for at most
-    `confirm.wait_s`. Returns the brokers that had not applied their change by then.
-
-    A broker that does not answer is left out (the caller reports brokers that did not answer,
-    and keeps them pending where it matters); a read that fails as a whole ends the wait, the
-    brokers left counting as not confirmed. Never raises for the cluster: the run goes on.
-    """
-    waiting = {b: dict(o) for b, o in ops.items() if o}
-    deadline = confirm.clock() + confirm.wait_s
-    polls = int(confirm.wait_s / confirm.poll_s) + 1 if confirm.poll_s > 0 else 1  # bounded whatever the clock
-    for _ in range(polls):
-        if not waiting:
-            break
-        try:
-            read = port.describe_broker_configs(sorted(waiting), sorted({k for o in waiting.values() for k in o}))
-        except KreassignError:
-            break
-        waiting = {b: o for b, o in waiting.items() if b not in read.errors and not all(
-            _same(v, o[k]) for k, v in _own_values(read.configs.get(b, {}), o).items())}
-        left = deadline - confirm.clock()
-        if not waiting or left <= 0:
-            break
-        confirm.sleep(min(confirm.poll_s, left))
-    return tuple(sorted(waiting))
 
 
 def confirmed_step(journal: Journal | None, name: str, port: ClusterPort,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -201,6 +201,7 @@ class KafkaProbe:
         """Move partition 0 of `topic` (on `leader` alone) to `follower` under the scenario's
         throttle and shape; returns the trace. The throttle and any in-sync topic are removed
         afterwards."""
+        from kreassign.cluster.config_readback import Confirm, confirm_broker_configs
         from kreassign.cluster.errors import ClusterError
 
         tp = TopicPartition(topic, 0)
@@ -230,7 +231,9 @@ class KafkaProbe:
             # a broker applies the change a moment after the controller accepted it (seconds on a
             # loaded machine: a CI run's copy started unthrottled and ran at 1.8x the quota). Each
             # broker answers for its own rate; the topic's lists came in the same metadata batch
-            self._wait(lambda: self._applied(brokers), "the brokers to apply the throttle")
+            unapplied = confirm_broker_configs(self.port, brokers, Confirm(self.clock, self.sleep, wait_s=60.0))
+            if unapplied:
+                raise ClusterError(f"broker(s) {unapplied} did not apply the throttle in 60s")
             start = self.clock()
             errors = self.port.alter_reassignments({tp: [follower]})
             if errors.get(tp) is not None:
@@ -252,12 +255,6 @@ class KafkaProbe:
             for key in sides:
                 self._last_use[key] = self.clock()
         return trace
-
-    def _applied(self, brokers: Mapping[int, Mapping[str, str | None]]) -> bool:
-        """Every broker reads back the rates it was given."""
-        read = self.port.describe_broker_configs(list(brokers), {k for keys in brokers.values() for k in keys})
-        return all(getattr(read.configs.get(b, {}).get(k), "value", None) == v
-                   for b, keys in brokers.items() for k, v in keys.items())
 
     def _unthrottle(self, scenario: Scenario, topic: str, leader: int, follower: int) -> None:
         brokers, topics = throttle_ops(scenario, topic, leader, follower, clear=True)

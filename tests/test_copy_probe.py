@@ -3,7 +3,11 @@ throttle configs a scenario sets, the emulator's run of a scenario, and (marked 
 emulator against real Kafka on a scenario the replication model's constants rest on."""
 from __future__ import annotations
 
+import sys
+import time
 import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from kreassign.sandbox.copy_probe import MB, KafkaProbe, Sample, Scenario, Trace, run_emulator, summarize, throttle_ops
 
 from live import wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.bench_real_eta import QUOTA_FORGET_S  # noqa: E402
 
 
 def trace(samples: list[tuple[float, int, int, bool]], rate: float = 1 * MB) -> Trace:
@@ -106,6 +113,20 @@ def sensors_quiet(cluster: Any, leader: int, follower: int, below: float) -> boo
     every response to its followers, empty or not, about 30 B/s of headers.)"""
     return all((gauge(cluster.metrics_ports[b], name) or 0.0) < below for b, name in (
         (leader, "kafka_server_leaderreplication_byte_rate"), (follower, "kafka_server_followerreplication_byte_rate")))
+
+
+def sensors_cold(cluster: Any, pairs: Sequence[tuple[int, int]], below: float) -> None:
+    """Wait until `sensors_quiet` holds for every (leader, follower) pair, then one quota span
+    (`QUOTA_FORGET_S`) without reading them. Reading a sensor purges its expired samples, and
+    Kafka's `SimpleRate` resets a purged sample's window start to the moment of that read, so
+    for a quota span after a scrape the sensor divides by the time since the scrape: a copy
+    that starts then has that much of the rate in credit (a 1 s scraper took 2 s off a 25 s
+    copy at 1 MB/s; bench/results/real_eta_4.4.0.md). After a quiet span the first fetch finds
+    every sample expired, as on a broker nobody scrapes."""
+    for leader, follower in pairs:
+        wait_until(lambda a=leader, b=follower: sensors_quiet(cluster, a, b, below),
+                   "the quota sensors to forget earlier tests' copies")
+    time.sleep(QUOTA_FORGET_S)
 
 
 def gauge(port: int, name: str) -> float | None:

@@ -61,9 +61,12 @@ BACKGROUND = {TopicPartition("busy", p): 100_000.0 for p in range(5)}
 KREASSIGN = [str(Path(sys.executable).with_name("kreassign"))]
 BEFORE = [sys.executable, "-c", "import sys; import kreassign.predict.model.inputs as i, kreassign.predict.model.kafka as k; "
           "i.LEADER_CREDIT_S = 9.0; i.LEADER_COLD_CREDIT_S = 0.0; k.LEADER_GRANULARITY = 1.0; "
+          "import kreassign.predict.estimate as e; w = e.schedule_waves; "
+          "e.schedule_waves = lambda *a, **kw: w(*a, **{**kw, 'poll_s': 0.0, 'wave_start_s': 0.0}); "
           "from kreassign.cli.main import main; sys.argv[0] = 'kreassign'; main()"]
 """the CLI with the model's constants before the real-Kafka calibration (9 s of warm credit, no
-cold credit, a whole fetch per span at the leader; the batch factor is 1 for 16 KiB batches)"""
+cold credit, a whole fetch per span at the leader; the batch factor is 1 for 16 KiB batches; a
+paced plan's next move starts the instant a slot frees, with no poll and no start-up)"""
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def run_shape(kafka: Any, port: Any, shape: Shape, folder: Path, throttle: float
         time.sleep(settle_s)  # the last run's throttles are forgotten
         plan = plan_file(folder, bootstrap, journal, shape)
         rate = f"{throttle / MB:g}MB/s"
-        pacing = ["--max-moves-per-broker", str(shape.paced)] if shape.paced else []
+        # the pacer polls every second; the estimate models the same poll
+        pacing = ["--max-moves-per-broker", str(shape.paced), "--interval", "1s"] if shape.paced else []
         load_before = os.getloadavg()
         asked = ["estimate", "-f", str(plan), "--throttle", rate, "--sample", sample, "-o", "json", *pacing]
         estimate = json.loads(cli(bootstrap, journal, *asked).stdout)
@@ -166,8 +170,7 @@ def run_shape(kafka: Any, port: Any, shape: Shape, folder: Path, throttle: float
             started = time.time()
             try:
                 if shape.paced:
-                    cli(bootstrap, journal, "execute", "-f", str(plan), "--throttle", rate, *pacing,
-                        "--interval", "1s", "-o", "json")
+                    cli(bootstrap, journal, "execute", "-f", str(plan), "--throttle", rate, *pacing, "-o", "json")
                 else:
                     cli(bootstrap, journal, "execute", "-f", str(plan), "--throttle", rate)
                     cli(bootstrap, journal, "watch", "-f", str(plan), "-o", "json", "--interval", "1s")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kreassign.cli.options import (
-    COUNT, SIZE, THROTTLE, output_option, plan_option, rate_options, sample_option, source_options, units_option,
+    COUNT, DURATION, SIZE, THROTTLE, output_option, plan_option, rate_options, sample_option, source_options, units_option,
 )
 
 if TYPE_CHECKING:
@@ -50,13 +50,16 @@ class BrokerRateType(click.ParamType):
 @click.option("--max-inflight-bytes", type=SIZE, default=None, help="Run at most this many bytes of moves at a time.")
 @click.option("--order", type=click.Choice(_ORDERS), default="plan", show_default=True,
               help="Which moves start first when a limit holds the others back.")
+@click.option("--interval", type=DURATION, default=None,
+              help="With a limit: how often the run polls for finished moves, as `execute --interval` "
+              "(default 10s); a move starts at the first poll after a slot frees.")
 @units_option
 @output_option
 def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None, command_config: str | None,
              request_timeout: float | None, sample: float | None,
              rates: Rates,
              broker_rates: tuple[tuple[int, int], ...], max_moves_per_broker: int | None,
-             max_inflight_bytes: int | None, order: str, units: Units, output: str) -> None:
+             max_inflight_bytes: int | None, order: str, interval: float | None, units: Units, output: str) -> None:
     """Estimate when a reassignment completes under replication throttles: the ETA, the lower
     bound no schedule can beat, the brokers that decide it, and the moves that can never catch
     up with their partition's writes (with the rate that would let them). Changes nothing."""
@@ -64,13 +67,15 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.predict.estimate import RateRequest, estimate_plan
+    from kreassign.predict.model import PACER_POLL_S
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
     state = load_state(bootstrap_server, snapshot, command_config, request_timeout, sample)
     request = RateRequest(leader_rate=rates.leader, follower_rate=rates.follower, broker_rates=dict(broker_rates))
     result = estimate_plan(state, parsed.entries, rates=request, max_moves_per_broker=max_moves_per_broker,
-                           max_inflight_bytes=max_inflight_bytes, order=order)
+                           max_inflight_bytes=max_inflight_bytes, order=order,
+                           poll_s=PACER_POLL_S if interval is None else interval)
     if output == "json":
         emit_json(result.to_dict())
     else:
@@ -94,6 +99,11 @@ def render_estimate(result: EstimateResult, units: Units = "decimal") -> Rendera
                 f"{result.moves} move(s) of {result.partitions} partition(s), {format_bytes(result.bytes, units)} to copy.")
     parts: list[RenderableType] = [head, Text(rates_line(result.write_rates),
                                               style="yellow" if result.write_rates is None else "")]
+    if result.paced:
+        limits = [f"{result.max_moves_per_broker} move(s) per broker" if result.max_moves_per_broker else "",
+                  f"{format_bytes(result.max_inflight_bytes, units)} in flight" if result.max_inflight_bytes else ""]
+        parts.append(Text(f"Paced ({', '.join(x for x in limits if x)}, order {result.order}): a move starts at the "
+                          f"run's first poll after a slot frees (every {format_duration(result.poll_s)}, --interval)."))
     if not result.completes and result.completable_eta_s > 0:
         parts.append(Text(f"The moves that do complete are done after {format_duration(result.completable_eta_s)}."))
     if result.critical:

@@ -181,7 +181,7 @@ def _execute_paced(request: ExecuteRequest, limits: PaceLimits, store: JournalSt
     try:
         with connect(*connection) as port:
             outcome = run_execute(port, request, store=store, pace=limits, dry_run=dry_run,
-                                  interval_s=interval_s if interval_s is not None else 10.0,
+                                  **({} if interval_s is None else {"interval_s": interval_s}),
                                   control=control or run_control(), emit=emit)
     except KeyboardInterrupt:
         click.echo(f"Interrupted. The waves submitted so far keep moving: run the same command again (or "

@@ -26,6 +26,7 @@ from kreassign.execute.live_throttle import read_throttle_view
 from kreassign.execute.lock_owner import Owner
 from kreassign.execute.pacing import PaceLimits, PendingPartition
 from kreassign.execute.progress import ProgressTracker, ProgressView, json_number, sample_moves
+from kreassign.predict.model import PACER_POLL_S
 
 _CLOCK_SLACK = 1e-6
 
@@ -102,6 +103,8 @@ class _Attached:
     first: tuple[float, int] | None = None
     limits: PaceLimits | None = None
     """the run's pacing limits (from its journal), which the model's later waves follow"""
+    poll_s: float = PACER_POLL_S
+    """how often the run polls for finished moves (its journal's `--interval`)"""
     broker_ids: list[int] = field(default_factory=list)
     time_scale: float = 1.0
 
@@ -160,7 +163,7 @@ class _Attached:
         throttles = read_throttle_view(self.port, brokers=brokers, topics=sorted({tp.topic for tp in self.targets}),
                                        in_flight=in_flight)
         live = build_live_model(view, infos, throttles, self.broker_ids, write_rates=self.tracker.write_rates(),
-                                pending=pending, limits=self.limits)
+                                pending=pending, limits=self.limits, poll_s=self.poll_s)
         return diagnose(live).seconds
 
 
@@ -183,7 +186,7 @@ def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Jou
            targets: tuple[PartitionTarget, ...] | None, interval_s: float, timeout_s: float | None,
            clock: Callable[[], float], sleep: Callable[[float], None], current_owner: Callable[[], Owner | None],
            emit: Callable[[AttachEvent], None], limits: PaceLimits | None = None,
-           time_scale: float | None = None) -> ExitStatus:
+           time_scale: float | None = None, pace_poll_s: float = PACER_POLL_S) -> ExitStatus:
     """Follow the run of `owner` until it gives the lock back; changes nothing.
 
     Returns OK when the run finished with every partition at its target, ERROR when it ended
@@ -197,7 +200,7 @@ def attach(port: ClusterPort, owner: Owner, *, store: JournalStore, journal: Jou
     scale = time_scale if time_scale is not None else read_time_scale(port, broker_ids)
     clock, sleep = cluster_timing(clock, sleep, scale)
     state = _Attached(port, plan, plan_bytes(port, plan, original), limits=limits, broker_ids=broker_ids,
-                      time_scale=scale)
+                      time_scale=scale, poll_s=pace_poll_s)
     start = clock()
     while True:
         now = clock() - start

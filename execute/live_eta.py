@@ -24,6 +24,8 @@ from kreassign.execute.pacing import PaceLimits, PendingPartition
 from kreassign.execute.progress import MoveKey, ProgressView
 from kreassign.predict.model import (
     INF,
+    PACER_POLL_S,
+    WAVE_START_S,
     Admission,
     Critical,
     FetchLimits,
@@ -138,12 +140,13 @@ def build_live_model(view: ProgressView, partitions: Mapping[TopicPartition, Par
                      pending: Sequence[PendingPartition] = (), limits: PaceLimits | None = None,
                      pending_throttled: bool = True,
                      capacities: Mapping[int, tuple[float | None, float | None]] | None = None,
-                     fetch: FetchLimits | None = None) -> LiveModel:
+                     fetch: FetchLimits | None = None, poll_s: float = PACER_POLL_S) -> LiveModel:
     """Model input for the active moves (bytes = lag) followed by the pending ones (bytes = size).
 
     Args:
         capacities: broker -> (network in, network out) bytes/s, where known.
         pending_throttled: whether pending moves will be in the throttle lists when they start.
+        poll_s: the pacer's poll interval (its next waves start at a poll, `Admission.poll_s`).
     """
     rates = dict(write_rates or {})
     ids = sorted(set(broker_ids) | {m.key.broker for m in view.active}
@@ -194,7 +197,8 @@ def build_live_model(view: ProgressView, partitions: Mapping[TopicPartition, Par
     admission = None
     if limits is not None and (limits.max_moves_per_broker is not None or limits.max_inflight_bytes is not None):
         admission = Admission(np.arange(len(keys)), limits.max_moves_per_broker,
-                              None if limits.max_inflight_bytes is None else float(limits.max_inflight_bytes))
+                              None if limits.max_inflight_bytes is None else float(limits.max_inflight_bytes),
+                              poll_s=poll_s, wave_start_s=WAVE_START_S)
     return LiveModel(inp, tuple(keys), admission)
 
 

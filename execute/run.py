@@ -36,6 +36,7 @@ from kreassign.execute.progress import ProgressView
 from kreassign.execute.watch import watch
 from kreassign.execute.watch_events import WatchEvent, WatchResult
 from kreassign.execute.watch_request import WatchRequest
+from kreassign.predict.model import PACER_POLL_S
 
 Crash = Callable[[str], None]
 """a hook called before every journal intent (the fault drills inject a crash there)"""
@@ -84,7 +85,7 @@ def _guard(lock: ExecutionLock, crash: Crash | None) -> Callable[[str], None]:
 
 
 def run_execute(port: ClusterPort, request: ExecuteRequest, *, store: JournalStore,
-                pace: PaceLimits | None = None, interval_s: float = 10.0, dry_run: bool = False,
+                pace: PaceLimits | None = None, interval_s: float = PACER_POLL_S, dry_run: bool = False,
                 command: str = "execute", control: RunControl = RunControl(),
                 on_plan: Callable[[ExecutePlan], None] = lambda plan: None,
                 progress: Callable[[ExecuteEvent], None] | None = None,
@@ -164,7 +165,7 @@ def paced_settings(journal: Journal) -> tuple[ExecuteRequest, PaceLimits, float]
         request = ExecuteRequest(targets=tuple(journal.targets), additional=bool(options.get("additional")),
                                  leader_rate=options.get("leader_rate"), follower_rate=options.get("follower_rate"),
                                  retarget_in_flight=bool(options.get("retarget_in_flight")))
-        interval = float(options.get("interval_s") or 10.0)
+        interval = float(options.get("interval_s") or PACER_POLL_S)
     except (TypeError, ValueError) as exc:
         raise JournalError(f"the journal {journal.path} has damaged pacing options ({exc})") from None
     return request, limits, interval
@@ -326,7 +327,7 @@ def throttle_through_run(port: ClusterPort, leader_rate: int | None, follower_ra
         raise RunRefused(f"{owner.describe()} is running on this cluster and does not take rate changes (it is not "
                          "a paced run); wait for it, then run throttle set again", owner)
     assert journal is not None
-    interval = float(journal.options.get("interval_s") or 10.0)
+    interval = float(journal.options.get("interval_s") or PACER_POLL_S)
     limit = wait_s if wait_s is not None else 3 * interval + 30.0
     probe = control.lock.lock(port, Path("."), command="throttle set", journal_id=owner.journal)
     asked = probe.ask_rates(owner, leader_rate, follower_rate, brokers)
@@ -388,5 +389,6 @@ def attach_run(port: ClusterPort, owner: Owner, request: WatchRequest, *, store:
     paced = paced_settings(journal) if journal is not None else None
     status = attach(port, owner, store=store, journal=journal, targets=request.targets, interval_s=request.interval_s,
                     timeout_s=request.timeout_s, clock=control.clock, sleep=control.sleep, current_owner=holder,
-                    emit=emit, limits=paced[1] if paced is not None else None, time_scale=request.time_scale)
+                    emit=emit, limits=paced[1] if paced is not None else None, time_scale=request.time_scale,
+                    pace_poll_s=paced[2] if paced is not None else PACER_POLL_S)
     return WatchResult(status, ProgressView(0.0, ()), journal_path=journal.path if journal is not None else None)

@@ -273,7 +273,7 @@ class _Loop:
         live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
                                 write_rates=self.write_rates(poll.partitions), pending=pending,
                                 limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
-                                capacities=capacities)
+                                capacities=capacities, poll_s=self.request.interval_s)
         return live, diagnose(live)
 
     def check_stalls(self, now: float, view: ProgressView, eta: ModelEta | None) -> list[StallDiagnosis]:

@@ -6,7 +6,7 @@ CLI renders and `--output json` serialises; the numbers come from the replicatio
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,8 @@ from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.predict.model import (
     DEFAULT_TOLERANCE,
     INF,
+    PACER_POLL_S,
+    WAVE_START_S,
     Critical,
     FetchLimits,
     Limit,
@@ -178,6 +180,12 @@ class EstimateResult:
     """when moves stall: a throttle (leader and follower, on every broker) with which every move
     finishes, found by raising the binding limits and running the model again"""
     fix_eta_s: float | None = None
+    poll_s: float = PACER_POLL_S
+    """the pacer's poll interval the schedule was modelled with (paced plans only)"""
+
+    @property
+    def paced(self) -> bool:
+        return self.max_moves_per_broker is not None or self.max_inflight_bytes is not None
 
     @property
     def completes(self) -> bool:
@@ -198,7 +206,9 @@ class EstimateResult:
             "partitions": self.partitions,
             "bytes": self.bytes,
             "schedule": {"max_moves_per_broker": self.max_moves_per_broker,
-                         "max_inflight_bytes": self.max_inflight_bytes, "order": self.order},
+                         "max_inflight_bytes": self.max_inflight_bytes, "order": self.order,
+                         "poll_s": self.poll_s if self.paced else None,
+                         "wave_start_s": WAVE_START_S if self.paced else None},
             "critical": [c.to_dict() for c in self.critical],
             "stalled": [s.to_dict() for s in self.stalled],
             "write_rates": rates_to_dict(self.write_rates),
@@ -222,9 +232,12 @@ def estimate_moves(
     order: Order = "plan",
     fetch: FetchLimits | None = None,
     tolerance: float | None = None,
+    poll_s: float = PACER_POLL_S,
 ) -> EstimateResult:
     """Estimate moves given as columns `row`, `dest`, `bytes`, `write_bps` and optionally
-    `released_bps` (the planner's Moves).
+    `released_bps` (the planner's Moves). A paced plan (`max_moves_per_broker` or
+    `max_inflight_bytes`) starts its next moves as kreassign's pacer does: at its first poll
+    (every `poll_s`, `execute --interval`) after a slot frees, `WAVE_START_S` later.
 
     Raises:
         InputError: bad rates or limits, or moves that do not fit the cluster.
@@ -233,29 +246,32 @@ def estimate_moves(
         tolerance = tolerance_for(len(moves.row))
     leader, follower = resolve_rates(state, rates or RateRequest())
     inp = from_moves(state, moves, leader_rate=leader, follower_rate=follower, fetch=fetch)
-    if max_moves_per_broker is None and max_inflight_bytes is None:
-        result = simulate(inp, tolerance=tolerance)
-    else:
-        result = schedule_waves(inp, max_moves_per_broker=max_moves_per_broker,
-                                max_inflight_bytes=max_inflight_bytes, order=order, tolerance=tolerance).result
+
+    def run(trial: ModelInput) -> ModelResult:
+        if max_moves_per_broker is None and max_inflight_bytes is None:
+            return simulate(trial, tolerance=tolerance)
+        return schedule_waves(trial, max_moves_per_broker=max_moves_per_broker, max_inflight_bytes=max_inflight_bytes,
+                              order=order, tolerance=tolerance, poll_s=poll_s, wave_start_s=WAVE_START_S).result
+
+    result = run(inp)
     rows = np.asarray(moves.row, dtype=np.int64)
     stalled = _stalled(state, inp, result, rows)
-    fix_rate, fix_eta = _fix(inp, stalled, max_moves_per_broker, max_inflight_bytes, order, tolerance)
+    fix_rate, fix_eta = _fix(inp, stalled, run)
     return EstimateResult(
         eta_s=result.makespan, completable_eta_s=result.completable_makespan, lower=result.lower,
         critical=result.critical, stalled=stalled,
         brokers=_brokers(inp, result), moves=len(inp), partitions=int(len(np.unique(rows))),
         bytes=int(inp.bytes.sum()), max_moves_per_broker=max_moves_per_broker,
         max_inflight_bytes=max_inflight_bytes, order=order, fetch=inp.fetch, tolerance=tolerance,
-        model=result, write_rates=state.rates_origin(), fix_rate=fix_rate, fix_eta_s=fix_eta,
+        model=result, write_rates=state.rates_origin(), fix_rate=fix_rate, fix_eta_s=fix_eta, poll_s=poll_s,
     )
 
 
 _FIX_ROUNDS = 4
 
 
-def _fix(inp: ModelInput, stalled: Sequence[StalledMove], max_moves: int | None, max_bytes: float | None,
-         order: Order, tolerance: float) -> tuple[int | None, float | None]:
+def _fix(inp: ModelInput, stalled: Sequence[StalledMove], run: Callable[[ModelInput], ModelResult]
+         ) -> tuple[int | None, float | None]:
     """One throttle for both sides of every broker with which the stalled moves finish: the
     largest suggested rate, raised again while the model finds another limit (the follower side
     after the leader side); None when no throttle can do it (a NIC or fetch limit binds)."""
@@ -264,11 +280,7 @@ def _fix(inp: ModelInput, stalled: Sequence[StalledMove], max_moves: int | None,
         if rate is None:
             return None, None
         trial = inp.with_rates(leader_rate=np.maximum(inp.leader_rate, rate), follower_rate=np.maximum(inp.follower_rate, rate))
-        if max_moves is None and max_bytes is None:
-            result = simulate(trial, tolerance=tolerance)
-        else:
-            result = schedule_waves(trial, max_moves_per_broker=max_moves, max_inflight_bytes=max_bytes, order=order,
-                                    tolerance=tolerance).result
+        result = run(trial)
         if not result.stalled.any():
             return rate, result.makespan
         needed = result.needed_bps[result.stalled & np.isin(result.limit, [int(Limit.LEADER_THROTTLE),

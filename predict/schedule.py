@@ -104,6 +104,8 @@ def schedule_waves(
     order: Order = "plan",
     tolerance: float = DEFAULT_TOLERANCE,
     release_finished: bool = True,
+    poll_s: float = 0.0,
+    wave_start_s: float = 0.0,
 ) -> Schedule:
     """Simulate starting the moves in `order`, each as soon as the limits allow.
 
@@ -115,13 +117,15 @@ def schedule_waves(
         tolerance: event batching of the model (see `simulate`).
         release_finished: finished moves stop counting against the quotas (kreassign's pacer
             recomputes the throttled lists per wave); False models one list for the whole plan.
+        poll_s: the pacer's poll interval: a finished move's slot frees at the next poll.
+        wave_start_s: how long after that poll the next move starts copying (`WAVE_START_S`).
 
     Raises:
         InputError: a limit below 1 or an unknown order.
     """
     priority = admission_order(inp, order)
     admission = Admission(priority, max_moves_per_broker=max_moves_per_broker, max_inflight_bytes=max_inflight_bytes,
-                          release_finished=release_finished)
+                          release_finished=release_finished, poll_s=poll_s, wave_start_s=wave_start_s)
     result = simulate(inp, admission=admission, tolerance=tolerance)
     return Schedule(
         order=priority, start_s=result.start_s, finish_s=result.finish_s, makespan=result.makespan,

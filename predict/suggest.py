@@ -45,6 +45,8 @@ from kreassign.cluster.write_sample import rates_to_dict
 from kreassign.planner.diff import diff_plan
 from kreassign.predict.model import (
     INF,
+    PACER_POLL_S,
+    WAVE_START_S,
     Admission,
     Critical,
     FetchLimits,
@@ -229,8 +231,8 @@ def impact_budgets(cap_in: np.ndarray, cap_out: np.ndarray, client_in: np.ndarra
 def _admission(inp: ModelInput, max_moves: int | None) -> Admission | None:
     if max_moves is None:
         return None
-    # The order the pacer uses by default: the plan's.
-    return Admission(np.arange(len(inp)), max_moves_per_broker=max_moves)
+    # The order the pacer uses by default (the plan's), and its default poll.
+    return Admission(np.arange(len(inp)), max_moves_per_broker=max_moves, poll_s=PACER_POLL_S, wave_start_s=WAVE_START_S)
 
 
 def _capacity_unknown(brokers: Sequence[int]) -> InputError:
@@ -403,8 +405,7 @@ def _remedies(inp: ModelInput, admission: Admission | None, request: SuggestRequ
 def _concurrency(inp: ModelInput, request: SuggestRequest, deadline: float) -> Remedy:
     start = request.max_moves_per_broker or 1
     for n in (start * 2, start * 4, start * 8, start * 16):
-        adm = Admission(np.arange(len(inp)), max_moves_per_broker=n)
-        eta = simulate(inp, admission=adm, tolerance=request.tolerance).makespan
+        eta = simulate(inp, admission=_admission(inp, n), tolerance=request.tolerance).makespan
         if eta <= deadline:
             return Remedy("concurrency", f"--max-moves-per-broker {n} would finish in {format_duration(eta)} at "
                                          "the network limit", float(n))

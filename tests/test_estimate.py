@@ -24,7 +24,7 @@ from kreassign.cluster.model import (
 )
 from kreassign.cluster.snapshot import write_snapshot
 from kreassign.predict.estimate import RateRequest, estimate_plan, resolve_rates
-from kreassign.predict.model import NO_FETCH_LIMITS, Limit
+from kreassign.predict.model import NO_FETCH_LIMITS, WAVE_START_S, Limit
 
 MB = 1_000_000
 
@@ -93,7 +93,8 @@ def test_json_schema_is_stable_and_strict(stuck_state: ClusterState) -> None:
     assert doc["schema"] == "kreassign.estimate/2" and doc["eta_s"] is None
     assert doc["write_rates"] == {"known": True, "source": "given", "window_s": None, "method": None,
                                   "measured_at": None, "note": None}
-    assert doc["schedule"] == {"max_moves_per_broker": 1, "max_inflight_bytes": None, "order": "plan"}
+    assert doc["schedule"] == {"max_moves_per_broker": 1, "max_inflight_bytes": None, "order": "plan",
+                               "poll_s": 10.0, "wave_start_s": WAVE_START_S}
     assert list(doc["stalled"][0]) == ["topic", "partition", "source", "dest", "bytes", "write_bps", "limit",
                                        "broker", "needed_bps", "suggested_rate"]
     assert list(doc["brokers"][0]) == ["broker", "leader_rate", "follower_rate", "bytes_out", "bytes_in", "busy_until_s"]
@@ -144,7 +145,15 @@ def test_schedules_never_start_more_than_allowed(state: ClusterState) -> None:
     result = estimate_plan(state, PLAN, rates=RateRequest(throttle=100 * MB), max_moves_per_broker=1,
                            fetch=NO_FETCH_LIMITS, tolerance=0)
     starts = np.sort(result.model.start_s)
-    assert starts.tolist() == pytest.approx([0.0, 0.0, 1.0])  # orders-1 waits for orders-0 on broker 1
+    # orders-1 waits for orders-0 on broker 1 (done at 1 s), for the pacer's poll at 10 s (its
+    # default --interval), and starts copying WAVE_START_S after it
+    assert starts.tolist() == pytest.approx([0.0, 0.0, 10.0 + WAVE_START_S])
+    polled = estimate_plan(state, PLAN, rates=RateRequest(throttle=100 * MB), max_moves_per_broker=1,
+                           fetch=NO_FETCH_LIMITS, tolerance=0, poll_s=0.5)
+    assert np.sort(polled.model.start_s).tolist() == pytest.approx([0.0, 0.0, 1.0 + WAVE_START_S])
+    assert polled.to_dict()["schedule"]["poll_s"] == 0.5
+    unpaced = estimate_plan(state, PLAN, rates=RateRequest(throttle=100 * MB), fetch=NO_FETCH_LIMITS).to_dict()
+    assert unpaced["schedule"]["poll_s"] is None and unpaced["schedule"]["wave_start_s"] is None
 
 
 def test_stalled_move_names_the_throttle_that_lets_it_finish(state: ClusterState) -> None:

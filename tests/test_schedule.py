@@ -29,6 +29,39 @@ def test_moves_per_broker(limit: int | None, starts: list[float], finishes: list
     assert s.makespan == pytest.approx(30) and s.ratio_to_lower_bound == pytest.approx(1.0)
 
 
+def test_a_slot_frees_at_the_pacers_next_poll_and_the_next_move_starts_after_its_start_up() -> None:
+    # 10 s moves, one at a time: the first finishes at 10 s, a poll (every 4 s) sees it at 12 s,
+    # the next copies from 12.5 s to 22.5 s, seen at 24 s, the last copies 24.5-34.5 s
+    s = schedule_waves(three_from_one(), max_moves_per_broker=1, tolerance=0, poll_s=4.0, wave_start_s=0.5)
+    assert s.start_s.tolist() == pytest.approx([0, 12.5, 24.5])
+    assert s.finish_s.tolist() == pytest.approx([10, 22.5, 34.5])
+    assert s.makespan == pytest.approx(34.5) and s.ratio_to_lower_bound == pytest.approx(34.5 / 30)
+    # a finish on a poll (10 s) is seen by that poll, the next (21 s) by the poll at 30 s; with
+    # no poll, only the start-up is added
+    on_grid = schedule_waves(three_from_one(), max_moves_per_broker=1, tolerance=0, poll_s=10.0, wave_start_s=1.0)
+    assert on_grid.start_s.tolist() == pytest.approx([0, 11, 31])
+    assert schedule_waves(three_from_one(), max_moves_per_broker=1, tolerance=0,
+                          wave_start_s=1.0).finish_s.tolist() == pytest.approx([10, 21, 32])
+
+
+def test_a_late_slot_leaves_the_copy_share_of_the_finished_move_to_the_others() -> None:
+    # two moves at once out of broker 1 (5 MB/s each); when the first (50 MB) is done at 10 s
+    # the second (150 MB, 100 MB left) has the whole 10 MB/s at once, though the third waits for
+    # the poll at 15 s: 50 MB left then; the two share 5 MB/s each until the third's 10 MB are
+    # in at 17 s, and the second's last 40 MB take 4 s alone
+    inp = ModelInput.build(broker_ids=[1, 2, 3], source=[1, 1, 1], dest=[2, 3, 2], bytes=[50 * MB, 150 * MB, 10 * MB],
+                           leader_rate=10 * MB, fetch=NO_FETCH_LIMITS)
+    s = schedule_waves(inp, max_moves_per_broker=2, tolerance=0, poll_s=15.0)
+    assert s.start_s.tolist() == pytest.approx([0, 0, 15])
+    assert s.finish_s.tolist() == pytest.approx([10, 21, 17]) and s.makespan == pytest.approx(21)
+
+
+@pytest.mark.parametrize("poll, start", [(-1.0, 0.0), (0.0, -0.5), (float("inf"), 0.0)])
+def test_a_poll_or_start_up_that_is_negative_or_infinite_is_refused(poll: float, start: float) -> None:
+    with pytest.raises(InputError, match="poll interval"):
+        schedule_waves(three_from_one(), max_moves_per_broker=1, poll_s=poll, wave_start_s=start)
+
+
 def test_bytes_in_flight_hold_later_moves_back() -> None:
     s = schedule_waves(three_from_one(), max_inflight_bytes=150 * MB, tolerance=0)
     assert s.start_s.tolist() == [0, 10, 20]

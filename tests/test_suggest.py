@@ -12,7 +12,7 @@ from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo, PartitionTarget
 from kreassign.cluster.units import format_rate
 from kreassign.planner.diff import diff_plan
-from kreassign.predict.model import FetchLimits, from_moves
+from kreassign.predict.model import WAVE_START_S, FetchLimits, from_moves
 from kreassign.cluster.client_latency import Impact
 from kreassign.predict.suggest import (
     MeasuredImpact,
@@ -117,17 +117,20 @@ def test_unreachable_at_any_rate() -> None:
 
 def test_concurrency_remedy() -> None:
     # A lagging partition catches up at most 1 MiB per 10 ms fetch (~105 MB/s): on 1 GB/s NICs,
-    # one move at a time is bound by that, four at once by the network.
+    # one move at a time is bound by that, four at once by the network. Each 500 MB move takes
+    # 4.77 s, and the pacer starts the next at its next poll (every 10 s), WAVE_START_S later.
     many = ClusterState.from_partitions(
         [Broker(b, network_in_bps=1000 * MB, network_out_bps=1000 * MB) for b in (1, 2, 3)],
         [PartitionInfo("t", p, (1, 2), 1, size_bytes=500 * MB) for p in range(4)])
     plan = [PartitionTarget("t", p, (1, 3)) for p in range(4)]
-    s = suggest_throttle(many, plan, SuggestRequest(max_impact=1.0, deadline_s=10, max_moves_per_broker=1))
-    assert s.eta_s == pytest.approx(4 * 500 * MB / (1024 * 1024 / 0.01), rel=1e-6)
+    s = suggest_throttle(many, plan, SuggestRequest(max_impact=1.0, deadline_s=16, max_moves_per_broker=1))
+    move = 500 * MB / (1024 * 1024 / 0.01)
+    assert s.eta_s == pytest.approx(30 + WAVE_START_S + move, rel=1e-6)  # polls at 10, 20 and 30 s
     assert s.reachable is False
     remedy = next(r for r in s.remedies if r.kind == "concurrency")
-    # Two at a time: two rounds of 500 MB at ~105 MB/s each, 9.5 s.
-    assert remedy.value == 2 and remedy.text == "--max-moves-per-broker 2 would finish in 9.5s at the network limit"
+    # Two at a time: two rounds of 500 MB at ~105 MB/s each, the second from the poll at 10 s: 15.1 s.
+    assert 10 + WAVE_START_S + move == pytest.approx(15.1, abs=0.05)
+    assert remedy.value == 2 and remedy.text == "--max-moves-per-broker 2 would finish in 15s at the network limit"
 
 
 def test_unknown_capacity_is_an_input_error() -> None:

@@ -47,6 +47,8 @@ from kreassign.predict.model.kafka import (
     LEADER_CREDIT_S,
     LEADER_GRANULARITY,
     NO_FETCH_LIMITS,
+    PACER_POLL_S,
+    WAVE_START_S,
     FetchLimits,
     Limit,
     MiB,
@@ -57,6 +59,7 @@ from kreassign.predict.model.results import Critical, ModelResult
 
 __all__ = [
     "DEFAULT_TOLERANCE", "FOLLOWER_GRANULARITY", "INF", "LEADER_CREDIT_S", "LEADER_GRANULARITY", "NO_FETCH_LIMITS",
+    "PACER_POLL_S", "WAVE_START_S",
     "Admission", "Critical", "FetchLimits", "Limit", "LowerBound", "MiB", "ModelInput", "ModelResult", "PerBroker",
     "Session", "client_traffic", "fetch_sessions", "fetcher_ids", "from_moves", "lower_bound", "move_sessions",
     "session_kinds", "simulate", "warm_leaders",

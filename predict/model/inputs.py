@@ -3,6 +3,8 @@ fetches get of each broker's throttles and the capacity left for catch-up, and t
 moves in flight of a schedule (`Admission`)."""
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -305,10 +307,18 @@ class Admission:
     """A finished move stops counting against the quotas, as with kreassign's pacer, which
     recomputes the throttled-replica lists at every wave. False keeps it counted until the end,
     as when one list covers the whole plan (Kafka's tool)."""
+    poll_s: float = 0.0
+    """How often the pacer looks for finished moves (`execute --interval`), from time 0: a
+    finished move's slot frees at the first poll at or after its finish. 0: at once."""
+    wave_start_s: float = 0.0
+    """How long after that poll the next move starts copying: the submission, the controller's
+    new replica and its fetcher (`WAVE_START_S`). 0: at once."""
 
     def __post_init__(self) -> None:
         if self.max_moves_per_broker is not None and self.max_moves_per_broker < 1:
             raise InputError("the number of moves per broker must be at least 1")
         if self.max_inflight_bytes is not None and self.max_inflight_bytes <= 0:
             raise InputError("the bytes in flight must be positive")
+        if not (self.poll_s >= 0 and self.wave_start_s >= 0 and math.isfinite(self.poll_s + self.wave_start_s)):
+            raise InputError("the pacer's poll interval and wave start must be finite and not negative")
         object.__setattr__(self, "priority", np.asarray(self.priority, dtype=np.int64))

@@ -249,6 +249,15 @@ throttle starts with the move: `SimpleRate` divides by at least one window
 Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, `idle/leader/10MB/s`): 9.8 MB in the
 first 0.8 s, about 1 s of the rate. A throttle already running (a reassignment under way) has
 no credit left (`ModelInput.fresh`)."""
+WAVE_START_S = 0.34
+"""How long a paced run's next wave takes to start copying after the poll that frees its slot:
+the AlterPartitionReassignments round trip, the controller adding the replica, and the new
+replica's fetcher starting (`ReplicaManager.applyDelta`, `ReplicaFetcherManager.addFetcherForPartitions`).
+Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, `started`): median 0.34 s over 45
+scenarios, 0-1.7 s on a loaded 2-core machine. With the poll (`Admission.poll_s`, the pacer's
+`--interval`), it is what the decommission shape of bench/results/real_eta_4.4.0.md missed."""
+PACER_POLL_S = 10.0
+"""The pacer's default poll interval (`execute --interval`)."""
 FOLLOWER_GRANULARITY = 0.045
 """How much one fetch adds per quota span at the lowest rates when the follower throttles, as a
 share of the quota (measured on the sandbox engine: 0.956 of the quota at 100 kB/s against 0.917

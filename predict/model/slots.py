@@ -2,6 +2,8 @@
 the per-broker and byte limits on moves in flight free up; and completing them."""
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 
 import numpy as np
@@ -37,12 +39,18 @@ class Slots:
         self.inflight_out = np.zeros(b, np.int64)
         self.inflight_in = np.zeros(b, np.int64)
         self.inflight_bytes = 0.0
+        # slots of finished moves that free at a later poll of the pacer: (when, seq, moves)
+        self.releases: list[tuple[float, int, np.ndarray]] = []
+        self.release_seq = itertools.count()
+        self.delayed = admission is not None and (admission.poll_s > 0 or admission.wave_start_s > 0)
 
     def admit(self, t: float) -> bool:
         """Start every eligible move the admission limits allow; zero-byte moves finish at once.
         Returns whether any move started."""
         started = False
         progress = self.progress
+        while self.releases and self.releases[0][0] <= t:
+            self.count(heapq.heappop(self.releases)[2], -1)
         while self.pending:
             if self.admission is None:
                 starters = np.flatnonzero((progress.status == PENDING) & (self.moves.start_s <= t))
@@ -78,11 +86,26 @@ class Slots:
         moves, capacity, b = self.moves, self.capacity, len(self.inflight_out)
         self.progress.status[which] = DONE
         self.progress.rem[which] = 0.0
-        self.count(which, -1)
+        if self.delayed and self.pending:
+            self.capacity.touch(moves, which)  # their copy's share frees now, their slot later
+            self.hold(which)
+        else:
+            self.count(which, -1)
         if self.admission is not None and self.admission.release_finished:
             return
         capacity.in_sync_out += np.bincount(moves.srcp[which], weights=moves.w[which] - moves.released[which], minlength=b)
         capacity.in_sync_in += np.bincount(moves.dst[which], weights=moves.w[which], minlength=b)
+
+    def hold(self, which: np.ndarray) -> None:
+        """Keep these finished moves' slots until the pacer's next poll sees them finished, and
+        the next wave starts copying (`Admission.poll_s`, `.wave_start_s`)."""
+        adm = self.admission
+        assert adm is not None
+        finish = self.progress.finish[which]
+        seen = np.ceil(finish / adm.poll_s * (1 - 1e-12)) * adm.poll_s if adm.poll_s > 0 else finish
+        when, group = np.unique(np.maximum(seen, finish) + adm.wave_start_s, return_inverse=True)
+        for k, at in enumerate(when):
+            heapq.heappush(self.releases, (float(at), next(self.release_seq), which[group == k]))
 
     def choose(self, t: float) -> np.ndarray:
         """Moves to start now, in priority order, within the per-broker and byte limits."""
@@ -112,6 +135,8 @@ class Slots:
         status, start_s = self.progress.status, self.moves.start_s
         later = (status == PENDING) & (start_s > t) if self.pending else None
         first = float(start_s[later].min()) if later is not None and later.any() else INF
+        if self.releases and self.pending:
+            first = min(first, self.releases[0][0])
         return min(first, self.capacity.boost_end) if self.capacity.boost_on(t) else first
 
 

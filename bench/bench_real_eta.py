@@ -339,6 +339,18 @@ again and again on one cluster (2026-11-28, not in the table above: the test's s
 * **Measured from the submission**, not from the first poll that saw the plan moving: under load
   that poll came late and shortened the measure; execute's journal times the submission to
   within its round trip.
+* **A metrics scrape hands the next copy credit (2026-11-28, load 1-4).** Reading a broker's
+  replication quota sensor (the JMX exporter's `/metrics`) purges its expired samples, and
+  Kafka's `SimpleRate` restarts a purged sample's window at the moment of the read; for one
+  quota span (11 s) after, the sensor divides by the time since that read, so a copy starting
+  then gets that much of the rate at once. The test's idle move (25 MB, 1 MB/s), follower's
+  sensor never read for 12 s before: 25.65 s and 25.39 s (-2.2%, -1.1%); read every 1 s during
+  the run: 23.36 s and 23.63 s (+7.5%, +6.2%); every 7 s: 24.54 s (+2.3%). The CI run that saw
+  +10.5% (22.72 s) had read the sensors a few seconds before the move (`sensors_quiet`). The
+  model does not know a cluster's scraper, so on a scraped cluster a move's first seconds may
+  run up to about 2-3 s of its rate ahead: +10% on a 25 s move, nothing to speak of on a move of
+  hours. The test now waits one quota span after its last read (`sensors_cold`), as on a broker
+  nobody scrapes.
 """
 """what the runs showed, written after them"""
 

@@ -5,6 +5,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kreassign.cli.watch_render import WatchScreen, event_lines
 from kreassign.cluster.model import PartitionTarget, TopicPartition
 from kreassign.cluster.units import format_duration
@@ -32,11 +34,12 @@ def throttled() -> GrowingCluster:
     return fake
 
 
-def attached_first_poll(plan: dict[TopicPartition, tuple[int, ...]]) -> tuple[float | None, float | None, list[str]]:
+def attached_first_poll(plan: dict[TopicPartition, tuple[int, ...]], poll_s: float = 10.0
+                        ) -> tuple[float | None, float | None, list[str]]:
     fake = throttled()
     # at most 100 MB in flight: t-1's 50 MB start when t-0's 100 MB are done
     state = _Attached(fake, plan, plan_bytes(fake, plan, {tp: BEFORE[tp] for tp in plan}), limits=PaceLimits(None, 100_000_000, "plan"),
-                      broker_ids=[1, 2, 3, 4])
+                      broker_ids=[1, 2, 3, 4], poll_s=poll_s)
     event = state.poll(0.0, None, OWNER)
     return event.eta_s, event.eta_model_s, event_lines(event)
 
@@ -59,6 +62,18 @@ def test_the_attached_screen_shows_the_model_eta_from_the_first_poll() -> None:
     # a partition still waiting for its wave adds its copy to the plan's ETA
     _, with_wave, _ = attached_first_poll({TP: (1, 3), T1: (3, 2)})
     assert with_wave is not None and with_wave > alone + 50_000_000 / 5_000_000  # 50 MB more at most 5 MB/s
+
+
+def test_the_attached_model_starts_the_next_wave_at_the_runs_poll() -> None:
+    """The run polls every `--interval` (its journal's): t-1 starts at its first poll after
+    t-0 is done (then copies as long whatever the poll), so the ETAs with a 30 s and a 1 s poll
+    differ by where those polls fall."""
+    alone = attached_first_poll({TP: (1, 3)})[1]
+    slow = attached_first_poll({TP: (1, 3), T1: (3, 2)}, poll_s=30.0)[1]
+    fast = attached_first_poll({TP: (1, 3), T1: (3, 2)}, poll_s=1.0)[1]
+    assert alone is not None and slow is not None and fast is not None
+    assert slow - fast == pytest.approx(math.ceil(alone / 30) * 30 - math.ceil(alone), abs=1e-6)
+    assert slow - fast >= 1
 
 
 def test_the_attached_watch_counts_in_cluster_seconds(tmp_path: Path) -> None:

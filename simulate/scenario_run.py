@@ -23,6 +23,8 @@ from kreassign.simulate.client_impact import BrokerTraffic, ClientModel, assess
 from kreassign.simulate.scenarios import RANDOM_BROKER, Scenario
 from kreassign.predict.estimate import tolerance_for
 from kreassign.predict.model import (
+    PACER_POLL_S,
+    WAVE_START_S,
     Admission,
     FetchLimits,
     LowerBound,
@@ -132,7 +134,9 @@ def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.nda
 def _admission(scenario: Scenario, priority: np.ndarray) -> Admission | None:
     if scenario.moves_per_broker is None:
         return None
-    return Admission(priority=priority, max_moves_per_broker=scenario.moves_per_broker)
+    # as kreassign's pacer runs it: the next moves start at its poll after a slot frees
+    return Admission(priority=priority, max_moves_per_broker=scenario.moves_per_broker, poll_s=PACER_POLL_S,
+                     wave_start_s=WAVE_START_S)
 
 
 def _simulate(inp: ModelInput, admission: Admission | None) -> ModelResult:

@@ -28,8 +28,8 @@ demo: $(STAMP) $(if $(filter kafka,$(ENGINE)),kafka)
 kafka: $(STAMP)
 	$(BIN)/kreassign sandbox fetch-kafka $(foreach v,$(KAFKA_VERSIONS),--kafka-version $(v))
 
-# Two workers: the tests that run JVMs (real Kafka, Spark) in order on one, the rest on both
-# (tests/conftest.py says why); then, alone on the machine, the tests that measure latency, copy
+# Two workers: the real-Kafka tests in order on one, the Spark tests in order on the other, the
+# rest on both (tests/conftest.py says why); then, alone on the machine, the tests that measure latency, copy
 # rates or completion times (marked `timing`: a busy second worker is load they would measure).
 # Both parts always run; the target fails if either did.
 PYTEST := $(if $(KAFKA_VERSIONS),KREASSIGN_KAFKA_VERSIONS="$(KAFKA_VERSIONS)") PYSPARK_PYTHON=$(CURDIR)/$(BIN)/python \

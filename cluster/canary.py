@@ -21,6 +21,7 @@ from kreassign.cluster.errors import ClusterError, InputError
 from kreassign.cluster.port import ClusterPort
 from kreassign.cluster.time_scale import read_time_scale
 from kreassign.cluster.producers import close_producer
+from kreassign.cluster.new_topic import wait_until_led
 
 CANARY_TOPIC = "__kreassign_canary"
 _CONNECT_S = 4.0  # bootstrap and metadata waits of the canary clients: the admin client reached the cluster already
@@ -196,10 +197,13 @@ def open_canary(port: ClusterPort, config: ClientConfig, *, topic: str | None, s
     notes: list[str] = []
     brokers = [b.id for b in port.describe_brokers().brokers]
     if created:
-        error = port.create_topic(name, canary_assignment(brokers))
+        assignment = canary_assignment(brokers)
+        error = port.create_topic(name, assignment)
         if error is not None and error.name != "TOPIC_ALREADY_EXISTS":
             raise ClusterError(f"Could not create the canary topic {name}: {error.message}")
-    infos = port.describe_topics([name])
+        infos = wait_until_led(port, name, len(assignment))
+    else:
+        infos = port.describe_topics([name])
     if not infos:
         raise InputError(f"the canary topic {name} has no partitions")
     leaders = {p.partition: p.leader for p in infos if p.leader is not None}

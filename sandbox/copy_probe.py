@@ -175,20 +175,13 @@ class KafkaProbe:
         self._runs = 0
 
     def create(self, topic: str, assignment: dict[int, list[int]]) -> None:
-        from kreassign.cluster.errors import ClusterError, UnknownTopicError
+        from kreassign.cluster.errors import ClusterError
+        from kreassign.cluster.new_topic import wait_until_led
 
         error = self.port.create_topic(topic, assignment)
         if error is not None:
             raise ClusterError(f"could not create topic {topic}: {error}")
-
-        def led() -> bool:
-            try:
-                parts = self.port.describe_topics([topic])
-            except UnknownTopicError:  # the brokers learn of a new topic a moment after the controller
-                return False
-            return len(parts) == len(assignment) and all(p.leader is not None and p.leader > 0 for p in parts)
-
-        self._wait(led, f"topic {topic} to have leaders")
+        wait_until_led(self.port, topic, len(assignment), timeout_s=60.0)
 
     def prepare(self, topic: str, leader: int, size: int) -> None:
         """Topic `topic` with one replica on `leader`, holding `size` bytes."""

@@ -4,6 +4,10 @@ import pytest
 
 from cli_helpers import KREASSIGN, Kreassign
 
+pytest.register_assert_rewrite("conftest_kafka", "conftest_spark")
+from conftest_kafka import mark_kafka_tests  # noqa: E402
+from conftest_spark import mark_spark_tests  # noqa: E402
+
 pytest_plugins = ["conftest_sandbox", "conftest_spark", "conftest_kafka"]
 
 # The execution lock waits `settle_s` after writing its marker (execute/lock.py) to let a racing
@@ -24,13 +28,19 @@ def kreassign() -> Kreassign:
     return KREASSIGN
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`make test` runs two pytest-xdist workers (`--dist loadgroup`): every test that starts or
-    uses a JVM (real Kafka, Spark) on one of them, in order, on that worker's session clusters
-    and Spark session (the real-Kafka tests share brokers, quota sensors and the lock marker; a
-    second set of JVMs on 2 cores thrashed: a Spark cluster took 205 s to start instead of 54 s),
-    and the rest (pure logic and the emulator) spread over both."""
+    """Mark the tests that run a JVM (`kafka`: a real cluster; `spark`: a Spark session or
+    cluster), then group them for `make test`'s two pytest-xdist workers (`--dist loadgroup`):
+    the real-Kafka tests run in order on one worker's session clusters (they share brokers,
+    quota sensors and the lock marker), the Spark tests in order on one worker's Spark session,
+    and the rest (pure logic and the emulator) fill in. First of the collection hooks: `-m`
+    deselection and xdist's group ids read these marks after it (as a last hook, the groups were
+    never seen, and both workers started their own clusters and Spark sessions)."""
+    mark_spark_tests(items)
+    mark_kafka_tests(items)
     for item in items:
-        if item.get_closest_marker("kafka") is not None or item.get_closest_marker("spark") is not None:
-            item.add_marker(pytest.mark.xdist_group("jvm"))
+        if item.get_closest_marker("kafka") is not None:
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+        elif item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -119,7 +119,9 @@ def reset_after(cluster: Any) -> Iterator[KafkaLive]:
         backend.reset()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def mark_kafka_tests(items: list[pytest.Item]) -> None:
+    """Tests on a real Kafka cluster are `kafka` tests, whether or not they say so (called by
+    tests/conftest.py's collection hook, before the marks are read)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("live") == "kafka" or "kafka_cluster" in getattr(

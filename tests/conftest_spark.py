@@ -48,8 +48,9 @@ def silent_port() -> Iterator[int]:
         conn.close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that use the `spark` fixture are Spark tests, whether or not they say so."""
+def mark_spark_tests(items: list[pytest.Item]) -> None:
+    """Tests that use the `spark` fixture are Spark tests, whether or not they say so (called by
+    tests/conftest.py's collection hook, before the marks are read)."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)

@@ -138,18 +138,21 @@ def describe_skipped(skipped: Mapping[int, ApiError], what: str) -> list[str]:
 
 
 FIRST_COPIES = "first copies may run faster than the throttle"
+AFTER_CLEAR = "old rate may still be read back, and enforced, for a moment longer"
+CLEARED = "the clear"
 
 
-def describe_unconfirmed(brokers: Sequence[int], what: str = FIRST_COPIES) -> list[str]:
-    """The one line for brokers that accepted a throttle but had not applied it by the end of
-    the wait (`execute.throttle_io.confirm_broker_configs`); `what` follows "its"/"their"."""
+def describe_unconfirmed(brokers: Sequence[int], what: str = FIRST_COPIES, change: str = "the new throttle"
+                         ) -> list[str]:
+    """The one line for brokers that accepted a throttle `change` but had not applied it by the
+    end of the wait (`execute.throttle_io.confirm_broker_configs`); `what` follows "its"/"their"."""
     from kreassign.execute.throttle_io import CONFIRM_WAIT_S
 
     if not brokers:
         return []
     ids = ",".join(map(str, sorted(brokers)))
     who, own = (f"broker {ids}", "its") if len(brokers) == 1 else (f"brokers {ids}", "their")
-    return [f"Warning: {who} had not applied the new throttle after {CONFIRM_WAIT_S:g}s; {own} {what}."]
+    return [f"Warning: {who} had not applied {change} after {CONFIRM_WAIT_S:g}s; {own} {what}."]
 
 
 def describe_restored(clear: ClearResult) -> list[str]:
@@ -168,7 +171,8 @@ def clear_warnings(clear: ClearResult | None) -> list[str]:
     if clear is None:
         return []
     return describe_restored(clear) + describe_skipped(
-        clear.skipped, "its throttles are still set. Run --verify again (or `kreassign resume`) once it is back.")
+        clear.skipped, "its throttles are still set. Run --verify again (or `kreassign resume`) once it is back.") + \
+        describe_unconfirmed(clear.unconfirmed, AFTER_CLEAR, CLEARED)
 
 
 # ---- plumbing ---------------------------------------------------------------------------------

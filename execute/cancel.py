@@ -14,6 +14,7 @@ from typing import Any
 
 from kreassign.cluster.authorization import ALTER, ALTER_CONFIGS, require_cluster_operations
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition, TopicPartitionReplica
+from kreassign.cluster.config_readback import Confirm
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.execute.journal import Journal, JournalStore, journaled
 from kreassign.execute.clear import ClearResult, clear_throttles
@@ -133,7 +134,8 @@ def cancel(
             brokers, topics = clear_scope([b.id for b in info.brokers], request.targets, journal)
         else:  # kreassign's cancel: only what the run set, restored; an operator's throttle stays
             brokers, topics = own_scope(journal)
-        clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
+        clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run,
+                                confirm=Confirm(clock, sleep))
         if journal is not None and clear.complete and not request.dry_run:
             journal.set_state("aborted")
     return CancelResult(tuple(to_cancel), {}, back, moves, clear, path, request.dry_run)

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kreassign.cluster.config_readback import Confirm
 from kreassign.cluster.port import ApiError, ClusterPort
 from kreassign.execute.journal import Journal, journaled
-from kreassign.execute.throttle_io import apply_configs, restore_ops, restored_values
+from kreassign.execute.throttle_io import apply_configs, confirmed_step, restore_ops, restored_values
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class ClearResult:
     dry_run: bool = False
     retried: tuple[int, ...] = ()
     """brokers that did not answer at first and were restored by a later attempt of the same run"""
+    unconfirmed: tuple[int, ...] = ()
+    """brokers that took the change but had not applied it by the end of the wait (`Confirm`):
+    for a moment they may still read back, and enforce, the run's rate"""
 
     @property
     def complete(self) -> bool:
@@ -43,7 +47,7 @@ class ClearResult:
                          "topics": {t: dict(v) for t, v in self.restored_topics.items()}},
             "skipped_brokers": {str(b): e.message for b, e in self.skipped.items()},
             "pending_brokers": sorted(self.skipped), "retried_brokers": list(self.retried),
-            "complete": self.complete, "dry_run": self.dry_run,
+            "unconfirmed_brokers": list(self.unconfirmed), "complete": self.complete, "dry_run": self.dry_run,
         }
 
     @property
@@ -53,11 +57,15 @@ class ClearResult:
 
 
 def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[str], *,
-                    journal: Journal | None = None, dry_run: bool = False) -> ClearResult:
+                    journal: Journal | None = None, dry_run: bool = False,
+                    confirm: Confirm | None = None) -> ClearResult:
     """Clear (restore) throttles on these brokers and topics: brokers first, then topics, as Kafka.
 
     With a journal, recorded previous values are restored and the journal is closed ("finished")
     once every broker answered; brokers that did not answer stay "pending" in it for `resume`.
+    With `confirm`, it then waits until every broker that answered reads its change back (as a
+    run waits before its moves start), so a `throttle show` right after sees what it left;
+    brokers still behind at the end of the wait are in `unconfirmed`.
 
     Raises:
         ClusterError: the cluster refused a change (already-applied changes stay applied and the
@@ -77,13 +85,15 @@ def clear_throttles(port: ClusterPort, brokers: Iterable[int], topics: Iterable[
     with journaled(journal, "clear-throttles", brokers=list(broker_ids), topics=list(topic_names)):
         skipped = dict(apply_configs(port, brokers=broker_ops).skipped)
         apply_configs(port, topics=topic_ops)
+    unconfirmed = confirmed_step(journal, "confirm-broker-clear", port,
+                                 {b: ops for b, ops in broker_ops.items() if b not in skipped}, confirm)
     if journal is not None:
         journal.pending_brokers = {b: dict(broker_ops[b]) for b in skipped}
         journal.record("clear-throttles", "done", skipped=sorted(skipped))
         journal.set_state("clearing" if skipped else "finished")
     # a broker that did not answer was not restored: never report it as such
     restored_b = {b: v for b, v in restored_b.items() if b not in skipped}
-    return ClearResult(broker_ids, topic_names, restored_b, restored_t, skipped)
+    return ClearResult(broker_ids, topic_names, restored_b, restored_t, skipped, unconfirmed=unconfirmed)
 
 
 CLEAR_RETRY_S = 120.0
@@ -99,7 +109,9 @@ def clear_retrying(port: ClusterPort, brokers: Iterable[int], topics: Iterable[s
     to `retry_s` (a broker restarting comes back within that): each is restored exactly once it
     answers, and one still silent at the end stays pending in the journal (`resume` finishes it).
     `on_wait` hears which brokers it waits for and how long it still tries, at least every 30 s."""
-    first = clear_throttles(port, brokers, topics, journal=journal)
+    confirm = Confirm(clock, sleep)
+    first = clear_throttles(port, brokers, topics, journal=journal, confirm=confirm)
+    unconfirmed = list(first.unconfirmed)
     skipped = dict(first.skipped)
     restored = dict(first.restored_brokers)
     deadline = clock() + retry_s
@@ -107,9 +119,10 @@ def clear_retrying(port: ClusterPort, brokers: Iterable[int], topics: Iterable[s
     while skipped and clock() < deadline:
         on_wait(tuple(sorted(skipped)), max(deadline - clock(), 0.0))
         sleep(min(interval_s, 30.0, max(deadline - clock(), 0.0)))
-        again = clear_throttles(port, sorted(skipped), (), journal=journal)
+        again = clear_throttles(port, sorted(skipped), (), journal=journal, confirm=confirm)
+        unconfirmed += again.unconfirmed
         retried += [b for b in sorted(skipped) if b not in again.skipped]
         restored.update(again.restored_brokers)
         skipped = dict(again.skipped)
     return ClearResult(first.brokers, first.topics, dict(sorted(restored.items())), first.restored_topics,
-                       skipped, retried=tuple(retried))
+                       skipped, retried=tuple(retried), unconfirmed=tuple(sorted(set(unconfirmed))))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kreassign.cluster.authorization import ALTER_CONFIGS, require_cluster_operations
+from kreassign.cluster.config_readback import Confirm
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
 from kreassign.cluster.port import ApiError, ClusterPort, ConfigEntry
@@ -402,7 +403,8 @@ def clear_all_throttles(port: ClusterPort, *, store: JournalStore | None, broker
                                 in_flight=in_flight).topics if wanted != [] else ()
     rest_t = {t.topic for t in listed} - covered_t
     if rest_b or rest_t:
-        clears.append(clear_throttles(port, rest_b, rest_t, dry_run=dry_run))
+        clears.append(clear_throttles(port, rest_b, rest_t, dry_run=dry_run,
+                                      confirm=Confirm(retry.clock, retry.sleep) if retry is not None else None))
     return ThrottleClearResult(tuple(clears), tuple(j.path for j in journals), len(in_flight), dry_run)
 
 

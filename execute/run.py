@@ -266,7 +266,7 @@ def verify_run(port: ClusterPort, request: VerifyRequest, *, store: JournalStore
     owner = None if request.preserve_throttles or request.dry_run else live_owner(port, control)
     if owner is not None:
         request = replace(request, preserve_throttles=True)
-    return verify(port, request, store=store, sleep=control.sleep), owner
+    return verify(port, request, store=store, sleep=control.sleep, clock=control.clock), owner
 
 
 def refuse_while_running(port: ClusterPort, action: str, control: RunControl = RunControl()) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from kreassign.cluster.errors import UnknownTopicError
 from kreassign.cluster.model import PartitionTarget, Reassignment, TopicPartition
+from kreassign.cluster.config_readback import Confirm
 from kreassign.cluster.port import ClusterPort
 from kreassign.throttle.configs import clear_targets
 from kreassign.execute.journal import Journal, JournalStore
@@ -160,7 +161,7 @@ def own_scope(journal: Journal) -> tuple[tuple[int, ...], tuple[str, ...]]:
 
 
 def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | None = None,
-           sleep: Callable[[float], None] = time.sleep) -> VerifyResult:
+           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> VerifyResult:
     """Report the plan's progress; clear (restore) throttles once nothing moves in the cluster.
     A partition whose move just finished is read until the brokers' metadata has caught up
     (`settled_replicas`, which waits with `sleep`).
@@ -185,7 +186,8 @@ def verify(port: ClusterPort, request: VerifyRequest, *, store: JournalStore | N
         return result  # no run of kreassign throttled this plan: nothing of ours to clear
     else:
         brokers, topics = own_scope(journal)
-    clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run)
+    clear = clear_throttles(port, brokers, topics, journal=journal, dry_run=request.dry_run,
+                            confirm=Confirm(clock, sleep))
     return VerifyResult(statuses, moves, 0, clear, journal.path if journal else None, unreachable)
 
 

@@ -196,3 +196,34 @@ def test_throttle_set_names_a_broker_that_never_applied(fake: FakeCluster, kreas
     (journal,) = JournalStore(tmp_path).journals(fake.cluster_id, open_only=True)
     (confirm,) = [s for s in journal.steps if s.step == "throttle set: confirm"]
     assert confirm.detail["unconfirmed"] == [2]
+
+
+def test_a_clear_waits_until_the_brokers_read_the_old_rates_no_more(fake: FakeCluster) -> None:
+    """`verify`, `cancel`, `throttle clear` and a run's end: a `throttle show` right after must
+    not read the run's rate back from a broker that has not applied the clear yet."""
+    from kreassign.execute.clear import clear_throttles
+
+    for b in (1, 2):
+        fake.broker_configs[b].update({LEADER_RATE: "1000", FOLLOWER_RATE: "1000"})
+    fake.config_lag = {2: 3}
+    clock = ManualClock()
+    cleared = clear_throttles(fake, [1, 2], [], confirm=confirming(clock))
+    assert cleared.unconfirmed == () and clock.sleeps == [CONFIRM_POLL_S] * 3
+    fake.broker_configs[2].update({LEADER_RATE: "1000"})
+    fake.config_lag = {2: NEVER}
+    late = clear_throttles(fake, [2], [], confirm=confirming(clock))
+    assert late.unconfirmed == (2,) and late.as_dict()["unconfirmed_brokers"] == [2]
+
+
+def test_a_broker_still_showing_the_run_rate_after_the_wait_is_one_warning_line(fake: FakeCluster) -> None:
+    from kreassign.cli.kafka_live import clear_warnings
+    from kreassign.execute.clear import clear_throttles
+
+    fake.broker_configs[3].update({LEADER_RATE: "1000"})
+    fake.config_lag = {3: NEVER}
+    clock = ManualClock()
+    cleared = clear_throttles(fake, [3], [], confirm=confirming(clock))
+    assert sum(clock.sleeps) == CONFIRM_WAIT_S
+    assert clear_warnings(cleared) == [
+        "Warning: broker 3 had not applied the clear after 10s; its old rate may still be read back, and enforced, "
+        "for a moment longer."]

@@ -67,7 +67,6 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     from kreassign.cli.runtime import load_state, read_text
     from kreassign.cluster.kafka_json import parse_reassignment, validate_execute_entries
     from kreassign.predict.estimate import RateRequest, estimate_plan
-    from kreassign.predict.model import PACER_POLL_S
 
     parsed = parse_reassignment(read_text(plan_file))
     validate_execute_entries(parsed)
@@ -75,7 +74,7 @@ def estimate(plan_file: str, bootstrap_server: str | None, snapshot: str | None,
     request = RateRequest(leader_rate=rates.leader, follower_rate=rates.follower, broker_rates=dict(broker_rates))
     result = estimate_plan(state, parsed.entries, rates=request, max_moves_per_broker=max_moves_per_broker,
                            max_inflight_bytes=max_inflight_bytes, order=order,
-                           poll_s=PACER_POLL_S if interval is None else interval)
+                           **({} if interval is None else {"poll_s": interval}))
     if output == "json":
         emit_json(result.to_dict())
     else:

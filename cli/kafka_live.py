@@ -138,8 +138,6 @@ def describe_skipped(skipped: Mapping[int, ApiError], what: str) -> list[str]:
 
 
 FIRST_COPIES = "first copies may run faster than the throttle"
-AFTER_CLEAR = "old rate may still be read back, and enforced, for a moment longer"
-CLEARED = "the clear"
 
 
 def describe_unconfirmed(brokers: Sequence[int], what: str = FIRST_COPIES, change: str = "the new throttle"
@@ -153,6 +151,12 @@ def describe_unconfirmed(brokers: Sequence[int], what: str = FIRST_COPIES, chang
     ids = ",".join(map(str, sorted(brokers)))
     who, own = (f"broker {ids}", "its") if len(brokers) == 1 else (f"brokers {ids}", "their")
     return [f"Warning: {who} had not applied {change} after {CONFIRM_WAIT_S:g}s; {own} {what}."]
+
+
+def describe_unconfirmed_clear(brokers: Sequence[int]) -> list[str]:
+    """`describe_unconfirmed` for a clear: brokers that may still show, and enforce, the run's rate."""
+    return describe_unconfirmed(brokers, "old rate may still be read back, and enforced, for a moment longer",
+                                "the clear")
 
 
 def describe_restored(clear: ClearResult) -> list[str]:
@@ -172,7 +176,7 @@ def clear_warnings(clear: ClearResult | None) -> list[str]:
         return []
     return describe_restored(clear) + describe_skipped(
         clear.skipped, "its throttles are still set. Run --verify again (or `kreassign resume`) once it is back.") + \
-        describe_unconfirmed(clear.unconfirmed, AFTER_CLEAR, CLEARED)
+        describe_unconfirmed_clear(clear.unconfirmed)
 
 
 # ---- plumbing ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from kreassign.cli.kafka_live import AFTER_CLEAR, CLEARED, describe_unconfirmed
+from kreassign.cli.kafka_live import describe_unconfirmed, describe_unconfirmed_clear
 from kreassign.cluster.units import Units, format_bytes, format_duration, format_rate
 from kreassign.cluster.write_sample import rates_line
 from kreassign.cluster.client_latency import Impact
@@ -349,7 +349,7 @@ def clear_lines(result: ThrottleClearResult) -> list[str]:
         for b, e in sorted(clear.skipped.items()):
             lines.append(f"  Warning: broker {b} did not answer ({e.message}); its throttles are still set and "
                          "pending in the journal: run `kreassign resume` once it is back")
-        lines += ["  " + line for line in describe_unconfirmed(clear.unconfirmed, AFTER_CLEAR, CLEARED)]
+        lines += ["  " + line for line in describe_unconfirmed_clear(clear.unconfirmed)]
     if not lines:
         lines.append("No throttles to clear.")
     return lines

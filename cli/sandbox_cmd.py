@@ -442,6 +442,7 @@ def load(bootstrap_server: str | None, request_timeout: float | None, topics: tu
         for sample in generator.run(duration, interval, stop):
             emit_json_line(asdict(sample))
         return
-    click.echo(HEADER)
-    for sample in generator.run(duration, interval, stop):
+    for n, sample in enumerate(generator.run(duration, interval, stop)):
+        if n == 0:  # after the clients found every topic
+            click.echo(HEADER)
         click.echo(sample.line())

@@ -146,17 +146,20 @@ class LoadGenerator:
         try:
             producer = KafkaProducer(bootstrap_servers=self.bootstrap, client_id=self.client_id, acks="all",
                                      linger_ms=5, request_timeout_ms=self.request_timeout_ms,
-                                     max_block_ms=10_000)
-            consumer = KafkaConsumer(*[load.topic for load in self.loads], bootstrap_servers=self.bootstrap,
-                                     client_id=f"{self.client_id}-consumer", group_id=self.group,
-                                     auto_offset_reset="latest", enable_auto_commit=True,
-                                     # a topic created a moment ago may be missing from the first
-                                     # metadata: the group then assigns it to no one until the next
-                                     # refresh (5 minutes by default; seen on Kafka 3.9.2)
+                                     max_block_ms=min(10_000, self.request_timeout_ms))
+            consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-consumer",
+                                     group_id=self.group, auto_offset_reset="latest", enable_auto_commit=True,
                                      metadata_max_age_ms=5_000,
                                      request_timeout_ms=max(self.request_timeout_ms, 30_001))
         except KafkaError as exc:
             raise InputError(f"cannot connect the load clients to {self.bootstrap}: {exc}") from exc
+        try:
+            self._learn_topics(producer, consumer)
+        except BaseException:
+            close_producer(producer, 5.0)
+            consumer.close(autocommit=False)
+            raise
+        consumer.subscribe([load.topic for load in self.loads])
         payload = b"k" * self.message_bytes
         start = self.clock()
         self.stats.last_answer = start
@@ -185,6 +188,34 @@ class LoadGenerator:
         finally:
             close_producer(producer, 5.0)
             consumer.close(autocommit=False)
+
+    def _learn_topics(self, producer: Any, consumer: Any) -> None:
+        """Both clients know every topic's partitions before the consumer joins its group.
+
+        A consumer that joins before its metadata holds the topic is assigned nothing, and
+        rejoins when the metadata arrives; kafka-python 3.0.12 can then drop that second
+        assignment: when a poll's timeout ends while SyncGroup is in flight, the leader's own
+        assignment clears its need to rejoin, and the answer is never applied. The consumer
+        stays in the group with no partitions for the whole run (seen on Kafka 3.9.2).
+
+        Raises:
+            InputError: a topic the cluster does not have.
+        """
+        from kafka.errors import KafkaError
+
+        for load in self.loads:
+            try:
+                producer.partitions_for(load.topic)  # waits up to max_block_ms for the metadata
+            except KafkaError as exc:
+                raise InputError(f"topic '{load.topic}' not found on {self.bootstrap} ({exc}): create it "
+                                 f"first (kafka-topics.sh --create); the load does not create topics") from exc
+            deadline = self.clock() + self.request_timeout_ms / 1000
+            # the consumer asks a broker of its own, which may learn of a new topic a moment later
+            while not consumer.partitions_for_topic(load.topic):
+                if self.clock() >= deadline:
+                    raise InputError(f"topic '{load.topic}': the broker the consumer asked does not "
+                                     f"know it after {self.request_timeout_ms / 1000:.0f}s")
+                time.sleep(0.2)
 
     def _check_answering(self, now: float) -> None:
         """Raises ClusterUnreachable once writes have waited a request timeout with no answer."""

@@ -107,13 +107,15 @@ class LiveCluster(Protocol):
 
 
 def write_records(bootstrap: str, topic: str, partition: int, nbytes: int) -> None:
-    """`nbytes` of incompressible values into one partition (acks=1, CHUNK-byte records), in
-    batches of exactly BATCH_RECORDS records with one timestamp each, so that what a partition
-    holds is `stored_bytes(nbytes)` on both engines."""
+    """`nbytes` of incompressible values into one partition (CHUNK-byte records), in batches of
+    exactly BATCH_RECORDS records with one timestamp each, so that what a partition holds is
+    `stored_bytes(nbytes)` on both engines. acks=all: a move started next must find the writes
+    committed. Kafka adds a new replica to the ISR once its log end reaches the leader's high
+    watermark, so with acks=1 a loaded run saw a move of 25 MB finish before a byte was copied."""
     from kafka import KafkaProducer
 
     payload = bytes(range(256)) * (CHUNK // 256)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=60_000, delivery_timeout_ms=300_000,
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=60_000, delivery_timeout_ms=300_000,
                              batch_size=1024 * 1024, max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
     try:
         stamp = int(time.time() * 1000)
@@ -254,11 +256,12 @@ def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 120.0) ->
 
 
 def write_batches(bootstrap: str, topic: str, partition: int, count: int, value_bytes: int) -> None:
-    """`count` records of `value_bytes` into one partition, each its own batch (acks=1; a batch
-    has no room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`."""
+    """`count` records of `value_bytes` into one partition, each its own batch (a batch has no
+    room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`;
+    acks=all, as `write_records`."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, batch_size=batch_bytes(value_bytes),
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, batch_size=batch_bytes(value_bytes),
                              max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
     try:
         for _ in range(count):

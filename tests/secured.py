@@ -125,6 +125,17 @@ class Secured:
             keep |= {p for p in (self.home / "config").glob("broker-*.properties")}
         return [p for p in self.home.rglob("*") if p.is_file() and p not in keep]
 
+    def scanned_texts(self) -> list[str]:
+        """The text of every scanned file. A running broker writes its checkpoints to a `.tmp`
+        file and renames it, so a file listed a moment ago may be gone: it held nothing new."""
+        texts = []
+        for path in self.scanned_files():
+            try:
+                texts.append(path.read_bytes().decode(errors="replace"))
+            except FileNotFoundError:
+                continue
+        return texts
+
 
 def emulator_secured(mode: str, mechanism: str | None, home: Path, kafka_version: str) -> Iterator[Secured]:
     from kreassign.sandbox.clock import ManualClock

@@ -102,3 +102,16 @@ def test_sandbox_load_json_prints_one_document_per_interval(sandbox_factory: Any
     assert all(set(s) == {"at", "sent", "acked", "failed", "p50_ms", "p99_ms", "max_ms", "produce_throttle_ms",
                           "fetch_throttle_ms", "consumed", "lag"} for s in samples)
     assert sum(s["acked"] for s in samples) >= 100 and all(s["failed"] == 0 for s in samples)
+
+
+@pytest.mark.e2e
+def test_sandbox_load_names_a_topic_the_cluster_lacks(sandbox_factory: Any, kreassign: Kreassign) -> None:
+    """The clients learn every topic before the consumer joins its group (see
+    `LoadGenerator._learn_topics`); one the cluster lacks ends the load before it starts."""
+    sb = sandbox_factory(brokers=1, racks=0, topics=[TopicSpec("orders", 1, 1, 0, 0.0)], clock=ScaledClock(1.0))
+    result = kreassign.run("sandbox", "load", "--bootstrap-server", sb.bootstrap, "--topic", "orders:1kB/s",
+                           "--topic", "nowhere:1kB/s", "--duration", "5s", "--request-timeout", "2s")
+    assert result.code == 1, result.out + result.err
+    assert result.err.startswith(f"Error: topic 'nowhere' not found on {sb.bootstrap} (")
+    assert "create it first" in result.err and "Traceback" not in result.out + result.err
+    assert result.out == ""

@@ -150,7 +150,7 @@ def test_kreassign_commands_over_the_listener(secured: Secured, admin: KafkaAdmi
     assert journals and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in journals)
     private = secured.private_files()
     assert private and {str(p): stat.S_IMODE(p.stat().st_mode) for p in private} == dict.fromkeys(map(str, private), 0o600)
-    state = [p.read_bytes().decode(errors="replace") for p in secured.scanned_files()]
+    state = secured.scanned_texts()
     assert_no_secret(secured, *secured.printed, caplog.text, snapshot.read_text(),
                      *(p.read_text() for p in journals), *state)
 

@@ -95,6 +95,8 @@ class _Poll:
     watched: dict[TopicPartition, Reassignment]
     partitions: dict[TopicPartition, PartitionInfo]
     report: LogDirReport
+    waiting: dict[TopicPartition, PartitionInfo] = field(default_factory=dict)
+    """the partitions of the topics the pacer has yet to submit moves of (their write rates)"""
 
 
 @dataclass
@@ -240,6 +242,7 @@ class _Loop:
         if self.pacer is not None:
             self.pacer.retry_pending()
         in_flight = self.port.list_reassignments()
+        infos: dict[TopicPartition, PartitionInfo] = {}
         if self.pacer is not None and not self.pacer.finished:
             topics = sorted({tp.topic for tp in in_flight} | {p.tp.topic for p in self.pacer.pending})
             infos = {p.tp: p for p in self.port.describe_topics(topics)} if topics else {}
@@ -255,7 +258,10 @@ class _Loop:
         brokers = sorted({b for r in watched.values() for b in r.adding}
                          | {p.leader for tp, p in partitions.items() if tp in watched and p.leader is not None})
         report = self.port.log_dir_sizes(brokers, partitions=sorted(watched)) if watched else LogDirReport()
-        return _Poll(in_flight, watched, partitions, report)
+        waiting = self.pacer.pending if self.pacer is not None else []
+        waiting_topics = {t.tp.topic for t in waiting}
+        return _Poll(in_flight, watched, partitions, report,
+                     {tp: p for tp, p in infos.items() if tp.topic in waiting_topics})
 
     def figures(self, now: float, view: ProgressView, eta: ModelEta | None) -> dict[str, Held]:
         """This poll's throughput and ETAs, each held at its last value when the poll lacks it."""
@@ -271,7 +277,8 @@ class _Loop:
             return None, None
         capacities = {b: self.request.capacity(b) for b in self.broker_ids}
         live = build_live_model(view, poll.partitions, throttles, self.broker_ids,
-                                write_rates=self.write_rates(poll.partitions), pending=pending,
+                                # moves not yet submitted take the writes of their topics too
+                                write_rates=self.write_rates({**poll.waiting, **poll.partitions}), pending=pending,
                                 limits=self.request.pace, pending_throttled=self.pacer.throttled if self.pacer else False,
                                 capacities=capacities, poll_s=self.request.interval_s)
         return live, diagnose(live)

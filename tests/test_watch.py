@@ -397,6 +397,41 @@ def test_topic_bytes_in_fill_the_rates_the_polls_do_not_have() -> None:
     assert loop.write_rates(partitions) == {TP: 1_000_000.0, TopicPartition("t", 1): 2_000_000.0}  # type: ignore[arg-type]
 
 
+def test_moves_the_pacer_has_yet_to_submit_take_their_topics_writes() -> None:
+    """Paced, one move per broker: u-0 waits for t-0 to leave broker 1. The brokers' metrics say
+    topic u takes 8 MB/s, which the model of u-0's wave counts although no poll has read u-0."""
+    from kreassign.execute.progress import sample_moves
+    from kreassign.execute.watch import _Loop
+    from kreassign.execute.pacing import PaceLimits, Pacer
+    from kreassign.execute.live_throttle import read_throttle_view
+
+    def model_eta(metrics: dict[str, float]) -> tuple[float, set[TopicPartition]]:
+        fake = GrowingCluster()
+        fake.add_topic("u", [[1, 2]])
+        fake.size[TopicPartition("u", 0)], fake.write[TopicPartition("u", 0)] = 100 * MB, 8 * MB
+        targets = [PartitionTarget("t", 0, (1, 3)), PartitionTarget("u", 0, (1, 4))]
+        request = WatchRequest(targets=targets, pace=PaceLimits(max_moves_per_broker=1), leader_rate=5 * MB,
+                               follower_rate=5 * MB)
+        loop = _Loop(fake, request, None, lambda e: None, [1, 2, 3, 4])
+        loop.pacer = Pacer(fake, targets, request.pace, leader_rate=5 * MB, follower_rate=5 * MB, store=None)
+        loop.pacer.start()
+        loop.topic_bytes_in = metrics
+        poll = loop.poll(0.0)
+        assert set(poll.watched) == {TP} and [t.tp for t in loop.pacer.pending] == [TopicPartition("u", 0)]
+        view = loop.tracker.update(sample_moves(0.0, poll.watched, poll.partitions, poll.report),
+                                   pending_bytes=loop.pacer.pending_bytes)
+        throttles = read_throttle_view(fake, brokers=[1, 2, 3, 4], topics=["t", "u"], in_flight=poll.in_flight)
+        _, eta = loop.model(view, poll, throttles)
+        assert eta is not None
+        return eta.seconds, set(poll.waiting)
+
+    idle, waiting = model_eta({})
+    written, _ = model_eta({"u": 8 * MB})
+    assert waiting == {TopicPartition("u", 0)}
+    # u-0 starts from 0 bytes copied, its lag growing by 8 MB/s while the leader's quota is 5 MB/s
+    assert math.isfinite(idle) and math.isinf(written)
+
+
 def test_the_live_model_reads_what_each_fetcher_session_also_carries() -> None:
     from kreassign.cluster.model import PartitionInfo, TopicPartition
     from kreassign.execute.live_eta import _sessions

@@ -178,29 +178,40 @@ def run_scenario(arrays: ScenarioArrays, scenario: Scenario, points: int) -> Sce
         finish_s=finish, lower_bound_s=float(lower_s),
         bottleneck_broker=bottleneck if lower_s > 0 else None,
         failed_broker=failed, failed_at_s=failed_at, grid_t_s=grid,
-        bytes_remaining=plan_bytes_left(arrays, rate_in, pending, grid),
+        bytes_remaining=plan_bytes_left(arrays, finish, rate_in, pending, grid),
         rate_in=rate_in, rate_out=rate_out, pending_bytes=pending, horizon_s=horizon,
     )
 
 
-def plan_bytes_left(arrays: ScenarioArrays, rate_in: np.ndarray, pending: np.ndarray, grid: np.ndarray) -> np.ndarray:
+def plan_bytes_left(arrays: ScenarioArrays, finish: np.ndarray, rate_in: np.ndarray, pending: np.ndarray,
+                    grid: np.ndarray) -> np.ndarray:
     """Bytes of the plan not yet copied at each sample, from the catch-up rates the throughput
-    plot draws (`rate_in`, the average over each sample): per broker, the bytes of its moves
-    less what it has received since the start, never more than its unfinished moves' bytes
-    (`pending`), summed over brokers.
+    plot draws (`rate_in`, the average over each sample), per broker, summed over brokers.
 
-    One timeline for both plots: the curve goes down exactly as fast as the brokers copy while
-    the plan's bytes are arriving, and stays flat where nothing is copied (moves into a failed
-    broker). A move slower than its partition's writes (which never finishes) first copies the
-    bytes the plan counted, then chases writes without end: the curve shows the first part, the
-    never-finishing mark the second. The model's own curve is the lag (writes included), which
-    for such a move only grows.
+    One timeline for both plots: the curve goes down while the brokers copy, in proportion to
+    what they receive, and stays flat where nothing is copied. What a broker receives is the
+    plan's bytes and the writes its moves follow meanwhile:
+    - A broker whose moves all finish receives, by its last finish, everything it will: each
+      byte it receives counts for its share of the plan's bytes (plan bytes over all received),
+      so its part reaches 0 at its last finish, not before (counting received bytes one for one
+      ended the curve early wherever moves followed heavy writes).
+    - A broker with a move that never finishes (slower than its partition's writes, or into a
+      failed broker) counts received bytes one for one: the curve shows the plan's bytes copied,
+      the never-finishing mark the chase of writes without end. The model's own curve is the
+      lag (writes included), which for such a move only grows.
+    Either part is never more than the broker's unfinished moves' bytes (`pending`).
     """
     n = len(arrays.broker_ids)
-    total = np.bincount(arrays.positions(arrays.dest), weights=arrays.bytes, minlength=n)
+    dest = arrays.positions(arrays.dest)
+    total = np.bincount(dest, weights=arrays.bytes, minlength=n)
     copied = rate_in[:, :-1] * np.diff(grid)[None, :]
     received = np.concatenate((np.zeros((n, 1)), np.cumsum(copied, axis=1)), axis=1)
-    left: np.ndarray = np.minimum(pending, np.maximum(total[:, None] - received, 0.0)).sum(axis=0)
+    endless = np.bincount(dest, weights=~np.isfinite(finish), minlength=n) > 0
+    everything = received[:, -1]
+    share = np.ones(n)
+    proportional = ~endless & (everything > 0)
+    share[proportional] = total[proportional] / everything[proportional]
+    left: np.ndarray = np.minimum(pending, np.maximum(total[:, None] - received * share[:, None], 0.0)).sum(axis=0)
     return left
 
 

@@ -161,8 +161,14 @@ def test_a_move_slower_than_its_writes_never_finishes_and_the_curve_follows_what
     copied = run.rate_in[:, :-1].sum(axis=0) * dt
     assert run.bytes_remaining[0] == 3_000_000_000
     fell = -np.diff(run.bytes_remaining)
-    # exactly, until a move is done and the writes it followed (not the plan's bytes) are left out
-    assert fell[:2] == pytest.approx(copied[:2], rel=1e-12)
+    # exactly what was received, one for one on broker 1 (its move never ends), at the plan's
+    # share elsewhere, until a move is done
+    received = run.rate_in[:, :-1] * dt
+    total = np.bincount(arrays.positions(arrays.dest), weights=arrays.bytes, minlength=4)
+    share = np.divide(total, received.sum(axis=1), out=np.ones(4), where=received.sum(axis=1) > 0)
+    share[arrays.positions(np.array([1]))] = 1.0
+    assert (share[[2, 3]] < 1).all()  # brokers 3 and 4 also copy the writes of their moves
+    assert fell[:2] == pytest.approx((received * share[:, None]).sum(axis=0)[:2], rel=1e-12)
     assert (fell <= copied * (1 + 1e-12)).all()
     assert (copied > 0).all() and (fell > 0).all()
     assert run.bytes_remaining[-1] > arrays.bytes[4] - run.rate_in[0].sum() * dt
@@ -173,6 +179,25 @@ def test_a_move_slower_than_its_writes_never_finishes_and_the_curve_follows_what
     row = scenario_row(0, arrays, run, ClientModel(headroom_target=0.99))
     assert np.count_nonzero(run.grid_t_s < run.horizon_s) == 8
     assert row["minutes_below_headroom"] == 8 * dt / 60.0
+
+
+def test_moves_that_follow_heavy_writes_leave_plan_bytes_until_the_makespan() -> None:
+    """Move 1 (200 MB into broker 3) follows 5 MB/s of writes under a 10 MB/s throttle: broker 3
+    receives far more than 200 MB. The curve falls in proportion to what it receives and reaches
+    0 at the makespan, not when 200 MB have arrived."""
+    arrays = dataclasses.replace(_arrays(), write_bps=np.array([1e5, 5e6, 0.0, 5e4, 0.0]))
+    run = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB), points=40)
+    assert run.stalled_moves == 0 and run.grid_t_s[-1] == run.makespan_s == run.finish_s[1]
+    assert (run.bytes_remaining[:-1] > 0).all() and run.bytes_remaining[-1] == 0.0
+    three = arrays.positions(np.array([3]))[0]
+    received = np.cumsum(run.rate_in[three, :-1] * np.diff(run.grid_t_s))
+    assert received[-1] > 1.5 * 200e6
+    # after moves into other brokers are done, the curve is broker 3's part alone: 200 MB less
+    # the plan's share of what broker 3 has received
+    alone = run.grid_t_s[1:] > run.finish_s[[0, 2, 3, 4]].max()
+    expected = 200e6 * (1 - received / received[-1])
+    assert alone.sum() >= 5
+    assert run.bytes_remaining[1:][alone] == pytest.approx(expected[alone], rel=1e-9, abs=1e-3)
 
 
 def test_what_a_failed_broker_was_to_receive_stays_left_flat_once_the_rest_is_done() -> None:

@@ -79,6 +79,8 @@ class LiveCluster(Protocol):
 
     def produce(self, topic: str, partition: int, nbytes: int) -> None: ...
 
+    def produce_batches(self, topic: str, partition: int, count: int, value_bytes: int) -> None: ...
+
     def finish_moves(self, timeout_s: float | None = None) -> None: ...
 
     def wait_until(self, condition: Callable[[], Any], *, what: str, timeout_s: float | None = None) -> Any: ...
@@ -106,16 +108,14 @@ class LiveCluster(Protocol):
         the emulator, real time on Kafka; `before_sleep` runs before each of the run's sleeps."""
 
 
-def write_records(bootstrap: str, topic: str, partition: int, nbytes: int) -> None:
+def write_records(bootstrap: str, topic: str, partition: int, nbytes: int, acks: int | str = 1) -> None:
     """`nbytes` of incompressible values into one partition (CHUNK-byte records), in batches of
     exactly BATCH_RECORDS records with one timestamp each, so that what a partition holds is
-    `stored_bytes(nbytes)` on both engines. acks=all: a move started next must find the writes
-    committed. Kafka adds a new replica to the ISR once its log end reaches the leader's high
-    watermark, so with acks=1 a loaded run saw a move of 25 MB finish before a byte was copied."""
+    `stored_bytes(nbytes)` on both engines. `LiveCluster.produce` picks `acks` per engine."""
     from kafka import KafkaProducer
 
     payload = bytes(range(256)) * (CHUNK // 256)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=60_000, delivery_timeout_ms=300_000,
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=60_000, delivery_timeout_ms=300_000,
                              batch_size=1024 * 1024, max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
     try:
         stamp = int(time.time() * 1000)
@@ -255,13 +255,13 @@ def wait_until(done: Callable[[], bool], what: str, timeout_s: float = 120.0) ->
         time.sleep(0.2)
 
 
-def write_batches(bootstrap: str, topic: str, partition: int, count: int, value_bytes: int) -> None:
+def write_batches(bootstrap: str, topic: str, partition: int, count: int, value_bytes: int,
+                  acks: int | str = 1) -> None:
     """`count` records of `value_bytes` into one partition, each its own batch (a batch has no
-    room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`;
-    acks=all, as `write_records`."""
+    room for a second record), so the log grows by exactly `count * batch_bytes(value_bytes)`."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0, batch_size=batch_bytes(value_bytes),
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=0, batch_size=batch_bytes(value_bytes),
                              max_request_size=2 * 1024 * 1024, client_id="kreassign-tests")
     try:
         for _ in range(count):
@@ -352,8 +352,14 @@ class _Base:
     def _await_topic(self, name: str, partitions: int) -> None:
         pass
 
+    acks: int | str = 1
+    """what the tests' writes wait for (`write_records`, `write_batches`)"""
+
     def produce(self, topic: str, partition: int, nbytes: int) -> None:
-        write_records(self.bootstrap, topic, partition, nbytes)
+        write_records(self.bootstrap, topic, partition, nbytes, self.acks)
+
+    def produce_batches(self, topic: str, partition: int, count: int, value_bytes: int) -> None:
+        write_batches(self.bootstrap, topic, partition, count, value_bytes, self.acks)
 
     def reassigning(self) -> dict[TopicPartition, Any]:
         with self.admin() as port:
@@ -483,6 +489,11 @@ class KafkaLive(_Base):
     """The session's real Kafka cluster, shared by every test and put back after each."""
 
     engine = "kafka"
+    # A move started next must find the writes committed: Kafka adds a new replica to the ISR
+    # once its log end reaches the leader's high watermark, so after acks=1 writes a loaded run
+    # saw a move of 25 MB finish before a byte was copied. (The emulator's followers copy in its
+    # own time, which a ManualClock only moves when a test says: acks=1 there.)
+    acks = "all"
 
     def __init__(self, cluster: Any) -> None:
         super().__init__()

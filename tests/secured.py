@@ -235,7 +235,7 @@ def _real_topic(secured: Secured, internal_bootstrap: str) -> None:
     with open_admin(secured.bootstrap, command_config=str(secured.admin_props), timeout_s=60.0) as admin:
         assert admin.create_topic("t", assignment) is None
     for p in assignment:
-        write_records(internal_bootstrap, "t", p, REAL_PARTITION_BYTES)
+        write_records(internal_bootstrap, "t", p, REAL_PARTITION_BYTES, acks="all")
 
 
 # ---- the wire, by hand -----------------------------------------------------------------------

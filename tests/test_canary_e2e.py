@@ -16,7 +16,6 @@ import pytest
 from cli_helpers import Kreassign
 from kreassign.cluster.canary import canary_assignment
 from kreassign.cluster.model import TopicPartition
-from live import write_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timing]
 CANARY_LINE = re.compile(r"  broker (\d): 1 produce\(s\), 0 timed out, p50 \d+\.\d ms, p99 \d+\.\d ms "
@@ -132,7 +131,7 @@ def test_watch_canary_while_a_move_holds(live: Any, tmp_path: Path, kreassign: K
     from live import HOLD_BYTES, HOLD_RATE
 
     topic = live.topic(assignment={0: [1, 2]})
-    write_records(live.bootstrap, topic, 0, HOLD_BYTES)
+    live.produce(topic, 0, HOLD_BYTES)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 3]}]}),
                     encoding="utf-8")
@@ -169,8 +168,8 @@ def test_suggest_bounds_the_canarys_measured_rise_while_a_move_runs(live: Any, t
     from kreassign.cli.runtime import Runtime
 
     topic = live.topic(assignment={0: [1], 1: [2]})
-    write_records(live.bootstrap, topic, 0, 8 * 1024 * 1024)
-    write_records(live.bootstrap, topic, 1, 1024 * 1024)
+    live.produce(topic, 0, 8 * 1024 * 1024)
+    live.produce(topic, 1, 1024 * 1024)
 
     def plan_of(index: int, replicas: list[int]) -> Path:
         path = tmp_path / f"plan{index}.json"

@@ -92,7 +92,7 @@ def test_e2e_log_dir_reassignment(live: Any, kafka_style: Callable[..., Callable
     fetches of whole batches) beside the current one; removing the throttle completes it."""
     run = kafka_style(live.bootstrap)
     topic = live.topic(assignment={0: [1, 2, 3]})
-    write_batches(live.bootstrap, topic, 0, BATCHES, VALUE)
+    live.produce_batches(topic, 0, BATCHES, VALUE)
     size = BATCHES * batch_bytes(VALUE)
     with live.admin() as port:
         before = replica(port, topic, 1)
@@ -143,7 +143,7 @@ def test_e2e_alter_log_dir_reassignment_throttle(live: Any, kafka_style: Callabl
     with 3,000,000 B/s raises the throttle and the move completes; --verify then clears it."""
     run = kafka_style(live.bootstrap)
     topic = live.topic(assignment={0: [2, 3, 4]})
-    write_batches(live.bootstrap, topic, 0, FETCH_BATCHES + 2, VALUE)
+    live.produce_batches(topic, 0, FETCH_BATCHES + 2, VALUE)
     with live.admin() as port:
         target = other_dir(port, 2, replica(port, topic, 2).log_dir)
     moves = plan(tmp_path, topic, [2, 3, 4], [target, "any", "any"])
@@ -172,7 +172,7 @@ def test_e2e_cancel_moves_a_replica_back(live: Any, kafka_style: Callable[..., C
     """--cancel asks for each active log-dir move's current dir, which drops the future replica."""
     run = kafka_style(live.bootstrap)
     topic = live.topic(assignment={0: [4, 5, 1]})
-    write_batches(live.bootstrap, topic, 0, BATCHES, VALUE)
+    live.produce_batches(topic, 0, BATCHES, VALUE)
     with live.admin() as port:
         current = replica(port, topic, 4).log_dir
         target = other_dir(port, 4, current)
@@ -201,7 +201,7 @@ def test_e2e_a_replica_added_with_a_log_dir_ends_in_it(live: Any, kafka_style: C
     reports both the partition and the replica done."""
     run = kafka_style(live.bootstrap)
     topic = live.topic(assignment={0: [1, 2, 3]})
-    write_batches(live.bootstrap, topic, 0, 3, VALUE)
+    live.produce_batches(topic, 0, 3, VALUE)
     with live.admin() as port:
         target = port.log_dir_sizes([5]).dirs[5][-1].path
     moves = plan(tmp_path, topic, [1, 2, 5], ["any", "any", target])
@@ -232,7 +232,7 @@ def test_e2e_log_dir_move_on_every_kafka_release(kafka_matrix: Any, kafka_style:
     with open_admin(kafka_matrix.bootstrap, timeout_s=30.0) as port:
         assert port.create_topic(topic, {0: [3, 4, 5]}) is None
         try:
-            write_batches(kafka_matrix.bootstrap, topic, 0, BATCHES, VALUE)
+            write_batches(kafka_matrix.bootstrap, topic, 0, BATCHES, VALUE, acks="all")
             current = replica(port, topic, 3).log_dir
             target = other_dir(port, 3, current)
             moves = plan(tmp_path, topic, [3, 4, 5], [target, "any", "any"])

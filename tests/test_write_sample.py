@@ -90,7 +90,7 @@ def test_sample_measures_the_records_written_between_its_readings(live: Any) -> 
     batch header and the record framing count, index files do not), the same on both engines;
     log end offsets count the records; a partition nobody wrote measures 0."""
     topic = live.topic(partitions=2)
-    write_batches(live.bootstrap, topic, 0, 3, 1000)
+    live.produce_batches(topic, 0, 3, 1000)
     writer = Writer(live.bootstrap, topic, 7, 1000)
     notes: list[str] = []
     with live.admin() as port:

@@ -188,31 +188,32 @@ def plan_bytes_left(arrays: ScenarioArrays, finish: np.ndarray, rate_in: np.ndar
     """Bytes of the plan not yet copied at each sample, from the catch-up rates the throughput
     plot draws (`rate_in`, the average over each sample), per broker, summed over brokers.
 
-    One timeline for both plots: the curve goes down while the brokers copy, in proportion to
+    One timeline for both plots: the curve goes down wherever the brokers copy, in proportion to
     what they receive, and stays flat where nothing is copied. What a broker receives is the
     plan's bytes and the writes its moves follow meanwhile:
     - A broker whose moves all finish receives, by its last finish, everything it will: each
       byte it receives counts for its share of the plan's bytes (plan bytes over all received),
-      so its part reaches 0 at its last finish, not before (counting received bytes one for one
-      ended the curve early wherever moves followed heavy writes).
+      so its part reaches 0 at its last finish, not before. (Counting received bytes one for one
+      ended the curve hours early wherever moves followed heavy writes; capping it by the bytes
+      of unfinished moves held it flat while brokers copied.)
     - A broker with a move that never finishes (slower than its partition's writes, or into a
-      failed broker) counts received bytes one for one: the curve shows the plan's bytes copied,
-      the never-finishing mark the chase of writes without end. The model's own curve is the
-      lag (writes included), which for such a move only grows.
-    Either part is never more than the broker's unfinished moves' bytes (`pending`).
+      failed broker) counts received bytes one for one, never more than its unfinished moves'
+      bytes (`pending`): the curve shows the plan's bytes copied, the never-finishing mark the
+      chase of writes without end. The model's own curve is the lag (writes included), which
+      for such a move only grows.
     """
     n = len(arrays.broker_ids)
     dest = arrays.positions(arrays.dest)
     total = np.bincount(dest, weights=arrays.bytes, minlength=n)
     copied = rate_in[:, :-1] * np.diff(grid)[None, :]
     received = np.concatenate((np.zeros((n, 1)), np.cumsum(copied, axis=1)), axis=1)
-    endless = np.bincount(dest, weights=~np.isfinite(finish), minlength=n) > 0
-    everything = received[:, -1]
-    share = np.ones(n)
-    proportional = ~endless & (everything > 0)
-    share[proportional] = total[proportional] / everything[proportional]
-    left: np.ndarray = np.minimum(pending, np.maximum(total[:, None] - received * share[:, None], 0.0)).sum(axis=0)
-    return left
+    everything = received[:, -1:]
+    endless = (np.bincount(dest, weights=~np.isfinite(finish), minlength=n) > 0) | (everything[:, 0] <= 0)
+    share_left = 1.0 - np.divide(received, everything, out=np.zeros_like(received), where=everything > 0)
+    left = np.where(endless[:, None], np.minimum(pending, np.maximum(total[:, None] - received, 0.0)),
+                    total[:, None] * share_left)
+    out: np.ndarray = left.sum(axis=0)
+    return out
 
 
 # ---- failure ----------------------------------------------------------------------------------

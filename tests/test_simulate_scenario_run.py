@@ -189,6 +189,9 @@ def test_moves_that_follow_heavy_writes_leave_plan_bytes_until_the_makespan() ->
     run = run_scenario(arrays, Scenario(0, throttle_bps=10 * MB), points=40)
     assert run.stalled_moves == 0 and run.grid_t_s[-1] == run.makespan_s == run.finish_s[1]
     assert (run.bytes_remaining[:-1] > 0).all() and run.bytes_remaining[-1] == 0.0
+    # never flat while a broker copies, also when moves end (their bytes are not dropped at once)
+    copying = run.rate_in[:, :-1].sum(axis=0) > 0
+    assert copying.all() and (np.diff(run.bytes_remaining) < 0).all()
     three = arrays.positions(np.array([3]))[0]
     received = np.cumsum(run.rate_in[three, :-1] * np.diff(run.grid_t_s))
     assert received[-1] > 1.5 * 200e6

@@ -163,9 +163,9 @@ def test_the_spark_path_agrees_with_the_estimate(spark: SparkSession, state: Clu
         pending = brokers["pending_bytes"].to_numpy().reshape(-1, 25)
         received = np.concatenate((np.zeros((len(rate), 1)), np.cumsum(rate[:, :-1] * np.diff(grid), axis=1)), axis=1)
         # every move finishes: a byte a broker receives counts for the plan's share of all it receives
-        total, everything = pending[:, 0], received[:, -1]
-        share = np.divide(total, everything, out=np.ones(len(total)), where=everything > 0)
-        expected = np.minimum(pending, np.maximum(total[:, None] - received * share[:, None], 0.0)).sum(axis=0)
+        total, everything = pending[:, :1], received[:, -1:]
+        expected = (total * (1 - np.divide(received, everything, out=np.zeros_like(received),
+                                           where=everything > 0))).sum(axis=0)
         assert curve["bytes_remaining"].to_numpy() == pytest.approx(expected, rel=1e-12, abs=1e-3)
         assert curve["bytes_remaining"].iloc[0] == outcome.bytes and curve["bytes_remaining"].iloc[-1] == 0.0
 

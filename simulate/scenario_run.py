@@ -113,18 +113,24 @@ class ScenarioRun:
 
 
 def model_input(arrays: ScenarioArrays, scenario: Scenario, *, client_in: np.ndarray | None = None,
-                client_out: np.ndarray | None = None, fetch: FetchLimits | None = None) -> ModelInput:
+                client_out: np.ndarray | None = None, fetch: FetchLimits | None = None,
+                in_sync: tuple[np.ndarray, np.ndarray] | None = None) -> ModelInput:
     """The replication model's input for this scenario (the NIC carries clients and in-sync
-    followers; the leader throttle also counts the moving partitions' in-sync followers)."""
+    followers; the leader throttle also counts the moving partitions' in-sync followers).
+    `in_sync`: per broker, the (sent, received) replication of moves completed before the run
+    starts, which both the throttles and the NICs still carry (`_after_failure`)."""
     c_in = arrays.client_in if client_in is None else client_in
     c_out = arrays.client_out if client_out is None else client_out
+    sent, received = in_sync if in_sync is not None else (0.0, 0.0)
     return ModelInput.build(
         broker_ids=arrays.broker_ids, source=arrays.source, dest=arrays.dest, bytes=arrays.bytes,
         write_bps=arrays.write_bps * scenario.write_multiplier,
         leader_rate=arrays.leader_rate, follower_rate=arrays.follower_rate,
         network_in=arrays.network_in, network_out=arrays.network_out,
-        client_in=c_in + arrays.replication_in, client_out=c_out + arrays.replication_out,
-        leader_base=arrays.leader_base, fetch=fetch,
+        # (a leader that stopped serving removed in-sync replicas sends less: never below nothing)
+        client_in=c_in + arrays.replication_in + received,
+        client_out=np.maximum(c_out + arrays.replication_out + sent, 0.0),
+        leader_base=np.maximum(arrays.leader_base + sent, 0.0), follower_base=received, fetch=fetch,
         released_bps=arrays.released_bps * scenario.write_multiplier,
         session=Session.ALONE if arrays.session is None else arrays.session,
         warm=False if arrays.warm is None else arrays.warm,
@@ -274,7 +280,8 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
     )  # not warm: the leader throttles have run since the start, their credit is spent
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
-    second = _simulate(model_input(second_arrays, scenario), _admission(scenario, priority))
+    second = _simulate(model_input(second_arrays, scenario, in_sync=_in_sync_at(arrays, scenario, done, failed)),
+                       _admission(scenario, priority))
 
     finish = first.finish_s.copy()
     finish[stuck] = math.inf
@@ -291,6 +298,25 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
     times = np.concatenate([first.times[keep], at + second.times])
     left_bytes = np.concatenate([first.remaining_bytes[keep], second.remaining_bytes + stuck_bytes])
     return finish, log, (times, left_bytes), second.lower if len(rest) else None  # type: ignore[return-value]
+
+
+def _in_sync_at(arrays: ScenarioArrays, scenario: Scenario, done: np.ndarray, failed: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per broker, the (sent, received) replication of the moves `done` before the failure: their
+    new replicas follow the writes in sync, and the throttles count that traffic until the end
+    of the run, as the model counts it once a move completes (`Capacity.in_sync_out`/`_in`).
+    Without it the run after the failure started with quotas as empty as at time 0 (a plan
+    split at a broker that takes no part in it ended in 5h23m instead of 8h51m). The failed
+    broker receives nothing; a partition it led is sent by its failover leader."""
+    n = len(arrays.broker_ids)
+    writes = arrays.write_bps * scenario.write_multiplier
+    released = arrays.released_bps * scenario.write_multiplier
+    kept = done & (arrays.dest != failed)
+    leader = np.where(arrays.source == failed, arrays.failover_source, arrays.source)
+    sends = kept & (leader >= 0) & (leader != failed)
+    received = np.bincount(arrays.positions(arrays.dest[kept]), weights=writes[kept], minlength=n)
+    sent = np.bincount(arrays.positions(leader[sends]), weights=(writes - released)[sends], minlength=n)
+    return sent, received
 
 
 def _remaining_at(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult,
@@ -317,7 +343,7 @@ def _remaining_at(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult
     with np.errstate(invalid="ignore", divide="ignore"):
         fetched = np.where(active, fetched_by_open[dest] * elapsed / per_broker_elapsed[dest], 0.0)
     writes = arrays.write_bps * scenario.write_multiplier * elapsed
-    left = np.clip(arrays.bytes - (np.nan_to_num(fetched) - writes), 0.0, arrays.bytes)
+    left = np.maximum(arrays.bytes - (np.nan_to_num(fetched) - writes), 0.0)
     return np.where(finished, 0.0, left)
 
 

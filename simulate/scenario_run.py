@@ -327,7 +327,8 @@ def _remaining_at(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult
     received by `at`, less what its finished moves copied, are shared among its unfinished
     moves in proportion to how long each has been copying (max-min fair sharing gives moves
     on the same bottleneck the same rate). A move's lag shrinks by what it fetched less the
-    writes it had to follow meanwhile.
+    writes it had to follow meanwhile, and grows past the plan's bytes when the writes outpaced
+    it (as the model's own lag does).
     """
     n_brokers = len(arrays.broker_ids)
     dest = arrays.positions(arrays.dest)

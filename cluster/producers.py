@@ -23,6 +23,10 @@ def close_producer(producer: Any, timeout_s: float) -> bool:
         sender = getattr(producer, "_sender", None)
         if sender is not None:
             sender.force_close()
-        producer._accumulator.abort_incomplete_batches()
+            # on its way out the sender fails the waiting records itself; failing them here too
+            # raced it, and its thread died printing a traceback (seen under load in CI)
+            sender.join(timeout_s)
+        if sender is None or sender.is_alive():
+            producer._accumulator.abort_incomplete_batches()
         producer.close(timeout=0)
         return False

@@ -72,10 +72,11 @@ def create_topics(port: Any, topics: Mapping[str, Mapping[int, PartitionLoad]]) 
             raise ClusterError(f"could not create topic {name}: {error}")
 
 
-def _producer(bootstrap: str, client_kwargs: Mapping[str, Any], batch_bytes: int = 1024 * 1024) -> Any:
+def _producer(bootstrap: str, client_kwargs: Mapping[str, Any], batch_bytes: int = 1024 * 1024,
+              acks: int | str = 1) -> Any:
     from kafka import KafkaProducer
 
-    return KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, batch_size=batch_bytes,
+    return KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=20, batch_size=batch_bytes,
                          max_request_size=2 * 1024 * 1024,
                          client_id="kreassign-sandbox-writer", **client_kwargs)
 
@@ -86,22 +87,36 @@ def fill(bootstrap: str, sizes: Mapping[TopicPartition, int], *,
     """Write records until every partition holds at least its size; returns the bytes written.
     Records of `record_bytes` in producer batches of at most `batch_bytes` (the defaults fill
     fast, in batches of 983,266 bytes; 4,000 and 16,384, the producer's default `batch.size`,
-    give the batches of ordinary producers)."""
+    give the batches of ordinary producers).
+
+    acks=all: what a partition holds is committed, so a move or a leader change right after
+    finds it on every in-sync replica (after acks=1 a new replica may join the ISR at a high
+    watermark of 0, and a new leader truncates what it never had).
+
+    Raises:
+        ClusterError: a record was not written (the cluster refused it or timed out).
+    """
     todo = {tp: n for tp, n in sizes.items() if n > 0}
     if not todo:
         return 0
-    producer = _producer(bootstrap, client_kwargs or {}, batch_bytes)
+    producer = _producer(bootstrap, client_kwargs or {}, batch_bytes, acks="all")
     payload = os.urandom(record_bytes)  # incompressible, as most production data is after compression
     written = 0
+    sent = []
     try:
         for tp, size in sorted(todo.items()):
             for offset in range(0, size, record_bytes):
                 chunk = payload[:min(record_bytes, size - offset)]
-                producer.send(tp.topic, value=chunk, partition=tp.partition)
+                sent.append((tp, producer.send(tp.topic, value=chunk, partition=tp.partition)))
                 written += len(chunk)
         producer.flush(timeout=300)
     finally:
         close_producer(producer, 10.0)
+    failed = [(tp, f.exception) for tp, f in sent if f.failed()]
+    if failed:
+        tp, error = failed[0]
+        raise ClusterError(f"could not fill the sandbox's topics: {len(failed)} records were not written "
+                           f"(first: {tp.topic}-{tp.partition}: {error})")
     return written
 
 

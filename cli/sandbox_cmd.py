@@ -405,7 +405,7 @@ def fetch_kafka(versions: tuple[str, ...], force: bool, output: str) -> None:
 @request_timeout_option
 @click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC:RATE",
               help="Produce to TOPIC at RATE bytes per second, e.g. orders:200kB/s (repeatable); a consumer "
-                   "group reads every topic.")
+                   "group reads every topic. The topics must exist: the load creates none.")
 @click.option("--message-size", default="1KB", show_default=True, type=SIZE, help="Bytes per message.")
 @click.option("--duration", default="60s", show_default=True, type=DURATION, help="How long to run.")
 @click.option("--interval", default="2s", show_default=True, type=DURATION, help="Print a line this often.")

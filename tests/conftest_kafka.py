@@ -33,6 +33,10 @@ ENGINES: tuple[str, ...] = tuple(os.environ.get("KREASSIGN_LIVE_ENGINES", "emula
 _RAN: Counter[str] = Counter()
 
 
+PORT_ATTEMPTS = 3
+"""starts of a session cluster, each on new free ports, when a port was taken meanwhile"""
+
+
 class KafkaPool:
     """Real clusters by release, started on first use, stopped at the end of the session."""
 
@@ -47,22 +51,32 @@ class KafkaPool:
             from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
             from kreassign.sandbox.kafka_engine.dist import locate
 
+            from kreassign.cluster.errors import InputError
+
             cluster = None
-            try:
-                # 384 MB heaps and a generous start: several suites may run on one loaded machine
-                # with the Prometheus JMX exporter on every broker (tests/test_prometheus_vs_kafka.py)
-                cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
-                                       topics=(), heap="384m", start_timeout_s=600.0, metrics_port=0)
-                cluster.start()
-                with cluster.admin() as port:
-                    # The first FindCoordinator creates __consumer_offsets; its coordinator then
-                    # loads for a few seconds, longer than the tests' short client timeouts.
-                    port.read_markers([LOCK_KEY])
-            except BaseException as exc:
-                self.failures[version] = exc
-                if cluster is not None:
-                    cluster.stop()
-                raise
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                try:
+                    # 384 MB heaps and a generous start: several suites may run on one loaded machine
+                    # with the Prometheus JMX exporter on every broker (tests/test_prometheus_vs_kafka.py)
+                    cluster = KafkaCluster(locate(None, version), brokers=BROKERS, racks=RACKS, log_dirs=LOG_DIRS,
+                                           topics=(), heap="384m", start_timeout_s=600.0, metrics_port=0)
+                    cluster.start()
+                    with cluster.admin() as port:
+                        # The first FindCoordinator creates __consumer_offsets; its coordinator then
+                        # loads for a few seconds, longer than the tests' short client timeouts.
+                        port.read_markers([LOCK_KEY])
+                    break
+                except BaseException as exc:
+                    if cluster is not None:
+                        cluster.stop()
+                    cluster = None
+                    # Free ports are picked before the JVMs bind them: another process (the other
+                    # worker's clients) took one in between once, and every real-Kafka test of the
+                    # run failed. New ports, a new cluster.
+                    taken = isinstance(exc, InputError) and "a port is in use" in str(exc)
+                    if not taken or attempt == PORT_ATTEMPTS:
+                        self.failures[version] = exc
+                        raise
             self.clusters[version] = cluster
         return self.clusters[version]
 

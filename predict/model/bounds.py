@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kreassign.predict.model.inputs import Admission, ModelInput
+from kreassign.predict.model.inputs import Admission, ModelInput, finished_still_count
 from kreassign.predict.model.kafka import INF, Limit
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +71,7 @@ def lower_bound(inp: ModelInput, admission: Admission | None = None) -> LowerBou
     assert released is not None
     w_out = w - released
     freed = np.bincount(src[led], weights=np.maximum(-w_out[led], 0.0), minlength=b)
-    if admission is not None and admission.release_finished:
+    if not finished_still_count(admission):
         freed = zeros  # finished moves leave the quotas' count: what they stop sending frees nothing
     credit = inp.leader_credit
     srcp = np.maximum(src, 0)

@@ -322,3 +322,18 @@ class Admission:
         if not (self.poll_s >= 0 and self.wave_start_s >= 0 and math.isfinite(self.poll_s + self.wave_start_s)):
             raise InputError("the pacer's poll interval and wave start must be finite and not negative")
         object.__setattr__(self, "priority", np.asarray(self.priority, dtype=np.int64))
+
+
+def finished_still_count(admission: Admission | None) -> bool:
+    """Whether a finished move's new replica keeps counting against the quotas until the end of
+    the run (one throttle list for the whole plan: no admission, or `release_finished` off)."""
+    return admission is None or not admission.release_finished
+
+
+def in_sync_traffic(src: np.ndarray, dst: np.ndarray, writes: np.ndarray, released: np.ndarray,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per broker position, the (sent, received) replication that finished moves leave for the
+    quotas to count: each leader sends its new follower the partition's writes, less those of
+    the replica the move removed, and each new follower receives them."""
+    return (np.bincount(src, weights=writes - released, minlength=n),
+            np.bincount(dst, weights=writes, minlength=n))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from kreassign.predict.model.fair_share import segments
-from kreassign.predict.model.inputs import Admission, ModelInput
+from kreassign.predict.model.inputs import Admission, ModelInput, finished_still_count, in_sync_traffic
 from kreassign.predict.model.kafka import INF
 from kreassign.predict.model.state import ACTIVE, DONE, PENDING, Capacity, Moves, Progress, narrow
 
@@ -91,10 +91,11 @@ class Slots:
             self.hold(which)
         else:
             self.count(which, -1)
-        if self.admission is not None and self.admission.release_finished:
+        if not finished_still_count(self.admission):
             return
-        capacity.in_sync_out += np.bincount(moves.srcp[which], weights=moves.w[which] - moves.released[which], minlength=b)
-        capacity.in_sync_in += np.bincount(moves.dst[which], weights=moves.w[which], minlength=b)
+        sent, received = in_sync_traffic(moves.srcp[which], moves.dst[which], moves.w[which], moves.released[which], b)
+        capacity.in_sync_out += sent
+        capacity.in_sync_in += received
 
     def hold(self, which: np.ndarray) -> None:
         """Keep these finished moves' slots until the pacer's next poll sees them finished, and

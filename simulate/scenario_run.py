@@ -31,6 +31,8 @@ from kreassign.predict.model import (
     ModelInput,
     ModelResult,
     Session,
+    finished_still_count,
+    in_sync_traffic,
     simulate,
 )
 
@@ -280,8 +282,9 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
     )  # not warm: the leader throttles have run since the start, their credit is spent
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
-    second = _simulate(model_input(second_arrays, scenario, in_sync=_in_sync_at(arrays, scenario, done, failed)),
-                       _admission(scenario, priority))
+    admission = _admission(scenario, priority)
+    in_sync = _in_sync_at(arrays, scenario, done, failed) if finished_still_count(admission) else None
+    second = _simulate(model_input(second_arrays, scenario, in_sync=in_sync), admission)
 
     finish = first.finish_s.copy()
     finish[stuck] = math.inf
@@ -303,8 +306,9 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
 def _in_sync_at(arrays: ScenarioArrays, scenario: Scenario, done: np.ndarray, failed: int
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Per broker, the (sent, received) replication of the moves `done` before the failure: their
-    new replicas follow the writes in sync, and the throttles count that traffic until the end
-    of the run, as the model counts it once a move completes (`Capacity.in_sync_out`/`_in`).
+    new replicas follow the writes in sync, and when one throttle list covers the whole plan
+    (`finished_still_count`) the throttles count that traffic until the end of the run, as the
+    model does once a move completes (`in_sync_traffic`).
     Without it the run after the failure started with quotas as empty as at time 0 (a plan
     split at a broker that takes no part in it ended in 5h23m instead of 8h51m). The failed
     broker receives nothing; a partition it led is sent by its failover leader."""
@@ -314,8 +318,10 @@ def _in_sync_at(arrays: ScenarioArrays, scenario: Scenario, done: np.ndarray, fa
     kept = done & (arrays.dest != failed)
     leader = np.where(arrays.source == failed, arrays.failover_source, arrays.source)
     sends = kept & (leader >= 0) & (leader != failed)
-    received = np.bincount(arrays.positions(arrays.dest[kept]), weights=writes[kept], minlength=n)
-    sent = np.bincount(arrays.positions(leader[sends]), weights=(writes - released)[sends], minlength=n)
+    sent, _ = in_sync_traffic(arrays.positions(leader[sends]), arrays.positions(arrays.dest[sends]),
+                              writes[sends], released[sends], n)
+    _, received = in_sync_traffic(arrays.positions(leader[kept]), arrays.positions(arrays.dest[kept]),
+                                  writes[kept], released[kept], n)
     return sent, received
 
 

@@ -137,8 +137,8 @@ def simulate(snapshot: str | None, synthetic: str | None, plan_file: str | None,
     one name (its throttle, then what else it sets) in the summary, the report, the plots'
     legends, the JSON and the Parquet summary; sizes and rates follow --units everywhere,
     plot axes included. "Bytes of the plan not yet copied" and the throughput plot come from
-    the same broker timelines; the first reaches 0 when the last move ends. Scenarios that never finish are marked, and the plots' axes
-    follow the ones that do.
+    the same broker timelines; the first reaches 0 when the last move ends. Scenarios that
+    never finish are marked, and the plots' axes follow the ones that do.
 
     Spark runs embedded by default (--master local[*]). --master spark://HOST:PORT and --remote
     sc://HOST:PORT run on a cluster, --spark-local-cluster on the one `kreassign spark start`

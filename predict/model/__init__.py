@@ -60,7 +60,7 @@ from kreassign.predict.model.results import Critical, ModelResult
 __all__ = [
     "DEFAULT_TOLERANCE", "FOLLOWER_GRANULARITY", "INF", "LEADER_CREDIT_S", "LEADER_GRANULARITY", "NO_FETCH_LIMITS",
     "PACER_POLL_S", "WAVE_START_S",
-    "Admission", "Critical", "finished_still_count", "in_sync_traffic", "FetchLimits", "Limit", "LowerBound", "MiB", "ModelInput", "ModelResult", "PerBroker",
-    "Session", "client_traffic", "fetch_sessions", "fetcher_ids", "from_moves", "lower_bound", "move_sessions",
-    "session_kinds", "simulate", "warm_leaders",
+    "Admission", "Critical", "FetchLimits", "Limit", "LowerBound", "MiB", "ModelInput", "ModelResult", "PerBroker",
+    "Session", "client_traffic", "fetch_sessions", "fetcher_ids", "finished_still_count", "from_moves",
+    "in_sync_traffic", "lower_bound", "move_sessions", "session_kinds", "simulate", "warm_leaders",
 ]

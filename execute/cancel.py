@@ -72,11 +72,13 @@ between the read that listed it and the cancel (a busy paced run finishes severa
 
 
 def cancel_partitions(port: ClusterPort, partitions: list[TopicPartition], journal: Journal | None,
-                      ) -> dict[TopicPartition, ApiError]:
-    """Cancel these reassignments, journaling intent and outcome; returns the failures.
+                      ) -> tuple[dict[TopicPartition, ApiError], list[TopicPartition]]:
+    """Cancel these reassignments, journaling intent and outcome; returns the failures, and the
+    partitions that finished meanwhile.
 
     A partition the controller says is no longer moving (NO_REASSIGNMENT_IN_PROGRESS) finished
-    while the cancel was on its way: nothing is left to cancel, so it is no failure."""
+    while the cancel was on its way: nothing is left to cancel, so it is no failure, and it is
+    not cancelled either (it stays at its target)."""
     with journaled(journal, "cancel-reassignments", partitions=[str(tp) for tp in partitions]):
         results = port.alter_reassignments({tp: None for tp in partitions})
     finished = sorted(tp for tp, e in results.items() if e is not None and e.code == NO_REASSIGNMENT_IN_PROGRESS)
@@ -85,7 +87,7 @@ def cancel_partitions(port: ClusterPort, partitions: list[TopicPartition], journ
         journal.record("cancel-reassignments", "failed" if errors else "done",
                        errors={str(tp): str(e) for tp, e in errors.items()},
                        finished_meanwhile=[str(tp) for tp in finished])
-    return errors
+    return errors, finished
 
 
 def cancel(
@@ -117,7 +119,8 @@ def cancel(
     path = journal.path if journal else None
     errors: dict[TopicPartition, ApiError] = {}
     if to_cancel and not request.dry_run:
-        errors = cancel_partitions(port, to_cancel, journal)
+        errors, finished = cancel_partitions(port, to_cancel, journal)
+        to_cancel = [tp for tp in to_cancel if tp not in finished]
         if errors:
             return CancelResult(tuple(tp for tp in to_cancel if tp not in errors), errors, journal_path=path)
     states, _ = log_dir_states(port, explicit_log_dirs(request.targets))

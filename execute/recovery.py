@@ -331,7 +331,11 @@ def abort(port: ClusterPort, journal: Journal, *, preserve_throttles: bool = Fal
         return AbortResult(journal.path, tuple(ours), restored=preview, rollback=rollback, dry_run=True,
                            kept_brokers=kept_b, kept_topics=kept_t)
     again = f"`kreassign abort --journal {journal.path}`"
-    errors = cancel_partitions(port, ours, journal) if ours else {}
+    errors, finished = cancel_partitions(port, ours, journal) if ours else ({}, [])
+    if finished:  # they reached their target between the listing and the cancel: they stay there
+        ours = [tp for tp in ours if tp not in finished]
+        rollback = dict(sorted({**rollback, **{tp: journal.original[tp] for tp in finished
+                                               if tp in journal.original and journal.original[tp] != targets[tp]}}.items()))
     if errors:
         # the moves that could not be cancelled still copy: their throttles must stay
         left = (f"{len(errors)} move(s) still run ({', '.join(map(str, sorted(errors)))}); the throttles stay on "

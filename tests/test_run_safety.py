@@ -125,6 +125,7 @@ def test_abort_racing_moves_that_finish_treats_them_as_done_and_restores(tmp_pat
     assert result.ok and result.left is None and result.cancel_errors == {}
     # t-0 finished before the cancel reached it: it stays at its target, listed with the plan back
     assert result.rollback == {TopicPartition("t", 0): (1, 2)}
+    assert result.cancelled == (TopicPartition("t", 1),)  # not t-0: nothing of it was cancelled
     assert fake.replicas(TopicPartition("t", 0)) == (3, 4) and sorted(fake.replicas(TopicPartition("t", 1))) == [2, 3]
     assert fake.broker_configs == {1: {}, 2: {}, 3: {LEADER_RATE: OPERATOR}, 4: {}}
     assert fake.topic_configs["t"] == {} and fake.list_reassignments() == {}

@@ -59,16 +59,25 @@ def cache_dir(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "kreassign" / "spark-cds"
 
 
-def archive_path(java: str, env: dict[str, str] | None = None) -> Path:
+def archive_path(java: str, env: dict[str, str] | None = None, jars: Path | None = None) -> Path:
     """Where the archive for drivers started with `java` lives: the name changes with the java
-    executable (a JDK upgrade replaces it) and with pyspark's version and jars."""
+    executable (a JDK upgrade replaces it) and with pyspark's version and its jars (`jars`:
+    pyspark's own by default), each by path, size and modification time. The JVM refuses an
+    archive whose class path names other files, silently (its CDS messages are off), so two
+    virtualenvs, or one moved or made again, each need their own: keyed by the jars' names
+    alone, a second virtualenv found the first one's archive and never used or replaced it."""
     from pyspark import __version__
-    from pyspark.find_spark_home import _find_spark_home
 
+    if jars is None:
+        from pyspark.find_spark_home import _find_spark_home
+
+        jars = Path(_find_spark_home()) / "jars"
     real = Path(java).resolve()
     stat = real.stat()
     parts = [str(real), str(stat.st_size), str(int(stat.st_mtime)), __version__]
-    parts += [f"{jar.name}:{jar.stat().st_size}" for jar in sorted((Path(_find_spark_home()) / "jars").glob("*.jar"))]
+    for jar in sorted(jars.resolve().glob("*.jar")):
+        info = jar.stat()
+        parts.append(f"{jar}:{info.st_size}:{int(info.st_mtime)}")
     return cache_dir(env) / f"spark-{hashlib.sha256(chr(10).join(parts).encode()).hexdigest()[:16]}.jsa"
 
 

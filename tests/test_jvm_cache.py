@@ -44,6 +44,22 @@ def test_an_archive_is_used_once_there_and_recorded_only_when_asked(java: str, e
     assert plan(java, env={**env, jvm_cache.ENV: "0"}) is None
 
 
+def test_each_copy_of_sparks_jars_has_its_own_archive(java: str, env: dict[str, str], tmp_path: Path) -> None:
+    # the JVM refuses an archive recorded with jars at other paths or of other dates: another
+    # virtualenv (or this one made again) must not find this one's archive
+    first, second = tmp_path / "venv-a" / "jars", tmp_path / "venv-b" / "jars"
+    for jars in (first, second):
+        jars.mkdir(parents=True)
+        for name in ("spark-core.jar", "scala-library.jar"):
+            (jars / name).write_bytes(b"jar")
+            os.utime(jars / name, (1_700_000_000, 1_700_000_000))
+    names = {archive_path(java, env, jars) for jars in (first, second)}
+    assert len(names) == 2
+    assert archive_path(java, env, first) == archive_path(java, env, first)
+    os.utime(first / "spark-core.jar", (1_700_000_100, 1_700_000_100))  # the virtualenv made again
+    assert archive_path(java, env, first) not in names
+
+
 def test_a_killed_recorders_file_is_removed(java: str, env: dict[str, str]) -> None:
     archive = archive_path(java, env)
     archive.parent.mkdir(parents=True)

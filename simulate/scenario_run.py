@@ -31,6 +31,7 @@ from kreassign.predict.model import (
     ModelInput,
     ModelResult,
     Session,
+    broker_positions,
     finished_still_count,
     in_sync_traffic,
     simulate,
@@ -78,7 +79,7 @@ class ScenarioArrays:
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Positions of broker ids in `broker_ids` (sorted ascending)."""
-        return np.searchsorted(self.broker_ids, ids)
+        return broker_positions(self.broker_ids, ids)
 
 
 @dataclass(frozen=True, eq=False)

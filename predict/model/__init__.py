@@ -40,7 +40,14 @@ from kreassign.predict.model.from_cluster import (
     session_kinds,
     warm_leaders,
 )
-from kreassign.predict.model.inputs import Admission, ModelInput, PerBroker, finished_still_count, in_sync_traffic
+from kreassign.predict.model.inputs import (
+    Admission,
+    ModelInput,
+    PerBroker,
+    broker_positions,
+    finished_still_count,
+    in_sync_traffic,
+)
 from kreassign.predict.model.kafka import (
     FOLLOWER_GRANULARITY,
     INF,
@@ -61,6 +68,6 @@ __all__ = [
     "DEFAULT_TOLERANCE", "FOLLOWER_GRANULARITY", "INF", "LEADER_CREDIT_S", "LEADER_GRANULARITY", "NO_FETCH_LIMITS",
     "PACER_POLL_S", "WAVE_START_S",
     "Admission", "Critical", "FetchLimits", "Limit", "LowerBound", "MiB", "ModelInput", "ModelResult", "PerBroker",
-    "Session", "client_traffic", "fetch_sessions", "fetcher_ids", "finished_still_count", "from_moves",
+    "Session", "broker_positions", "client_traffic", "fetch_sessions", "fetcher_ids", "finished_still_count", "from_moves",
     "in_sync_traffic", "lower_bound", "move_sessions", "session_kinds", "simulate", "warm_leaders",
 ]

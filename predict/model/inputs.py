@@ -19,6 +19,19 @@ from kreassign.predict.model.kafka import INF, LEADER_COLD_CREDIT_S, LEADER_CRED
 PerBroker = float | Sequence[float] | np.ndarray | Mapping[int, float]
 
 
+def broker_positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """`np.searchsorted(sorted_ids, ids)`, by a table over the ids' range when it is small next
+    to the number of lookups: a gather per move instead of a binary search (1M moves on 2,000
+    brokers: 6 ms instead of 50, and the simulation looks the moves' brokers up five times)."""
+    if not len(sorted_ids):
+        return np.zeros(len(ids), np.int64)
+    low, high = int(sorted_ids[0]), int(sorted_ids[-1])
+    if high - low > len(ids) // 4:
+        return np.searchsorted(sorted_ids, ids)
+    table = np.append(np.searchsorted(sorted_ids, np.arange(low, high + 1)), len(sorted_ids))
+    return table[np.clip(ids, low, high + 1) - low]
+
+
 def _per_broker(value: PerBroker, broker_ids: np.ndarray, default: float, name: str) -> np.ndarray:
     """A per-broker array from a scalar, an array in broker order, or a {broker id: value} map."""
     if isinstance(value, Mapping):
@@ -163,7 +176,7 @@ class ModelInput:
         def positions(values: np.ndarray, what: str, allow_none: bool) -> np.ndarray:
             if values.shape != (m,):
                 raise InputError(f"{what} has {values.size} values for {m} moves")
-            idx = np.searchsorted(sorted_ids, values)
+            idx = broker_positions(sorted_ids, values)
             idx_c = np.minimum(idx, max(len(ids) - 1, 0))
             known = (idx < len(ids)) & (sorted_ids[idx_c] == values) if len(ids) else np.zeros(m, bool)
             bad = ~known & ~((values == NO_LEADER) & allow_none)

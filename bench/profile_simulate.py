@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
     from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
     from kreassign.simulate.client_impact import ClientModel
     from kreassign.simulate.inputs import synthetic_inputs
-    from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
+    from kreassign.simulate.model_task import gather_inputs, ship_inputs, simulate_scenarios
     from kreassign.simulate.pipeline import timeline_plots, write_results
     from kreassign.simulate.plots import write_plots
     from kreassign.simulate.results import scenario_summary
@@ -99,10 +99,11 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
         brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
                               leader_base(inputs.moves)).persist(StorageLevel.MEMORY_AND_DISK)
         brokers.count()
+    shipping = ExitStack()
     with s.stage("generate_and_pack_inputs"):  # as the pipeline: moves not cached, through the driver
-        packed = pack_inputs(inputs.moves, brokers)
+        shipped = shipping.enter_context(ship_inputs(spark, gather_inputs(inputs.moves, lambda: brokers)))
     with s.stage("model_tasks"):
-        results = simulate_scenarios(packed, scenarios, clients, 120).persist(StorageLevel.MEMORY_AND_DISK)
+        results = simulate_scenarios(shipped, scenarios, clients, 120).persist(StorageLevel.MEMORY_AND_DISK)
         results.count()
     with s.stage("summary_collect"):
         summary = scenario_summary(results, scenario_df)
@@ -111,6 +112,7 @@ def profile(case: str, note: str = "", *, throttle_bps: float = 200e6, seed: int
         write_results(results, summary, out, clients.headroom_target)
     with s.stage("plots"):
         write_plots(timeline_plots(spark, out, outcomes, clients.headroom_target, "decimal"), out)
+    shipping.close()
     spark.stop()
     model_cpu = _model_only_cpu(case)
     return {"case": case, "note": note, "scenarios": len(scenarios), "seed": spec.seed,

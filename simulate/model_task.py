@@ -1,27 +1,37 @@
 """One model run per scenario on the executors, without shuffling the moves.
 
 The moves and the per-broker base (BROKER_BASE) are the same in every scenario, so both are
-packed once into a single row (each table one Arrow IPC stream) and broadcast; `spark.range`
-gives every scenario its own partition, each joined with that row, and `mapInArrow` runs the
-replication model on each (Arrow in, Arrow out, no pandas and no per-row Python objects). A
-task scales the brokers' traffic by its scenario's write load and sets its throttle
-(`scenario_brokers`).
+gathered once on the driver (`toArrow`, the JVM's Arrow batches, each table kept as one Arrow
+IPC stream) and shipped to every task (`ship_inputs`); `spark.range` gives every scenario its
+own partition and `mapInArrow` runs the replication model on each (Arrow in, Arrow out, no
+pandas and no per-row Python objects). A task scales the brokers' traffic by its scenario's
+write load and sets its throttle (`scenario_brokers`).
 
-Both tables reach that row through the driver (`toArrow`, the JVM's Arrow batches, and back as
-a one-row DataFrame): a broadcast collects its rows on the driver anyway. Packing the moves in
-Python workers (a worker per partition, Arrow to Python and back, one more job to gather the
-chunks) cost 3.5-6 CPU s for 1M moves against 0.9 for this, and a scenario-by-broker table
-with its joins, shuffles and range partitioning cost seconds of Spark jobs on any cluster size
-(bench/results/profile_simulate.jsonl).
+How the streams reach the tasks depends on the session:
+- classic (local or a cluster): a Python broadcast variable, which a worker on the driver's
+  machine reads from the driver's file and other executors fetch once each. The 1M-move case
+  took 0.6 s less than the one-row DataFrame below: no Arrow-to-row conversion on the way in,
+  no broadcast join, no row-to-Arrow conversion on the way out (bench/results/bench_simulate.jsonl);
+- Spark Connect, which has no broadcast variables: one PACKED_INPUTS row that every
+  scenario's partition joins (a broadcast join).
+
+Packing the moves in Python workers instead (a worker per partition, Arrow to Python and back,
+one more job to gather the chunks) cost 3.5-6 CPU s for 1M moves against 0.9 for the driver's
+`toArrow`, and a scenario-by-broker table with its joins, shuffles and range partitioning cost
+seconds of Spark jobs on any cluster size (bench/results/profile_simulate.jsonl).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kreassign.simulate.client_impact import ClientModel
@@ -29,6 +39,8 @@ from kreassign.simulate.scenarios import Scenario
 from kreassign.simulate.schemas import BROKER_BASE, MODEL_MOVES, PACKED_INPUTS, columns
 
 if TYPE_CHECKING:
+    from pyspark import Broadcast
+
     from kreassign.simulate.scenario_run import ScenarioArrays
 
 MOVE_COLUMNS = tuple(f.name for f in MODEL_MOVES.fields)
@@ -48,17 +60,67 @@ def _binary(stream: pa.Buffer) -> pa.Array:
     return pa.BinaryArray.from_buffers(pa.binary(), 1, [None, offsets, stream])
 
 
-def pack_inputs(moves: DataFrame, brokers: DataFrame) -> DataFrame:
-    """Every move and every broker's base in one row (MOVES, BROKER_BASE -> PACKED_INPUTS),
-    through the driver (see the module's docstring)."""
+@dataclass(frozen=True)
+class InputStreams:
+    """Every move and every broker's base, each table one Arrow IPC stream."""
+
+    moves: pa.Buffer
+    """MODEL_MOVES"""
+    brokers: pa.Buffer
+    """BROKER_BASE"""
+
+
+def gather_inputs(moves: DataFrame, brokers: Callable[[], DataFrame]) -> InputStreams:
+    """Both tables on the driver (MOVES, BROKER_BASE -> InputStreams). The two collects run at
+    once, and the broker base is defined in its own thread: each job's planning and Arrow
+    transfer leave cores its partner's tasks can use (bench/results/bench_simulate.jsonl)."""
+    with ThreadPoolExecutor(2, thread_name_prefix="gather") as pool:
+        move_table = pool.submit(lambda: moves.select(*columns(MODEL_MOVES)).toArrow())
+        broker_table = pool.submit(lambda: brokers().select(*columns(BROKER_BASE)).toArrow())
+        return InputStreams(moves=_ipc(move_table.result()), brokers=_ipc(broker_table.result()))
+
+
+def packed_frame(spark: SparkSession, streams: InputStreams) -> DataFrame:
+    """Both streams as one PACKED_INPUTS row (what a Spark Connect session ships)."""
     from kreassign.simulate.inputs import arrow_schema
 
-    move_cell = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()),
-                                         _binary(_ipc(moves.select(*columns(MODEL_MOVES)).toArrow())),
+    move_cell = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), _binary(streams.moves),
                                          type=pa.list_(pa.binary()))
-    broker_cell = _binary(_ipc(brokers.select(*columns(BROKER_BASE)).toArrow()))
-    packed = pa.Table.from_arrays([move_cell, broker_cell], schema=arrow_schema(PACKED_INPUTS))
-    return moves.sparkSession.createDataFrame(packed, schema=PACKED_INPUTS)
+    packed = pa.Table.from_arrays([move_cell, _binary(streams.brokers)], schema=arrow_schema(PACKED_INPUTS))
+    return spark.createDataFrame(packed, schema=PACKED_INPUTS)
+
+
+def pack_inputs(moves: DataFrame, brokers: DataFrame) -> DataFrame:
+    """Every move and every broker's base in one row (MOVES, BROKER_BASE -> PACKED_INPUTS)."""
+    return packed_frame(moves.sparkSession, gather_inputs(moves, lambda: brokers))
+
+
+@dataclass(frozen=True)
+class ShippedInputs:
+    """The inputs where the model tasks read them: a broadcast variable holding both streams
+    (classic sessions) or a PACKED_INPUTS row to join (Spark Connect)."""
+
+    spark: SparkSession
+    broadcast: Broadcast[tuple[bytes, bytes]] | None = None
+    frame: DataFrame | None = None
+
+
+def _classic(spark: SparkSession) -> bool:
+    return not type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+@contextmanager
+def ship_inputs(spark: SparkSession, streams: InputStreams) -> Iterator[ShippedInputs]:
+    """Ship the gathered inputs to the model tasks, for as long as the results computed from
+    them may be read (a broadcast variable is destroyed on exit)."""
+    if not _classic(spark):
+        yield ShippedInputs(spark, frame=packed_frame(spark, streams))
+        return
+    shipped = spark.sparkContext.broadcast((streams.moves.to_pybytes(), streams.brokers.to_pybytes()))
+    try:
+        yield ShippedInputs(spark, broadcast=shipped)
+    finally:
+        shipped.destroy()
 
 
 def unpack_brokers(chunk: pa.Buffer | bytes) -> dict[str, np.ndarray]:
@@ -91,18 +153,24 @@ def unpack_moves(chunks: Sequence[pa.Buffer | bytes]) -> dict[str, np.ndarray]:
     tables = [pa.ipc.open_stream(chunk).read_all().cast(schema) for chunk in chunks]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     cols = {name: table.column(name).to_numpy() for name in MOVE_COLUMNS}
-    order = np.argsort(cols["move_id"], kind="stable")
+    ids = cols["move_id"]
+    if np.all(ids[1:] >= ids[:-1]):  # gathered in plan order (the usual case): no sort, no copies
+        return cols
+    order = np.argsort(ids, kind="stable")
     return {name: values[order] for name, values in cols.items()}
 
 
 class ScenarioTask:
-    """The function each task runs: Arrow batches of (scenario index, all inputs) rows in, one
-    SCENARIO_RESULT row out per scenario."""
+    """The function each task runs: Arrow batches of scenario-index rows in (each with the
+    PACKED_INPUTS columns when the inputs come by join), one SCENARIO_RESULT row out per
+    scenario."""
 
-    def __init__(self, scenarios: Sequence[Scenario], clients: ClientModel, points: int) -> None:
+    def __init__(self, scenarios: Sequence[Scenario], clients: ClientModel, points: int,
+                 shipped: Broadcast[tuple[bytes, bytes]] | None = None) -> None:
         self.scenarios = tuple(scenarios)
         self.clients = clients
         self.points = points
+        self.shipped = shipped
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from kreassign.simulate.inputs import arrow_schema
@@ -114,10 +182,14 @@ class ScenarioTask:
         for batch in batches:
             for i in range(batch.num_rows):
                 row = batch.slice(i, 1)
-                if moves is None:  # every row carries the same broadcast inputs: unpack them once
-                    cell = row.column("move_chunks")[0]
-                    moves = unpack_moves([chunk.as_buffer() for chunk in cell.values])
-                    base = unpack_brokers(row.column("broker_chunk")[0].as_buffer())
+                if moves is None:  # the same inputs for every scenario: unpack them once
+                    if self.shipped is not None:
+                        move_stream, broker_stream = self.shipped.value
+                        moves, base = unpack_moves([move_stream]), unpack_brokers(broker_stream)
+                    else:
+                        cell = row.column("move_chunks")[0]
+                        moves = unpack_moves([chunk.as_buffer() for chunk in cell.values])
+                        base = unpack_brokers(row.column("broker_chunk")[0].as_buffer())
                 scenario = self.scenarios[int(row.column("scenario_index")[0].as_py())]
                 yield self.run(scenario, scenario_brokers(base, scenario), moves, schema)
 
@@ -170,16 +242,49 @@ def _cell(value: object, kind: pa.DataType) -> pa.Array:
     return pa.array([value], type=kind)
 
 
-def simulate_scenarios(packed: DataFrame, scenarios: Sequence[Scenario], clients: ClientModel,
+def _import_model(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A warm-up task (`warm_workers`): the model's imports, nothing out."""
+    import kreassign.simulate.scenario_run  # noqa: F401 - the import is the work
+
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def warm_workers(spark: SparkSession, tasks: int) -> threading.Thread:
+    """Start `tasks` Python workers, with the model's modules imported, while the driver and the
+    JVM prepare the inputs; join the returned thread before the session stops.
+
+    Spark starts a Python worker when the first Python task needs one and keeps it for the next
+    (`spark.python.worker.reuse`), so the model task finds a worker that has imported numpy,
+    pyarrow and the model instead of spending about a second of the critical path on them
+    (bench/results/bench_simulate.jsonl). For a local master only: elsewhere the model task may
+    land on another executor.
+    """
+    def run() -> None:
+        try:
+            spark.range(0, tasks, 1, tasks).mapInArrow(_import_model, schema="id long").collect()
+        except Exception:  # noqa: BLE001 - the model task starts its own worker then
+            pass
+
+    thread = threading.Thread(target=run, name="warm-python-workers", daemon=True)
+    thread.start()
+    return thread
+
+
+def simulate_scenarios(inputs: ShippedInputs, scenarios: Sequence[Scenario], clients: ClientModel,
                        points: int) -> DataFrame:
-    """One model run per scenario (PACKED_INPUTS -> SCENARIO_RESULT).
+    """One model run per scenario (the shipped inputs -> SCENARIO_RESULT).
 
     `spark.range` puts each scenario in its own partition, so the scheduler hands them to
-    free cores one at a time; the inputs row is broadcast to every task, never shuffled.
+    free cores one at a time; the inputs reach every task by broadcast, never shuffled.
     """
     from kreassign.simulate.schemas import SCENARIO_RESULT
 
-    task = ScenarioTask(scenarios, clients, points)
-    spread = packed.sparkSession.range(0, len(scenarios), 1, max(1, len(scenarios))).select(
+    spread = inputs.spark.range(0, len(scenarios), 1, max(1, len(scenarios))).select(
         F.col("id").cast("int").alias("scenario_index"))
-    return spread.crossJoin(F.broadcast(packed)).mapInArrow(task, schema=SCENARIO_RESULT)
+    if inputs.broadcast is not None:
+        return spread.mapInArrow(ScenarioTask(scenarios, clients, points, inputs.broadcast), schema=SCENARIO_RESULT)
+    assert inputs.frame is not None
+    return spread.crossJoin(F.broadcast(inputs.frame)).mapInArrow(ScenarioTask(scenarios, clients, points),
+                                                                  schema=SCENARIO_RESULT)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,9 +54,16 @@ def run_simulation(request: SimulationRequest, *, spark: SparkSession | None = N
             # Parquet tables are written
             threading.Thread(target=_import_plotting, name="import-matplotlib", daemon=True).start()
         session = start_session(request.spark)
+    warming = None
+    if own_session and request.spark.is_local:
+        from kreassign.simulate.model_task import warm_workers
+
+        warming = warm_workers(session, min(len(scenario_grid(request.axes)), session.sparkContext.defaultParallelism))
     try:
         return _run(session, request, prepared)
     finally:
+        if warming is not None:
+            warming.join()
         if own_session:
             stop_session(session, request.spark)
 
@@ -106,7 +113,7 @@ def _run(spark: SparkSession, request: SimulationRequest,
     from pyspark import StorageLevel
 
     from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_base
-    from kreassign.simulate.model_task import pack_inputs, simulate_scenarios
+    from kreassign.simulate.model_task import gather_inputs, ship_inputs, simulate_scenarios
     from kreassign.simulate.results import scenario_summary
     from kreassign.simulate.scenarios import scenarios_frame
 
@@ -118,21 +125,22 @@ def _run(spark: SparkSession, request: SimulationRequest,
     with _timed(timings, "inputs_s"):
         inputs = load_inputs(spark, request, prepared)
         _check_failures(inputs.brokers, scenarios)
-        scenario_df = scenarios_frame(spark, scenarios, request.units)
         # Not cached: generating the synthetic moves again for `leader_base` costs about 1 CPU s
         # for 1M moves, caching them 7 (bench/results/profile_simulate.jsonl).
-        brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
-                              leader_base(inputs.moves))
-    with _timed(timings, "model_s"):
-        results = simulate_scenarios(
-            pack_inputs(inputs.moves, brokers), scenarios, request.clients, request.timeline_points,
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        summary = scenario_summary(results, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
-        outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
-    with _timed(timings, "write_s"):
-        files = write_results(results, summary, out, target)
-    for frame in (summary, results):
-        frame.unpersist()
+        streams = gather_inputs(inputs.moves, lambda: broker_base(
+            inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), leader_base(inputs.moves)))
+    with ExitStack() as shipping:
+        with _timed(timings, "model_s"):
+            shipped = shipping.enter_context(ship_inputs(spark, streams))
+            results = simulate_scenarios(shipped, scenarios, request.clients, request.timeline_points,
+                                         ).persist(StorageLevel.MEMORY_AND_DISK)
+            scenario_df = scenarios_frame(spark, scenarios, request.units)
+            summary = scenario_summary(results, scenario_df).persist(StorageLevel.MEMORY_AND_DISK)
+            outcomes = tuple(ScenarioOutcome.from_row(r.asDict()) for r in summary.collect())
+        with _timed(timings, "write_s"):
+            files = write_results(results, summary, out, target)
+        for frame in (summary, results):
+            frame.unpersist()
     pngs: dict[Path, bytes] = {}
     specs: tuple[PlotSpec, ...] = ()
     if request.plots or request.report_path:
@@ -163,13 +171,22 @@ def write_results(results: DataFrame, summary: DataFrame, out: Path, headroom_ta
     """Write the summary, the per-broker timelines and the cluster timeline as Parquet under `out`."""
     from kreassign.simulate.results import broker_timelines, cluster_timeline
 
+    from concurrent.futures import ThreadPoolExecutor
+
     # Both tables below explode the timelines; caching the exploded rows once cost more CPU than
-    # exploding twice (bench/results/profile_simulate.jsonl, sweep32).
+    # exploding twice (bench/results/profile_simulate.jsonl, sweep32). Three jobs at once: each spends much of its time on the driver (planning, code generation,
+    # committing files), so one job's tasks fill the cores another leaves idle (-1 s of 3 on
+    # the 1M-move case, bench/results/bench_simulate.jsonl).
     timelines = broker_timelines(results)
-    summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR))
-    timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR))
-    cluster_timeline(results, timelines, headroom_target).coalesce(1).write.mode("overwrite").parquet(
-        str(out / CLUSTER_TIMELINE_DIR))
+    writes = (
+        lambda: summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR)),
+        lambda: timelines.write.mode("overwrite").partitionBy("scenario_id").parquet(str(out / BROKER_TIMELINE_DIR)),
+        lambda: cluster_timeline(results, timelines, headroom_target).coalesce(1).write.mode("overwrite").parquet(
+            str(out / CLUSTER_TIMELINE_DIR)),
+    )
+    with ThreadPoolExecutor(len(writes), thread_name_prefix="write") as pool:
+        for done in [pool.submit(w) for w in writes]:
+            done.result()
     return [str(out / d) for d in (SUMMARY_DIR, BROKER_TIMELINE_DIR, CLUSTER_TIMELINE_DIR)]
 
 

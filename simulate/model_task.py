@@ -9,9 +9,10 @@ write load and sets its throttle (`scenario_brokers`).
 
 How the streams reach the tasks depends on the session:
 - classic (local or a cluster): a Python broadcast variable, which a worker on the driver's
-  machine reads from the driver's file and other executors fetch once each. The 1M-move case
-  took 0.6 s less than the one-row DataFrame below: no Arrow-to-row conversion on the way in,
-  no broadcast join, no row-to-Arrow conversion on the way out (bench/results/bench_simulate.jsonl);
+  machine reads from the driver's file and other executors fetch once each. A task that only
+  reads the 1M-move inputs took 1.24 s instead of 1.85 s with the one-row DataFrame below: no
+  Arrow-to-row conversion on the way in, no broadcast join, no row-to-Arrow conversion on the
+  way out (DEVELOPERS.md, "simulate end to end: the budget met");
 - Spark Connect, which has no broadcast variables: one PACKED_INPUTS row that every
   scenario's partition joins (a broadcast join).
 
@@ -73,7 +74,7 @@ class InputStreams:
 def gather_inputs(moves: DataFrame, brokers: Callable[[], DataFrame]) -> InputStreams:
     """Both tables on the driver (MOVES, BROKER_BASE -> InputStreams). The two collects run at
     once, and the broker base is defined in its own thread: each job's planning and Arrow
-    transfer leave cores its partner's tasks can use (bench/results/bench_simulate.jsonl)."""
+    transfer leave cores its partner's tasks can use."""
     with ThreadPoolExecutor(2, thread_name_prefix="gather") as pool:
         move_table = pool.submit(lambda: moves.select(*columns(MODEL_MOVES)).toArrow())
         broker_table = pool.submit(lambda: brokers().select(*columns(BROKER_BASE)).toArrow())
@@ -88,11 +89,6 @@ def packed_frame(spark: SparkSession, streams: InputStreams) -> DataFrame:
                                          type=pa.list_(pa.binary()))
     packed = pa.Table.from_arrays([move_cell, _binary(streams.brokers)], schema=arrow_schema(PACKED_INPUTS))
     return spark.createDataFrame(packed, schema=PACKED_INPUTS)
-
-
-def pack_inputs(moves: DataFrame, brokers: DataFrame) -> DataFrame:
-    """Every move and every broker's base in one row (MOVES, BROKER_BASE -> PACKED_INPUTS)."""
-    return packed_frame(moves.sparkSession, gather_inputs(moves, lambda: brokers))
 
 
 @dataclass(frozen=True)
@@ -258,8 +254,8 @@ def warm_workers(spark: SparkSession, tasks: int) -> threading.Thread:
     Spark starts a Python worker when the first Python task needs one and keeps it for the next
     (`spark.python.worker.reuse`), so the model task finds a worker that has imported numpy,
     pyarrow and the model instead of spending about a second of the critical path on them
-    (bench/results/bench_simulate.jsonl). For a local master only: elsewhere the model task may
-    land on another executor.
+    (py-spy on the 1M-move command: the warmed worker runs the model task). For a local master
+    only: elsewhere the model task may land on another executor.
     """
     def run() -> None:
         try:

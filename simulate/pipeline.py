@@ -169,14 +169,15 @@ def _run(spark: SparkSession, request: SimulationRequest,
 
 def write_results(results: DataFrame, summary: DataFrame, out: Path, headroom_target: float) -> list[str]:
     """Write the summary, the per-broker timelines and the cluster timeline as Parquet under `out`."""
-    from kreassign.simulate.results import broker_timelines, cluster_timeline
-
     from concurrent.futures import ThreadPoolExecutor
 
+    from kreassign.simulate.results import broker_timelines, cluster_timeline
+
     # Both tables below explode the timelines; caching the exploded rows once cost more CPU than
-    # exploding twice (bench/results/profile_simulate.jsonl, sweep32). Three jobs at once: each spends much of its time on the driver (planning, code generation,
-    # committing files), so one job's tasks fill the cores another leaves idle (-1 s of 3 on
-    # the 1M-move case, bench/results/bench_simulate.jsonl).
+    # exploding twice (bench/results/profile_simulate.jsonl, sweep32). The three jobs run at
+    # once: each spends much of its time on the driver (planning, code generation, committing
+    # files), so one job's tasks fill the cores another leaves idle (1.6-2 s instead of 3 on the
+    # 1M-move case).
     timelines = broker_timelines(results)
     writes = (
         lambda: summary.coalesce(1).write.mode("overwrite").parquet(str(out / SUMMARY_DIR)),

@@ -22,7 +22,8 @@ from kreassign.simulate.aggregates import broker_base, broker_traffic, leader_ba
 from kreassign.simulate.inputs import PlanFile, SnapshotInput, snapshot_inputs, synthetic_inputs
 from kreassign.simulate.model_task import (
     MOVE_COLUMNS,
-    pack_inputs,
+    gather_inputs,
+    packed_frame,
     scenario_brokers,
     unpack_brokers,
     unpack_moves,
@@ -219,18 +220,20 @@ def test_inputs_are_packed_once_and_unpacked_in_plan_order(spark: SparkSession) 
     moves = inputs.moves.repartition(3)  # rows in any order
     brokers = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers),
                           leader_base(moves)).repartition(3)
-    packed = pack_inputs(moves, brokers)
+    streams = gather_inputs(moves, lambda: brokers)
+    packed = packed_frame(spark, streams)  # what a Spark Connect session ships
     assertSchemaEqual(packed.schema, PACKED_INPUTS)
     rows = packed.collect()
     assert len(rows) == 1 and len(rows[0]["move_chunks"]) == 1
-    unpacked = unpack_moves(rows[0]["move_chunks"])
     expected = moves.orderBy("move_id").select(*MOVE_COLUMNS).toPandas()
-    for name in MOVE_COLUMNS:
-        assert unpacked[name].tolist() == expected[name].tolist()
-    base = unpack_brokers(rows[0]["broker_chunk"])
-    assert base["broker"].tolist() == list(range(24))
-    assert base["leader_base_bps"][20:].tolist() == [0.0] * 4  # new brokers lead nothing
-    empty = unpack_moves(pack_inputs(moves.limit(0), brokers).collect()[0]["move_chunks"])
+    # the joined row (Connect) and the broadcast streams (classic) unpack alike, in plan order
+    for unpacked in (unpack_moves(rows[0]["move_chunks"]), unpack_moves([streams.moves.to_pybytes()])):
+        for name in MOVE_COLUMNS:
+            assert unpacked[name].tolist() == expected[name].tolist()
+    for base in (unpack_brokers(rows[0]["broker_chunk"]), unpack_brokers(streams.brokers.to_pybytes())):
+        assert base["broker"].tolist() == list(range(24))
+        assert base["leader_base_bps"][20:].tolist() == [0.0] * 4  # new brokers lead nothing
+    empty = unpack_moves([gather_inputs(moves.limit(0), lambda: brokers).moves])
     assert {name: (len(v), v.dtype.kind) for name, v in empty.items()} == {
         "move_id": (0, "i"), "source": (0, "i"), "dest": (0, "i"), "bytes": (0, "i"),
         "write_bps": (0, "f"), "failover_source": (0, "i"), "released_bps": (0, "f"), "session": (0, "i"),
@@ -252,7 +255,7 @@ def test_synthetic_moves_know_what_their_fetcher_sessions_carry(spark: SparkSess
 def test_each_scenario_scales_the_broker_base_and_sets_its_throttle(spark: SparkSession, state: ClusterState) -> None:
     inputs = snapshot_inputs(spark, state, diff_plan(state, _targets(state)).moves)
     base = broker_base(inputs.brokers, broker_traffic(inputs.partitions, inputs.brokers), leader_base(inputs.moves))
-    table = unpack_brokers(pack_inputs(inputs.moves, base.repartition(4)).collect()[0]["broker_chunk"])
+    table = unpack_brokers(gather_inputs(inputs.moves, lambda: base.repartition(4)).brokers)
     assert table["broker"].tolist() == [1, 2, 3, 4, 5]
     flat = base.orderBy("broker").toPandas()
     throttled = scenario_brokers(table, Scenario(0, throttle_bps=1e6, write_multiplier=1.5))

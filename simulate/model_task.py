@@ -179,15 +179,18 @@ class ScenarioTask:
             for i in range(batch.num_rows):
                 row = batch.slice(i, 1)
                 if moves is None:  # the same inputs for every scenario: unpack them once
-                    if self.shipped is not None:
-                        move_stream, broker_stream = self.shipped.value
-                        moves, base = unpack_moves([move_stream]), unpack_brokers(broker_stream)
-                    else:
-                        cell = row.column("move_chunks")[0]
-                        moves = unpack_moves([chunk.as_buffer() for chunk in cell.values])
-                        base = unpack_brokers(row.column("broker_chunk")[0].as_buffer())
+                    moves, base = self._inputs(row)
                 scenario = self.scenarios[int(row.column("scenario_index")[0].as_py())]
                 yield self.run(scenario, scenario_brokers(base, scenario), moves, schema)
+
+    def _inputs(self, row: pa.RecordBatch) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The moves and the broker base, from the broadcast variable or the joined row."""
+        if self.shipped is not None:
+            move_stream, broker_stream = self.shipped.value
+            return unpack_moves([move_stream]), unpack_brokers(broker_stream)
+        cell = row.column("move_chunks")[0]
+        return (unpack_moves([chunk.as_buffer() for chunk in cell.values]),
+                unpack_brokers(row.column("broker_chunk")[0].as_buffer()))
 
     def run(self, scenario: Scenario, brokers: Mapping[str, np.ndarray], moves: Mapping[str, np.ndarray],
             schema: pa.Schema) -> pa.RecordBatch:

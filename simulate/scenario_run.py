@@ -319,11 +319,8 @@ def _in_sync_at(arrays: ScenarioArrays, scenario: Scenario, done: np.ndarray, fa
     kept = done & (arrays.dest != failed)
     leader = np.where(arrays.source == failed, arrays.failover_source, arrays.source)
     sends = kept & (leader >= 0) & (leader != failed)
-    sent, _ = in_sync_traffic(arrays.positions(leader[sends]), arrays.positions(arrays.dest[sends]),
-                              writes[sends], released[sends], n)
-    _, received = in_sync_traffic(arrays.positions(leader[kept]), arrays.positions(arrays.dest[kept]),
-                                  writes[kept], released[kept], n)
-    return sent, received
+    src = np.where(sends[kept], arrays.positions(leader[kept]), -1)
+    return in_sync_traffic(src, arrays.positions(arrays.dest[kept]), writes[kept], released[kept], n)
 
 
 def _remaining_at(arrays: ScenarioArrays, scenario: Scenario, first: ModelResult,

@@ -48,10 +48,8 @@ class KafkaPool:
         if version in self.failures:
             raise self.failures[version]
         if version not in self.clusters:
-            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
+            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, PortTaken
             from kreassign.sandbox.kafka_engine.dist import locate
-
-            from kreassign.cluster.errors import InputError
 
             cluster = None
             for attempt in range(1, PORT_ATTEMPTS + 1):
@@ -73,8 +71,7 @@ class KafkaPool:
                     # Free ports are picked before the JVMs bind them: another process (the other
                     # worker's clients) took one in between once, and every real-Kafka test of the
                     # run failed. New ports, a new cluster.
-                    taken = isinstance(exc, InputError) and "a port is in use" in str(exc)
-                    if not taken or attempt == PORT_ATTEMPTS:
+                    if not isinstance(exc, PortTaken) or attempt == PORT_ATTEMPTS:
                         self.failures[version] = exc
                         raise
             self.clusters[version] = cluster

@@ -19,7 +19,7 @@ import pytest
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.processes import pid_alive
 from kreassign.sandbox.kafka_engine import dist
-from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, new_cluster_id
+from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, PortTaken, _Node, new_cluster_id
 from kreassign.sandbox.kafka_engine.node_config import CONTROLLER_ID, Layout, Listener, properties
 
 from cli_helpers import KREASSIGN, Kreassign
@@ -323,3 +323,25 @@ def test_a_failed_receiver_build_says_why(tmp_path: Path) -> None:
                                          "ERROR : cannot find symbol"):
         dist.build_client_telemetry(tmp_path, run=maven)
     assert [p.name for p in (tmp_path / "client-telemetry").iterdir()] == []
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("java.net.BindException: Address already in use", PortTaken),
+    ("ERROR Exiting Kafka due to fatal exception: java.lang.OutOfMemoryError: Java heap space", InputError),
+])
+def test_a_node_that_dies_at_start_says_whether_a_port_was_taken(tmp_path: Path, line: str, kind: type) -> None:
+    # a port taken between picking it free and the JVM binding it is worth a start on new ports
+    # (the test pool's retry); any other death is not
+    log = tmp_path / "node-1" / "stdout.log"
+    log.parent.mkdir()
+    log.write_text(f"starting\n{line}\n")
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    cluster = object.__new__(KafkaCluster)
+    cluster._nodes = {1: _Node(1, ["java"], log, proc)}
+    with pytest.raises(InputError) as raised:
+        cluster._check_alive()
+    assert type(raised.value) is kind
+    assert ("a port is in use" in str(raised.value)) == (kind is PortTaken)
+    assert str(raised.value).startswith("broker 1 exited during start-up (code 0): ")
+

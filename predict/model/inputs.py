@@ -347,6 +347,8 @@ def in_sync_traffic(src: np.ndarray, dst: np.ndarray, writes: np.ndarray, releas
                     n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per broker position, the (sent, received) replication that finished moves leave for the
     quotas to count: each leader sends its new follower the partition's writes, less those of
-    the replica the move removed, and each new follower receives them."""
-    return (np.bincount(src, weights=writes - released, minlength=n),
+    the replica the move removed, and each new follower receives them. A move whose source is
+    -1 (no leader left to send) only receives."""
+    led = src >= 0
+    return (np.bincount(src[led], weights=(writes - released)[led], minlength=n),
             np.bincount(dst, weights=writes, minlength=n))

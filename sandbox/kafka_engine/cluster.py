@@ -101,6 +101,11 @@ JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
 """the reporter behind every Kafka-metrics MBean (and so the JMX exporter's quota series)"""
 
 
+class PortTaken(InputError):
+    """A node could not bind a port that was free when the cluster picked it: started again on
+    new free ports, the cluster may come up."""
+
+
 @dataclass
 class _Node:
     node_id: int
@@ -368,17 +373,24 @@ class KafkaCluster:
         for node in self._nodes.values():
             if node.proc is not None and node.proc.poll() is not None:
                 who = "the controller" if node.node_id == CONTROLLER_ID else f"broker {node.node_id}"
-                raise InputError(f"{who} exited during start-up (code {node.proc.returncode}): {self._why(node)}")
+                lines = self._log_tail(node)
+                taken = next((line for line in lines if "Address already in use" in line), None)
+                if taken is not None:
+                    raise PortTaken(f"{who} exited during start-up (code {node.proc.returncode}): a port is in use "
+                                    f"({taken.strip()[-160:]}); see {node.log.parent}")
+                raise InputError(f"{who} exited during start-up (code {node.proc.returncode}): {self._why(node, lines)}")
 
-    def _why(self, node: _Node) -> str:
-        """The most telling line of a node's logs."""
+    @staticmethod
+    def _log_tail(node: _Node) -> list[str]:
         lines: list[str] = []
         for path in (node.log, node.log.with_name("server.log")):
             with contextlib.suppress(OSError):
                 lines += path.read_text(errors="replace").splitlines()[-200:]
-        for line in lines:
-            if "Address already in use" in line:
-                return f"a port is in use ({line.strip()[-160:]}); see {node.log.parent}"
+        return lines
+
+    @staticmethod
+    def _why(node: _Node, lines: list[str]) -> str:
+        """The most telling line of a node's logs."""
         errors = [l for l in lines if not l.lstrip().startswith("at ") and (
             " ERROR " in l or "Exception" in l or "Error:" in l)]
         fatal = [l for l in errors if "Exception" in l and ":" in l]

@@ -316,14 +316,17 @@ def throttle_through_run(port: ClusterPort, leader_rate: int | None, follower_ra
 
     Raises:
         RunRefused: the run in flight cannot take a rate change (not a paced run: an abort, or
-            a run between its steps), or did not answer in time (nothing was changed then).
+            a run between its steps), its journal is not in this journal dir, or it did not
+            answer in time (nothing was changed then).
     """
     owner = live_owner(port, control)
     if owner is None:
         return None
     journal = run_journal(store, owner)
-    paced = journal is not None and isinstance(journal.options.get("paced"), dict)
-    if not paced:
+    if journal is None:  # another journal dir, or another host: its options cannot be read here
+        raise RunRefused(f"{owner.describe()} is running on this cluster, and its journal is not in {store.root}: "
+                         "run throttle set with the --journal-dir that run uses (on its host)", owner)
+    if not isinstance(journal.options.get("paced"), dict):
         raise RunRefused(f"{owner.describe()} is running on this cluster and does not take rate changes (it is not "
                          "a paced run); wait for it, then run throttle set again", owner)
     assert journal is not None

@@ -58,6 +58,12 @@ def test_a_second_terminal_watches_changes_the_rates_and_verifies_through_the_ru
         assert admin.list_reassignments() == {} or FOLLOWER_RATE in str(
             admin.describe_broker_configs(list(live.brokers), [FOLLOWER_RATE]).configs)
 
+        # a terminal pointed at another journal dir cannot read the run's options: it says where
+        # to look, and changes nothing (it said "not a paced run" before)
+        elsewhere = cli.run("throttle", "set", "--rate", "2MB/s", "--journal-dir", str(tmp_path / "elsewhere"))
+        assert elsewhere.returncode != 0
+        assert "its journal is not in" in elsewhere.stderr and "--journal-dir" in elsewhere.stderr, elsewhere.stderr
+
         # the second terminal changes the rates while the run goes on (its events are followed here)
         answers: dict[str, Any] = {}
         setter = threading.Thread(target=lambda: answers.update(

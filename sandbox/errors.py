@@ -2,6 +2,8 @@
 error code or message). Handlers turn them into responses; none reaches a user as a traceback."""
 from __future__ import annotations
 
+from kreassign.cluster.errors import InputError
+
 
 class SequenceError(Exception):
     """An idempotent producer's batch out of order or from a fenced epoch; `code` is Kafka's error."""
@@ -29,3 +31,8 @@ class InvalidRecords(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class PortTaken(InputError):
+    """A real-Kafka sandbox node could not bind a port that was free when the cluster picked it:
+    started again on new free ports, the cluster may come up."""

@@ -48,7 +48,8 @@ class KafkaPool:
         if version in self.failures:
             raise self.failures[version]
         if version not in self.clusters:
-            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, PortTaken
+            from kreassign.sandbox.errors import PortTaken
+            from kreassign.sandbox.kafka_engine.cluster import KafkaCluster
             from kreassign.sandbox.kafka_engine.dist import locate
 
             cluster = None

@@ -19,7 +19,8 @@ import pytest
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.processes import pid_alive
 from kreassign.sandbox.kafka_engine import dist
-from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, PortTaken, _Node, new_cluster_id
+from kreassign.sandbox.errors import PortTaken
+from kreassign.sandbox.kafka_engine.cluster import KafkaCluster, _Node, new_cluster_id
 from kreassign.sandbox.kafka_engine.node_config import CONTROLLER_ID, Layout, Listener, properties
 
 from cli_helpers import KREASSIGN, Kreassign

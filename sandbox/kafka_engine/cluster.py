@@ -30,6 +30,7 @@ from typing import Any
 
 from kreassign.cluster.errors import ClusterError, ClusterUnreachable, InputError
 from kreassign.cluster.model import TopicPartition
+from kreassign.sandbox.errors import PortTaken
 from kreassign.sandbox.kafka_engine import jvm
 from kreassign.sandbox.kafka_engine.data import PartitionLoad, Writer, create_topics, fill, plan_topics, scaled_defaults
 from kreassign.sandbox.kafka_engine.dist import (
@@ -99,11 +100,6 @@ def new_cluster_id() -> str:
 
 JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
 """the reporter behind every Kafka-metrics MBean (and so the JMX exporter's quota series)"""
-
-
-class PortTaken(InputError):
-    """A node could not bind a port that was free when the cluster picked it: started again on
-    new free ports, the cluster may come up."""
 
 
 @dataclass

@@ -350,10 +350,13 @@ written, leader-bound and follower-bound on a quiet machine, load 0.4-4.9, 17:19
   that last a few spans, and by that much less the longer the move.
 * **written: -8.1% (was -3.7%) at load 24; -4.2% twice quiet**. Within the bar quiet. This
   line once read the -4.2% as the leader's share of a woken session (1.00 modelled, about 0.93
-  real); the leader-bound floods above say a straight line's error on a short move is the flood's
-  phase, and this one move's leader sends to one follower throttled at the same rate, so it
-  cannot flood: what is left here is not yet explained. The before/after estimates each sampled
-  the write rates for 10 s of their own (200 kB/s over 10 s), so they differ by that sample too.
+  real). A traced run (2026-11-28 21:15, load 1.8, not in the table: -2.6%) says otherwise: the
+  copy ran at 1.86 MB/s from its third second to its end, and the leader's 2 MB/s quota also
+  carries the in-sync follower's copy of the 0.2 MB/s of writes (`sizeOfThrottledPartitions`
+  counts every follower of a throttled partition), which the model takes off first
+  (`leader_base`): 1.80 MB/s modelled. What is left is the first seconds (the follower's sensor
+  starts cold and lets 2 MiB through at once). The before/after estimates each sampled the write
+  rates for 10 s of their own (200 kB/s over 10 s), so they differ by that sample too.
 * **decommission (24 moves, paced 2 per broker), first run: -16.5% (was -30.6%)**. The model
   started the next move the instant one completed; the real pacer polls (`--interval`) and each
   new replica's fetcher starts 0.1-1.7 s after its reassignment is submitted (`started` in

@@ -280,7 +280,7 @@ def _after_failure(arrays: ScenarioArrays, scenario: Scenario, first: ModelResul
         dest=arrays.dest[rest], bytes=remaining, write_bps=arrays.write_bps[rest],
         failover_source=arrays.failover_source[rest], released_bps=arrays.released_bps[rest],
         session=None if arrays.session is None else arrays.session[rest],
-    )  # not warm: the leader throttles have run since the start, their credit is spent
+    )  # not warm: the leader throttles have run since the start (the model follows floods from time 0 only)
     # Moves already copying keep their slots: they are first in line after the failure.
     priority = np.concatenate([np.flatnonzero(started), np.flatnonzero(~started)]).astype(np.int64)
     admission = _admission(scenario, priority)

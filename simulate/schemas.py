@@ -71,8 +71,8 @@ each partition once. `failover_source` is the first current replica other than t
 and the destination, which takes over if the source fails (-1: none). `session` is what else
 the move's fetcher session carries (`predict.model.Session`: 0 nothing, 1 idle in-sync
 partitions, 2 written ones), which sets what its follower throttle gives it; `warm` (0/1)
-whether its leader answers in-sync followers, which gives its leader throttle a start-up credit
-(`predict.model.ModelInput.leader_credit`)."""
+whether its leader answers in-sync followers, so that its leader throttle floods once a quota
+span (`predict.model.ModelInput.leader_flood`)."""
 
 SCENARIOS = _fields(
     ("scenario_id", _INT, False),

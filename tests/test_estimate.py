@@ -40,8 +40,9 @@ def state() -> ClusterState:
 
 @pytest.fixture
 def stuck_state(state: ClusterState) -> ClusterState:
-    """`state` with clicks-0 (1000 MB) larger than the 450 MB a 50 MB/s leader throttle lets
-    through at its start (`ModelInput.leader_credit`): its move stalls once that is spent."""
+    """`state` with clicks-0 (1000 MB) larger than what a 50 MB/s leader throttle's floods let
+    through while the model follows them (`ModelInput.leader_flood`): its move stalls once they
+    end."""
     parts = [p if p.topic != "clicks" else PartitionInfo("clicks", 0, (2, 3), leader=2, isr=(2, 3), size_bytes=1000 * MB,
                                                          produce_bps=30 * MB) for p in state.iter_partitions()]
     return ClusterState.from_partitions(state.brokers, parts, throttles=state.throttles)
@@ -188,11 +189,12 @@ def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: Clust
     assert report.warnings[-2:] == (
         "clicks-0 (new replica on broker 4) never finishes: its partition takes 30.0 MB/s of writes, more than "
         "its share of the leader-throttle on broker 2; --leader-rate 75000000 (75.0 MB/s) on broker 2 lifts that limit",
-        # with Kafka's fetch limits: leader 2 gets 75 MB/s x leader_share = 74.97 MB/s (the writes wake its
-        # parked fetches), less 30 in sync to broker 3 and 30 of writes the copy chases: 14.97 MB/s. For
-        # its first 11.5 s it has 58.7 MB/s more (leader_credit), where broker 4's follower share of
-        # 75 MB/s (68.8: its session carries nothing else) binds: 446 MB, then 554 MB at 14.97 MB/s
-        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 49s)")
+        # with Kafka's fetch limits: leader 2 is warm, so it floods: 900 MB a span (12 s of 75 MB/s,
+        # less what its in-sync follower on 3 takes, 30 MB/s, which the window also holds), copied at
+        # broker 4's follower share of 75 MB/s (68.8: its session carries nothing else) for 8.2-8.4 s,
+        # then nothing until the span (11.5 s) ends while the copy falls 30 MB/s behind its writes;
+        # the fourth flood finishes it
+        "--throttle 75000000 (75.0 MB/s) lets every move finish (ETA 41s)")
     doc = report.to_dict()
     assert doc["eta_s"] is None and doc["stalled"][0]["suggested_rate"] == 75 * MB
     assert doc["write_rates"]["source"] == "given"
@@ -201,7 +203,7 @@ def test_plan_names_moves_that_never_finish_before_they_start(stuck_state: Clust
     assert binary.warnings[-2:] == (
         "clicks-0 (new replica on broker 4) never finishes: its partition takes 28.6 MiB/s of writes, more than "
         "its share of the leader-throttle on broker 2; --leader-rate 75000000 (71.5 MiB/s) on broker 2 lifts that limit",
-        "--throttle 75000000 (71.5 MiB/s) lets every move finish (ETA 49s)")
+        "--throttle 75000000 (71.5 MiB/s) lets every move finish (ETA 41s)")
 
 
 def test_moves_release_the_in_sync_replication_of_the_followers_they_replace() -> None:

@@ -92,3 +92,25 @@ def test_the_emulator_floods_as_real_kafka_does(name: str) -> None:
     if name == "leader-bound":
         # the real completion counts the submission and the fetchers' start-up (0.1-0.5 s)
         assert REAL_COMPLETION_S[0] * 0.95 <= completed <= REAL_COMPLETION_S[1] * 1.05, completed
+
+
+@pytest.mark.parametrize("name, log_bytes, real_s", [("leader-bound", 20_121_250, (25.8, 27.0)),
+                                                    ("leader-bound-long", 80_485_002, (116.5, 117.8))])
+def test_the_model_follows_the_floods(name: str, log_bytes: int, real_s: tuple[float, float]) -> None:
+    """The replication model on the same shape (sessions as the bench's cluster has them: the
+    move into broker 5 shares its session with the written busy-2, the one into 1 with the idle
+    in-sync partition 2, the one into 2 has nothing else) against both engines' completions:
+    floods of 12 s of the rate per 11.5 s span, the last one's bytes at the followers' pace.
+    `log_bytes`: each partition's size on the real brokers (its record batches' overhead on the
+    bench's payload); the long shape's 241 MB is just over ten floods, whose last megabytes go at
+    the steady share once the model stops following floods."""
+    from kreassign.predict.model import ModelInput, Session, simulate
+
+    shape = SHAPES[name]
+    inp = ModelInput.build(broker_ids=[1, 2, 3, 4, 5], source=[3, 3, 3], dest=[5, 1, 2], bytes=[log_bytes] * 3,
+                           leader_rate=THROTTLE, follower_rate=THROTTLE, warm=True, fresh=True,
+                           session=[Session.WRITTEN_ISR, Session.IDLE_ISR, Session.ALONE])
+    eta = simulate(inp, tolerance=0.0).makespan
+    _, emulated = run_on_emulator(shape)
+    assert real_s[0] * 0.95 <= eta <= real_s[1] * 1.05, eta
+    assert eta == pytest.approx(emulated, rel=0.05)

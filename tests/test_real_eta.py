@@ -45,7 +45,7 @@ def test_the_eta_holds_within_5_percent_on_real_kafka(kafka_cluster: Any, tmp_pa
         for shape in SHAPES:
             folder = tmp_path / shape.name
             folder.mkdir()
-            rows.append(run_shape(cluster, port, shape, folder, THROTTLE, settle_s=0.0, sample="2s", before=False))
+            rows.append(run_shape(cluster, port, shape, folder, THROTTLE, settle_s=0.0, sample="2s"))
     for row in rows:
         assert row["estimated_s"] is not None
         assert abs(row["error"]) <= BAR, json.dumps(row)

@@ -14,6 +14,7 @@ from kreassign.cluster.java_order import java_string_hash
 from kreassign.cluster.model import Broker, ClusterState, PartitionInfo
 from kreassign.predict.model import (
     NO_FETCH_LIMITS,
+    LEADER_FLOOD_SPANS,
     LEADER_GRANULARITY,
     Admission,
     FetchLimits,
@@ -220,10 +221,12 @@ def test_from_moves_takes_leaders_isr_traffic_and_nic_capacities() -> None:
     assert inp.leader_quota[0] == pytest.approx(10 * MB * share)
     assert inp.session.tolist() == [Session.ALONE]  # broker 3 follows nothing of leader 1
     # leader 1 answers its in-sync follower 2: its quota windows are warm and empty when the
-    # throttle starts, LEADER_CREDIT_S (6 s, real Kafka 4.4.0) of its rate on top, spread over the first 11.5 s
-    assert inp.warm.tolist() == [True] and inp.leader_credit.tolist() == [60 * MB, 0.0, 0.0]
+    # throttle starts, so it floods: LEADER_FLOOD_S (12 s) of its rate at once, more than the move,
+    # which then runs at what its NIC leaves (100 MB/s less 7 MB/s of consumers and replication)
+    # less the writes it chases
+    assert inp.warm.tolist() == [True] and inp.leader_flood.tolist() == [120 * MB, 0.0, 0.0]
     r = simulate(inp, tolerance=0.0)
-    assert r.finish_s.tolist() == pytest.approx([10 * MB / (10 * MB * share + 60 * MB / 11.5 - 2 * MB - 2 * MB)])
+    assert r.finish_s.tolist() == pytest.approx([10 * MB / (100 * MB - 7 * MB - 2 * MB)])
     assert r.lower.seconds <= r.finish_s[0]
     # an idle partition leaves the parked fetch to its 0.5 s wait
     idle = from_moves(state, Moves(), write_bps=np.array([0.0]), leader_rate=10 * MB)
@@ -268,24 +271,33 @@ def test_written_in_sync_partitions_of_a_session_wake_the_leader_too() -> None:
     assert woken.leader_quota[0] == pytest.approx(10 * MB * float(f.woken_share(np.array(10 * MB))))
 
 
-def test_a_warm_leader_sends_its_credit_on_top() -> None:
+def test_a_warm_leader_floods_once_a_span() -> None:
     f = FetchLimits()
     q = 10 * MB * float(f.leader_share(np.array(10 * MB)))
     kw = dict(broker_ids=[1, 2], source=[1], dest=[2], bytes=[500 * MB], leader_rate=10 * MB)
     cold = exact(ModelInput.build(**kw))  # type: ignore[arg-type]
     warm = exact(ModelInput.build(warm=True, **kw))  # type: ignore[arg-type]
     assert cold.makespan == pytest.approx(500 * MB / q)
-    # 11.5 s at q + 60 MB / 11.5 s, then the rest at q: 60 MB (LEADER_CREDIT_S, 6 s of the rate
-    # on real Kafka 4.4.0) sooner
-    assert warm.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 60 * MB) / q)
-    assert warm.lower.seconds == pytest.approx((500 * MB - 60 * MB) / q) and warm.lower.seconds <= warm.makespan
+    # a warm leader lets 12 s of its rate (120 MB) through at once, at what else limits the copy
+    # (here one partition's fetches: 1 MiB per 0.01 s), then nothing until the span (11.5 s)
+    # ends: four whole floods, then the last 20 MB at once (real Kafka 4.4.0: floods of 12 s of
+    # the rate, one per 11.3-12.3 s)
+    assert warm.makespan == pytest.approx(4 * 11.5 + 20 * MB / f.partition_bps)
+    # the bound counts the first flood and what the followed floods carry above the steady share
+    credit = 120 * MB + LEADER_FLOOD_SPANS * (120 * MB - 11.5 * q)
+    assert ModelInput.build(warm=True, **kw).leader_credit.tolist() == pytest.approx([credit, 0])  # type: ignore[arg-type]
+    assert warm.lower.seconds <= warm.makespan
+    # after LEADER_FLOOD_SPANS spans the model takes the steady share: a long copy
+    long = exact(ModelInput.build(warm=True, **{**kw, "bytes": [5000 * MB]}))  # type: ignore[arg-type]
+    spans = LEADER_FLOOD_SPANS * 11.5
+    assert long.makespan == pytest.approx(spans + (5000 * MB - LEADER_FLOOD_SPANS * 120 * MB) / q)
     # a cold leader whose throttle starts with the move lets one window (1 s) of its rate through
     # at once (SimpleRate's one-window floor; real Kafka 4.4.0: 9.8 MB in the first 0.8 s at 10 MB/s)
     fresh = exact(ModelInput.build(fresh=True, **kw))  # type: ignore[arg-type]
     assert fresh.lower.seconds == pytest.approx((500 * MB - 10 * MB) / q)  # tight: equal to the last ulp
     assert fresh.makespan == pytest.approx(11.5 + (500 * MB - 11.5 * q - 10 * MB) / q)
-    assert ModelInput.build(fresh=True, warm=True, **kw).leader_credit.tolist() == [60 * MB, 0]  # type: ignore[arg-type]
-    # no credit without a finite leader throttle, or without fetch limits
+    assert ModelInput.build(fresh=True, warm=True, **kw).cold_credit.tolist() == [0, 0]  # type: ignore[arg-type]
+    # no flood or credit without a finite leader throttle, or without fetch limits
     assert ModelInput.build(broker_ids=[1, 2], source=[1], dest=[2], bytes=[1.0], warm=True).leader_credit.tolist() == [0, 0]
     assert model(warm=True, **kw).leader_credit.tolist() == [0, 0]  # type: ignore[arg-type]
 

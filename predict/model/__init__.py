@@ -51,7 +51,8 @@ from kreassign.predict.model.inputs import (
 from kreassign.predict.model.kafka import (
     FOLLOWER_GRANULARITY,
     INF,
-    LEADER_CREDIT_S,
+    LEADER_FLOOD_S,
+    LEADER_FLOOD_SPANS,
     LEADER_GRANULARITY,
     NO_FETCH_LIMITS,
     PACER_POLL_S,
@@ -65,7 +66,7 @@ from kreassign.predict.model.loop import DEFAULT_TOLERANCE, simulate
 from kreassign.predict.model.results import Critical, ModelResult
 
 __all__ = [
-    "DEFAULT_TOLERANCE", "FOLLOWER_GRANULARITY", "INF", "LEADER_CREDIT_S", "LEADER_GRANULARITY", "NO_FETCH_LIMITS",
+    "DEFAULT_TOLERANCE", "FOLLOWER_GRANULARITY", "INF", "LEADER_FLOOD_S", "LEADER_FLOOD_SPANS", "LEADER_GRANULARITY", "NO_FETCH_LIMITS",
     "PACER_POLL_S", "WAVE_START_S",
     "Admission", "Critical", "FetchLimits", "Limit", "LowerBound", "MiB", "ModelInput", "ModelResult", "PerBroker",
     "Session", "broker_positions", "client_traffic", "fetch_sessions", "fetcher_ids", "finished_still_count", "from_moves",

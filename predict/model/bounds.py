@@ -79,7 +79,9 @@ def lower_bound(inp: ModelInput, admission: Admission | None = None) -> LowerBou
     best = np.minimum(others, np.where(led, (out_cap + freed)[srcp], INF))
     alone = _ratio(np.maximum(inp.bytes - np.where(led, credit[srcp], 0.0), 0.0), best - w)
     if credit.any():
-        boosted = np.minimum(others, np.where(led, (inp.out_capacity(zeros, boost=True)[0] + freed)[srcp], INF))
+        flooding = np.where(inp.leader_flood > 0, 1.0, np.nan)  # a flood is not held back by its throttle
+        boosted = np.minimum(others, np.where(led, (inp.out_capacity(zeros, boost=True, flood=flooding)[0] + freed)[srcp],
+                                              INF))
         alone = np.maximum(alone, _ratio(inp.bytes, boosted - w))
     alone = np.where(np.isinf(best), 0.0, alone)
     if admission is None:

@@ -14,7 +14,14 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.cluster.model import NO_LEADER
-from kreassign.predict.model.kafka import INF, LEADER_COLD_CREDIT_S, LEADER_CREDIT_S, FetchLimits, Session
+from kreassign.predict.model.kafka import (
+    INF,
+    LEADER_COLD_CREDIT_S,
+    LEADER_FLOOD_S,
+    LEADER_FLOOD_SPANS,
+    FetchLimits,
+    Session,
+)
 
 PerBroker = float | Sequence[float] | np.ndarray | Mapping[int, float]
 
@@ -87,7 +94,7 @@ class ModelInput:
     """per move: what else its fetcher session carries (`Session`); None: nothing (ALONE)"""
     warm: np.ndarray | None = None
     """per move: its leader has answered in-sync followers for a whole quota span when the
-    throttle starts, so its leader quota starts with a credit (`leader_credit`); None: no (a
+    throttle starts, so its leader throttle floods once a quota span (`leader_flood`); None: no (a
     throttle already running, as in the middle of a reassignment, has used it up)"""
     fresh: bool = False
     """the throttles start with the moves at time 0, so a leader that is not `warm` starts cold
@@ -258,40 +265,67 @@ class ModelInput:
         return quota
 
     @cached_property
-    def leader_credit(self) -> np.ndarray:
-        """Bytes a leader throttle lets through beyond its steady share when it starts.
-
-        A leader records every response to its followers (zero bytes of throttled partitions
-        until the throttle lists some), so when the throttle comes its `SimpleRate` windows span
-        their full length, empty, and fetches flood until they hold rate x span. That window's
-        bytes drop out together a ring of windows (12 s) later and are refilled by the next
-        flood, so the copy keeps coming in floods and ends at one. Counted as LEADER_CREDIT_S
-        seconds of the rate, per broker where a move it sends is `warm` and its leader throttle
-        is finite; where the throttles are `fresh` and none of its moves is warm, the leader
-        starts cold and `SimpleRate`'s one-window floor lets LEADER_COLD_CREDIT_S of the rate
-        through; 0 elsewhere."""
+    def leader_flood(self) -> np.ndarray:
+        """Per broker, the bytes its warm leader throttle lets through at once in each quota span
+        (LEADER_FLOOD_S of its rate; the event loop spends and refills it, `Capacity`): where a
+        move it sends is `warm`, its leader throttle is finite and fetch limits are on; 0
+        elsewhere. A warm leader records every response to its followers (zero bytes of
+        throttled partitions until the throttle lists some), so when the throttle comes its
+        `SimpleRate` windows span their full length, empty; fetches flood until they hold rate
+        x span, those bytes drop out together a span later, and the next flood comes."""
         led = self.source >= 0
         b = self.n_brokers
         warm = np.bincount(self.source[led], weights=self.warm[led], minlength=b) > 0
         sends = np.bincount(self.source[led], minlength=b) > 0
-        on = sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
-        seconds = np.where(warm, LEADER_CREDIT_S, LEADER_COLD_CREDIT_S if self.fresh else 0.0)
-        credit = np.where(on, np.where(on, self.leader_rate, 0.0) * seconds, 0.0)
+        on = warm & sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
+        flood = np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_FLOOD_S, 0.0)
+        flood.setflags(write=False)
+        return flood
+
+    @cached_property
+    def cold_credit(self) -> np.ndarray:
+        """Bytes a cold leader throttle (no follower fetched from it in the last quota span) lets
+        through at once when the throttles are `fresh`: `SimpleRate` divides by at least one
+        window, so LEADER_COLD_CREDIT_S of the rate goes through; 0 for warm leaders (they
+        flood, `leader_flood`) and where the throttles are already running."""
+        led = self.source >= 0
+        sends = np.bincount(self.source[led], minlength=self.n_brokers) > 0
+        on = sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0) & (self.leader_flood == 0)
+        credit = np.where(on & self.fresh, np.where(on, self.leader_rate, 0.0) * LEADER_COLD_CREDIT_S, 0.0)
         credit.setflags(write=False)
         return credit
 
     @property
-    def credit_s(self) -> float:
-        """How long the model spreads `leader_credit` over, from time 0: one quota span (the
-        flood fills the window the leader divides by); 0 without credit."""
-        return self.fetch.quota_span_s + self.fetch.quota_window_s / 2 if self.leader_credit.any() else 0.0
+    def leader_credit(self) -> np.ndarray:
+        """The most each leader throttle sends beyond its steady share over a run (what lower
+        bounds count): a warm leader's first flood (`leader_flood`) and what its floods carry
+        above the steady share while the model follows them (LEADER_FLOOD_SPANS: each is the
+        whole rate), a cold one's `cold_credit`."""
+        on = self.leader_flood > 0
+        span = self.fetch.quota_span_s + self.fetch.quota_window_s / 2  # a flood per span and half a window
+        gap = np.where(on, self.leader_rate, 0.0) * LEADER_FLOOD_S - np.where(on, self.leader_quota, 0.0) * span
+        followed = LEADER_FLOOD_SPANS * np.maximum(gap, 0.0)
+        return np.where(self.leader_flood > 0, self.leader_flood + np.where(self.leader_flood > 0, followed, 0.0),
+                        self.cold_credit)
 
-    def out_capacity(self, in_sync_out: np.ndarray, boost: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def credit_s(self) -> float:
+        """How long the model spreads `cold_credit` over, from time 0: one quota span (the
+        first fetches fill the window the leader divides by); 0 without it."""
+        return self.fetch.quota_span_s + self.fetch.quota_window_s / 2 if self.cold_credit.any() else 0.0
+
+    def out_capacity(self, in_sync_out: np.ndarray, boost: bool = False,
+                     flood: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Capacity each broker has left for sending catch-up, and whether the leader throttle
         (what fetches get of it, `leader_quota`) rather than the NIC is what limits it. `boost`
-        adds `leader_credit` spread over `credit_s` (the model's first seconds)."""
-        quota = self.leader_quota + (self.leader_credit / self.credit_s if boost and self.credit_s > 0 else 0.0)
+        adds `cold_credit` spread over `credit_s` (the model's first seconds). `flood`, per
+        broker: 1 where a warm leader's flood of this span is not spent (its throttle does not
+        hold fetches back), 0 where it is (it holds them all), NaN where floods are not followed
+        (its steady share)."""
+        quota = self.leader_quota + (self.cold_credit / self.credit_s if boost and self.credit_s > 0 else 0.0)
         leader = quota - self.leader_base - in_sync_out
+        if flood is not None:
+            leader = np.where(np.isnan(flood), leader, np.where(flood > 0, INF, 0.0))
         nic = self.network_out - self.client_out - in_sync_out
         return np.maximum(np.minimum(leader, nic), 0.0), leader <= nic
 

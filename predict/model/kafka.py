@@ -233,15 +233,24 @@ class FetchLimits:
 
 NO_FETCH_LIMITS = FetchLimits(round_trip_s=0.0)
 """No fetch limits at all: only throttles and NICs bound a move."""
-LEADER_CREDIT_S = 6.0
-"""Seconds of its rate a warm leader throttle sends beyond its steady share (`leader_credit`):
-a leader that answered in-sync followers for a whole quota span before the throttle came.
-Kafka: `KafkaApis.handleFetchRequest` records the throttled part of every response to a
-follower (`quotas.leader.record`, zero bytes until the throttle lists a partition), so its
-`SimpleRate` windows span their full length, empty, and `ReplicaManager.readFromLog` lets
-fetches flood until they hold rate x span. Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md,
-`isr_written/leader`, credit = bytes / rate - time to caught up): 8.3 s and 5.3 s at 1 MB/s,
-6.1 s and 5.7 s at 10 MB/s, median 5.9 s (was 9.0, fitted to the emulator's 7-13 s)."""
+LEADER_FLOOD_S = QUOTA_SPAN_S + QUOTA_WINDOW_SIZE_S
+"""Seconds of its rate a warm leader throttle lets through at once, once per quota span: a
+leader that answered in-sync followers for a whole span before the throttle came. Kafka:
+`KafkaApis.handleFetchRequest` records the throttled part of every response to a follower
+(`quotas.leader.record`, zero bytes until the throttle lists a partition), so its `SimpleRate`
+windows span their full length (up to 11 windows and the one in progress), empty, and
+`ReplicaManager.readFromLog` lets fetches through until they hold rate x that span; those bytes
+leave the windows together a span later, and the next flood comes. Real Kafka 4.4.0
+(bench/results/real_eta_4.4.0.md, the leader-bound rows' `floods`): 23.3-24.3 MB at 2 MB/s
+(11.6-12.2 s of the rate), one per 11.3-12.3 s (the model: one per quota span and half a
+window, 11.5 s), delivered at the followers' pace; 1.02-1.04 of the rate on average. Replaces a credit spread over the first span
+(`LEADER_CREDIT_S`, 6 s, which fitted short moves by their phase)."""
+LEADER_FLOOD_SPANS = 10
+"""How many quota spans the model follows a warm leader's floods for (its allowance per span,
+spent and refilled in the event loop); after them it takes the leader's steady share. A move
+ends within half a span's pause of that straight line, which is under 5% of a move longer than
+about two minutes, and following every span of a plan of hours would cost an event per leader
+per span."""
 LEADER_COLD_CREDIT_S = QUOTA_WINDOW_SIZE_S
 """The same for a cold leader (no follower fetched from it in the last quota span) whose
 throttle starts with the move: `SimpleRate` divides by at least one window

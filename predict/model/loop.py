@@ -13,7 +13,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.predict.model.inputs import Admission, ModelInput
-from kreassign.predict.model.kafka import INF
+from kreassign.predict.model.kafka import INF, LEADER_FLOOD_SPANS
 from kreassign.predict.model.records import Recorder, result, stall
 from kreassign.predict.model.results import ModelResult
 from kreassign.predict.model.slots import Slots
@@ -72,13 +72,16 @@ class Run:
     def run(self) -> ModelResult:
         t = 0.0
         prev: Step | None = None
-        for _ in range(4 * len(self.progress.status) + 8):
-            boosted = self.capacity.boost(t)
+        # every completion, start and capacity change is an event; floods add a refill and a
+        # run-dry per flooding leader and span
+        floods = 2 * LEADER_FLOOD_SPANS * (int(self.capacity.flooding.sum()) + 1)
+        for _ in range(4 * len(self.progress.status) + 8 + floods):
+            boosted = self.capacity.boost(t) | self.capacity.flood_tick(t)
             admitted = self.slots.admit(t)
             started = boosted or admitted  # a capacity change is no lost capacity either
             before = None if prev is None or admitted else prev.active
             active = self._active() if before is None else before.kept(~prev.done)  # type: ignore[union-attr]
-            until_start = self.slots.next_start(t) - t
+            until_start = min(self.slots.next_start(t), self.capacity.flood_end) - t
             if not len(active.act):
                 self.close(prev, None, None, False)
                 prev = None
@@ -98,8 +101,10 @@ class Run:
                 break
             # With moves queued for a slot, growing steps by elapsed time would start them late.
             paced = self.admission is not None and bool(np.any(self.progress.status == PENDING))
-            dt = step_length(tau, t, until_start, self.tol, paced)
+            until_dry = self.capacity.until_dry(active.src, rate, self.tol)
+            dt = step_length(tau, t, min(until_start, until_dry), self.tol, paced)
             prev = self.advance(t, active, rate, which, kinds, tau, dt)
+            self.capacity.spend(active.src, prev.moved, dt)
             t += dt
             self.steps += 1
         self.close(prev, None, None, False)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kreassign.predict.model.inputs import ModelInput
-from kreassign.predict.model.kafka import INF, Limit
+from kreassign.predict.model.kafka import INF, LEADER_FLOOD_SPANS, Limit
 
 PENDING, ACTIVE, DONE, NEVER = 0, 1, 2, 3
 """A move's status: not started, copying, in sync, never starts (no leader)."""
@@ -100,6 +100,17 @@ class Capacity:
         self.in_sync_in = np.zeros(b)
         self.boost_end = inp.credit_s
         self.boosting = self.boost_end > 0
+        # warm leaders' floods: each span's allowance (bytes; below 0 a step's overshoot, paid
+        # from the next), followed for LEADER_FLOOD_SPANS spans from time 0
+        self.flood_size = np.asarray(inp.leader_flood)
+        self.flooding = self.flood_size > 0
+        self.allowance = self.flood_size.copy()
+        # a flood's bytes leave the windows about a span and a half window after it came (its
+        # first sample is purged 11 s after its last record): real Kafka 4.4.0 11.3-12.3 s
+        self.flood_span = inp.fetch.quota_span_s + inp.fetch.quota_window_s / 2
+        self.flood_end = self.flood_span if self.flooding.any() else INF
+        self.spans_left = LEADER_FLOOD_SPANS
+        self.flood_changed = False
         sessions = int(moves.session.max(initial=-1)) + 1
         self.warm_out, self.warm_in, self.warm_session = np.full(b, INF), np.full(b, INF), np.full(sessions, INF)
         self.touched_out, self.touched_in = np.ones(b, bool), np.ones(b, bool)
@@ -110,7 +121,66 @@ class Capacity:
 
     def out(self) -> tuple[np.ndarray, np.ndarray]:
         """`ModelInput.out_capacity` now."""
-        return self.inp.out_capacity(self.in_sync_out, self.boosting)
+        flood = np.where(self.flooding, (self.allowance > 0).astype(np.float64), np.nan) if self.flooding.any() else None
+        return self.inp.out_capacity(self.in_sync_out, self.boosting, flood)
+
+    def leader_spend(self) -> np.ndarray:
+        """Per broker, what its leader quota records besides catch-up (bytes/s): the in-sync
+        followers of its throttled partitions."""
+        return self.inp.leader_base + self.in_sync_out
+
+    def until_dry(self, src: np.ndarray, rate: np.ndarray, tol: float) -> float:
+        """How long until the floods of this span run dry at these rates (the first of them, or
+        with `tol` > 0 the one a `tol` share of the flooding brokers into the list, whose
+        overshoot the next span pays back); inf when none is flowing."""
+        if not self.flooding.any():
+            return INF
+        b = len(self.allowance)
+        send = np.bincount(src, weights=np.where(np.isfinite(rate), rate, 0.0), minlength=b) + self.leader_spend()
+        open_ = self.flooding & (self.allowance > 0) & (send > 0)
+        if not open_.any():
+            return INF
+        with np.errstate(over="ignore"):  # a tiny send rate: the flood outlasts the run
+            times = self.allowance[open_] / send[open_]
+        k = min(int(tol * len(times)), len(times) - 1)
+        return float(np.partition(times, k)[k]) if k > 0 else float(times.min())
+
+    def spend(self, src: np.ndarray, moved: np.ndarray, dt: float) -> None:
+        """Charge a step's catch-up bytes (per active move, by leader `src`) and the in-sync
+        traffic to the floods; a flood that ran dry changes its leader's capacity."""
+        if not self.flooding.any():
+            return
+        b = len(self.allowance)
+        was = self.allowance > 0
+        spent = np.bincount(src, weights=moved, minlength=b) + self.leader_spend() * dt
+        self.allowance = np.where(self.flooding, self.allowance - spent, self.allowance)
+        dry = self.flooding & was & (self.allowance <= self.flood_size * 1e-9)
+        if dry.any():
+            self.allowance[dry] = np.minimum(self.allowance[dry], 0.0)
+            self.touched_out[dry] = True
+            self.touched_in[:] = True  # the levels its followers reached were set by the flood
+            self.touched_session[:] = True
+            self.flood_changed = True
+
+    def flood_tick(self, t: float) -> bool:
+        """At a span's end the floods' bytes leave the quota windows: each warm leader may send a
+        whole flood again (less what the last overshot); after LEADER_FLOOD_SPANS spans the
+        leaders keep their steady share. True when a leader's capacity changed since the last
+        call (a flood ran dry or came back)."""
+        changed, self.flood_changed = self.flood_changed, False
+        if t >= self.flood_end * (1 - 1e-12):
+            self.spans_left -= 1
+            self.touched_out[self.flooding] = True
+            self.touched_in[:] = True
+            self.touched_session[:] = True
+            if self.spans_left <= 0:
+                self.flooding = np.zeros_like(self.flooding)
+                self.flood_end = INF
+            else:
+                self.allowance = np.where(self.flooding, self.flood_size + np.minimum(self.allowance, 0.0), 0.0)
+                self.flood_end += self.flood_span
+            changed = True
+        return changed
 
     def into(self) -> tuple[np.ndarray, np.ndarray]:
         """`ModelInput.in_capacity` now."""
@@ -126,7 +196,7 @@ class Capacity:
         return t < self.boost_end * (1 - 1e-12)
 
     def boost(self, t: float) -> bool:
-        """Track whether the leaders' start-up credit is on at `t`; True when that just changed
+        """Track whether the cold leaders' start-up credit is on at `t`; True when that just changed
         (every sending broker's capacity then changes)."""
         on = self.boost_on(t)
         changed = on != self.boosting

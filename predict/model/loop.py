@@ -38,6 +38,7 @@ class Run:
         self.moves = Moves.of(inp)
         self.progress = Progress.of(self.moves)
         self.capacity = Capacity(inp, self.moves)
+        self.capacity.follow_floods(tolerance)
         self.slots = Slots(inp, admission, self.moves, self.progress, self.capacity)
         self.recorder = Recorder(self.moves, inp.n_brokers)
         self.steps = 0

@@ -124,6 +124,13 @@ class Capacity:
         flood = np.where(self.flooding, (self.allowance > 0).astype(np.float64), np.nan) if self.flooding.any() else None
         return self.inp.out_capacity(self.in_sync_out, self.boosting, flood)
 
+    def follow_floods(self, tol: float) -> None:
+        """How many spans to follow the floods for: LEADER_FLOOD_SPANS event by event (`tol` 0);
+        with batched events only while half a span (what following them changes in a move's
+        end) is more than `tol` of the time elapsed, 1 / (2 tol) spans."""
+        if tol > 0:
+            self.spans_left = min(self.spans_left, max(1, int(1 / (2 * tol))))
+
     def leader_spend(self) -> np.ndarray:
         """Per broker, what its leader quota records besides catch-up (bytes/s): the in-sync
         followers of its throttled partitions."""
@@ -142,8 +149,16 @@ class Capacity:
             return INF
         with np.errstate(over="ignore"):  # a tiny send rate: the flood outlasts the run
             times = self.allowance[open_] / send[open_]
-        k = min(int(tol * len(times)), len(times) - 1)
-        return float(np.partition(times, k)[k]) if k > 0 else float(times.min())
+        first = float(times.min())
+        if tol <= 0:
+            return first
+        # batched: a `tol` share of all the flooding leaders, or every one that runs dry within
+        # `tol` of a span after the first, whichever reaches further (the overshoot is paid from
+        # the next span), so a span's run-dry events take a few steps, not one per leader
+        k = min(int(tol * int(self.flooding.sum())), len(times) - 1)
+        by_count = float(np.partition(times, k)[k]) if k > 0 else first
+        by_time = float(times[times <= first + tol * self.flood_span].max())
+        return max(by_count, by_time)
 
     def spend(self, src: np.ndarray, moved: np.ndarray, dt: float) -> None:
         """Charge a step's catch-up bytes (per active move, by leader `src`) and the in-sync

@@ -314,11 +314,12 @@ def table(version: str, current: bool = True) -> str:
 
 
 FINDINGS = """
-What the runs of the model now show (2026-11-28 21:20-21:45, load 1-5):
+What the runs of the model now show (2026-11-28 21:20-22:25, load 1-5):
 
-* **Every shape but the 1 s pacer within 5%**: idle -2.8%, written -3.8%, leader-bound -3.9%,
-  -1.8%, -3.0% (the model before: -6.4% to -10.8%), leader-bound-long -0.6% (before: -2.8%),
-  follower-bound +1.3%, kafka-generate -2.7%, decommission at `--interval 10s` -1.0%.
+* **Every shape but the 1 s pacer within 5%**: idle -2.8%, -2.2%; written -3.8%, -4.1%;
+  leader-bound -3.9%, -1.8%, -3.0% (the model before: -6.4% to -10.8%); leader-bound-long -0.6%
+  (before: -2.8%); follower-bound +1.3%, +1.1%; kafka-generate -2.7%, -4.1%; decommission at
+  `--interval 10s` -1.0%.
 * **The paced decommission at `--interval 1s`: +5.4%, +12.8%, +6.0% (before: +15% to +18%).**
   The floods refund most of a paced plan's short gaps: a warm leader's allowance for the span
   waits for the pacer's next moves instead of being lost with the gap. The real runs spread

@@ -165,8 +165,8 @@ def run_shape(kafka: Any, port: Any, shape: Shape, folder: Path, throttle: float
 
         with open_admin(kafka.internal_bootstrap, timeout_s=60.0) as watch_port:
             # wall clock: the start is the submit's time in execute's journal (below)
-            adding = [TopicPartitionReplica(tp.topic, tp.partition, b) for tp, want in targets.items() for b in want
-                      if TopicPartitionReplica(tp.topic, tp.partition, b) not in sizes]
+            wanted = (TopicPartitionReplica(tp.topic, tp.partition, b) for tp, want in targets.items() for b in want)
+            adding = [r for r in wanted if r not in sizes]  # replicas the plan adds: no log yet
             watch = CompletionWatch(watch_port, targets, clock=time.time, adding=adding).start()
             started = time.time()
             try:

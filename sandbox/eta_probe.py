@@ -36,6 +36,7 @@ class CompletionWatch:
                  clock: Callable[[], float] = time.monotonic, adding: Sequence[TopicPartitionReplica] = ()) -> None:
         self.port = port
         self.adding = list(adding)
+        self._adding_partitions = sorted({TopicPartition(r.topic, r.partition) for r in self.adding})
         self.copied: list[tuple[float, int]] = []
         """(poll time, bytes the `adding` replicas hold), one per poll when `adding` is given"""
         self.targets = {tp: set(r) for tp, r in targets.items()}
@@ -86,9 +87,7 @@ class CompletionWatch:
                 moving = set(self.port.list_reassignments(list(self.targets)))
                 replicas = {TopicPartition(p.topic, p.partition): set(p.replicas)
                             for p in self.port.describe_topics(topics)}
-                sizes = self.port.log_dir_sizes(
-                    partitions=sorted({TopicPartition(r.topic, r.partition) for r in self.adding})).sizes() \
-                    if self.adding else {}
+                sizes = self.port.log_dir_sizes(partitions=self._adding_partitions).sizes() if self.adding else {}
             except ClusterError:  # a poll lost to a loaded broker is retried at the next
                 self.errors += 1
                 self._stop.wait(self.poll_s)

@@ -265,6 +265,14 @@ class ModelInput:
         return quota
 
     @cached_property
+    def _throttling_leaders(self) -> np.ndarray:
+        """Per broker: it sends a move under a finite leader throttle, with fetch limits on (what
+        a leader throttle's first seconds need to matter)."""
+        led = self.source >= 0
+        sends = np.bincount(self.source[led], minlength=self.n_brokers) > 0
+        return sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
+
+    @cached_property
     def leader_flood(self) -> np.ndarray:
         """Per broker, the bytes its warm leader throttle lets through at once in each quota span
         (LEADER_FLOOD_S of its rate; the event loop spends and refills it, `Capacity`): where a
@@ -274,10 +282,8 @@ class ModelInput:
         `SimpleRate` windows span their full length, empty; fetches flood until they hold rate
         x span, those bytes drop out together a span later, and the next flood comes."""
         led = self.source >= 0
-        b = self.n_brokers
-        warm = np.bincount(self.source[led], weights=self.warm[led], minlength=b) > 0
-        sends = np.bincount(self.source[led], minlength=b) > 0
-        on = warm & sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0)
+        warm = np.bincount(self.source[led], weights=self.warm[led], minlength=self.n_brokers) > 0
+        on = warm & self._throttling_leaders
         flood = np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_FLOOD_S, 0.0)
         flood.setflags(write=False)
         return flood
@@ -288,10 +294,8 @@ class ModelInput:
         through at once when the throttles are `fresh`: `SimpleRate` divides by at least one
         window, so LEADER_COLD_CREDIT_S of the rate goes through; 0 for warm leaders (they
         flood, `leader_flood`) and where the throttles are already running."""
-        led = self.source >= 0
-        sends = np.bincount(self.source[led], minlength=self.n_brokers) > 0
-        on = sends & np.isfinite(self.leader_rate) & (self.fetch.round_trip_s > 0) & (self.leader_flood == 0)
-        credit = np.where(on & self.fresh, np.where(on, self.leader_rate, 0.0) * LEADER_COLD_CREDIT_S, 0.0)
+        on = self._throttling_leaders & (self.leader_flood == 0) & self.fresh
+        credit = np.where(on, np.where(on, self.leader_rate, 0.0) * LEADER_COLD_CREDIT_S, 0.0)
         credit.setflags(write=False)
         return credit
 
@@ -302,17 +306,16 @@ class ModelInput:
         above the steady share while the model follows them (LEADER_FLOOD_SPANS: each is the
         whole rate), a cold one's `cold_credit`."""
         on = self.leader_flood > 0
-        span = self.fetch.quota_span_s + self.fetch.quota_window_s / 2  # a flood per span and half a window
-        gap = np.where(on, self.leader_rate, 0.0) * LEADER_FLOOD_S - np.where(on, self.leader_quota, 0.0) * span
-        followed = LEADER_FLOOD_SPANS * np.maximum(gap, 0.0)
-        return np.where(self.leader_flood > 0, self.leader_flood + np.where(self.leader_flood > 0, followed, 0.0),
-                        self.cold_credit)
+        # a flood per measured span: what one carries above the steady share over that span
+        gap = (np.where(on, self.leader_rate, 0.0) * LEADER_FLOOD_S
+               - np.where(on, self.leader_quota, 0.0) * self.fetch.measured_span_s)
+        return np.where(on, self.leader_flood + LEADER_FLOOD_SPANS * np.maximum(gap, 0.0), self.cold_credit)
 
     @property
     def credit_s(self) -> float:
         """How long the model spreads `cold_credit` over, from time 0: one quota span (the
         first fetches fill the window the leader divides by); 0 without it."""
-        return self.fetch.quota_span_s + self.fetch.quota_window_s / 2 if self.cold_credit.any() else 0.0
+        return self.fetch.measured_span_s if self.cold_credit.any() else 0.0
 
     def out_capacity(self, in_sync_out: np.ndarray, boost: bool = False,
                      flood: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

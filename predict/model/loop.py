@@ -13,7 +13,7 @@ import numpy as np
 
 from kreassign.cluster.errors import InputError
 from kreassign.predict.model.inputs import Admission, ModelInput
-from kreassign.predict.model.kafka import INF, LEADER_FLOOD_SPANS
+from kreassign.predict.model.kafka import INF
 from kreassign.predict.model.records import Recorder, result, stall
 from kreassign.predict.model.results import ModelResult
 from kreassign.predict.model.slots import Slots
@@ -74,8 +74,8 @@ class Run:
         t = 0.0
         prev: Step | None = None
         # every completion, start and capacity change is an event; floods add a refill and a
-        # run-dry per flooding leader and span
-        floods = 2 * LEADER_FLOOD_SPANS * (int(self.capacity.flooding.sum()) + 1)
+        # run-dry per flooding leader and span followed
+        floods = 2 * self.capacity.spans_left * (int(self.capacity.flooding.sum()) + 1)
         for _ in range(4 * len(self.progress.status) + 8 + floods):
             boosted = self.capacity.boost(t) | self.capacity.flood_tick(t)
             admitted = self.slots.admit(t)

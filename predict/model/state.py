@@ -107,7 +107,7 @@ class Capacity:
         self.allowance = self.flood_size.copy()
         # a flood's bytes leave the windows about a span and a half window after it came (its
         # first sample is purged 11 s after its last record): real Kafka 4.4.0 11.3-12.3 s
-        self.flood_span = inp.fetch.quota_span_s + inp.fetch.quota_window_s / 2
+        self.flood_span = inp.fetch.measured_span_s
         self.flood_end = self.flood_span if self.flooding.any() else INF
         self.spans_left = LEADER_FLOOD_SPANS
         self.flood_changed = False
@@ -172,9 +172,7 @@ class Capacity:
         dry = self.flooding & was & (self.allowance <= self.flood_size * 1e-9)
         if dry.any():
             self.allowance[dry] = np.minimum(self.allowance[dry], 0.0)
-            self.touched_out[dry] = True
-            self.touched_in[:] = True  # the levels its followers reached were set by the flood
-            self.touched_session[:] = True
+            self._floods_moved(dry)
             self.flood_changed = True
 
     def flood_tick(self, t: float) -> bool:
@@ -185,9 +183,7 @@ class Capacity:
         changed, self.flood_changed = self.flood_changed, False
         if t >= self.flood_end * (1 - 1e-12):
             self.spans_left -= 1
-            self.touched_out[self.flooding] = True
-            self.touched_in[:] = True
-            self.touched_session[:] = True
+            self._floods_moved(self.flooding)
             if self.spans_left <= 0:
                 self.flooding = np.zeros_like(self.flooding)
                 self.flood_end = INF
@@ -196,6 +192,13 @@ class Capacity:
                 self.flood_end += self.flood_span
             changed = True
         return changed
+
+    def _floods_moved(self, leaders: np.ndarray) -> None:
+        """These leaders' floods ran dry or came back: their capacity changes, and the levels
+        their followers and sessions reached were set by it."""
+        self.touched_out[leaders] = True
+        self.touched_in[:] = True
+        self.touched_session[:] = True
 
     def into(self) -> tuple[np.ndarray, np.ndarray]:
         """`ModelInput.in_capacity` now."""

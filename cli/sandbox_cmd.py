@@ -6,6 +6,7 @@ from typing import Any
 import click
 
 from kreassign.cli.options import DURATION, RATE, SIZE, bootstrap_option, output_option, request_timeout_option
+from kreassign.cluster.units import format_rate
 
 
 def _state_dir_option(f: Any) -> Any:
@@ -22,8 +23,8 @@ def sandbox() -> None:
     jars `kreassign sandbox fetch-kafka` fetched from Maven Central or from --kafka-home."""
 
 
-EMULATOR_ONLY = ("speed", "network_bps", "describe_cluster_v0_only", "client_quotas")
-"""start options that only the emulator has (real Kafka runs in real time, on its own network)"""
+EMULATOR_ONLY = ("speed", "describe_cluster_v0_only", "client_quotas")
+"""start options that only the emulator has (real Kafka runs in real time)"""
 KEPT_OK = 0.99
 """a kept speed at or above this share of the asked one is reported as kept"""
 
@@ -61,7 +62,10 @@ KEPT_OK = 0.99
 @click.option("--port-base", default=0, show_default=True, type=click.IntRange(0, 65535),
               help="Broker i listens on PORT_BASE+i-1 (0: free ports chosen by the OS).")
 @click.option("--network", "network_bps", default="100MB/s", show_default=True, type=RATE,
-              help="Per-broker network capacity; bounds unthrottled copying.")
+              help="Per-broker network capacity, each direction; bounds unthrottled copying. With "
+                   "--engine kafka, given: each broker's replication link (followers fetch through a "
+                   "link of this capacity in the sandbox process; clients connect directly); not "
+                   "given: loopback, gigabytes a second.")
 @click.option("--daemon", is_flag=True, help="Run in the background; print the bootstrap servers and exit.")
 @click.option("--fresh", is_flag=True, help="Ignore state saved in --state-dir and start from the topic specs.")
 @click.option("--describe-cluster-v0-only", is_flag=True,
@@ -155,16 +159,17 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
     from kreassign.cluster.errors import InputError
 
     real = engine == "kafka"
+    context = click.get_current_context()
+    # real Kafka replicates over loopback unless a network is asked for
+    network: float | None = (None if real and context.get_parameter_source("network_bps")
+                             in (click.core.ParameterSource.DEFAULT, None) else float(network_bps))
     if real:
-        context = click.get_current_context()
         given = [name for name in EMULATOR_ONLY
                  if context.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)]
         if given:
-            flags = ", ".join("--" + {"network_bps": "network", "client_quotas": "client-quota"}.get(g, g).replace(
-                "_", "-") for g in given)
+            flags = ", ".join("--" + {"client_quotas": "client-quota"}.get(g, g).replace("_", "-") for g in given)
             raise InputError(f"{flags}: only the emulator has {'these options' if len(given) > 1 else 'this option'}; "
-                             "real Kafka brokers run in real time on this machine's network, without the emulator's "
-                             "network model or client quota options")
+                             "real Kafka brokers run in real time, without the emulator's client quota options")
     elif kafka_home:
         raise InputError("--kafka-home needs --engine kafka")
     else:
@@ -179,7 +184,7 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
     for spec in specs or ():
         parse_topic_spec(spec)
     options = SandboxOptions(brokers or (5 if real else 6), racks if racks is not None else (2 if real else 3), specs,
-                             speed, seed, port_base, float(network_bps),
+                             speed, seed, port_base, network,
                              describe_cluster_v0_only, fresh, fetch_max_bytes=replica_fetch_max_bytes,
                              fetch_response_max_bytes=replica_fetch_response_max_bytes,
                              num_replica_fetchers=num_replica_fetchers, log_dirs=log_dirs or (3 if real else 1),
@@ -216,8 +221,8 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         _show_metrics(info.extra)
         _show_client_settings(secured, logins, info.bootstrap, directory)
         if real:
-            click.echo(f"Kafka {info.extra.get('kafka_version')}: {len(info.ports)} brokers, controller "
-                       f"{info.extra.get('controller')}; logs in {directory / 'logs'}", err=True)
+            click.echo(f"Kafka {info.extra.get('kafka_version')}: {len(info.ports)} brokers{_links(info.extra)}, "
+                       f"controller {info.extra.get('controller')}; logs in {directory / 'logs'}", err=True)
         click.echo(f"Sandbox running in the background (pid {info.pid}, state in {directory}); "
                    f"stop it with: kreassign sandbox stop --state-dir {directory}", err=True)
         return
@@ -243,7 +248,7 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
         _show_client_settings(secured, logins, sb.bootstrap, directory)
         summary = sb.summary()
         if real:
-            click.echo(f"Kafka {summary['version']} running: {summary['brokers']} brokers, controller "
+            click.echo(f"Kafka {summary['version']} running: {summary['brokers']} brokers{_links(summary)}, controller "
                        f"{summary['controller']}, {summary['topics']} topics, {summary['partitions']} partitions; "
                        f"state in {sb.state_dir}. Press Ctrl-C to stop.", err=True)
         else:
@@ -253,6 +258,12 @@ def start(engine: str, kafka_home: str | None, kafka_version: str | None, heap: 
 
     serve(cluster, stop, ready)
     click.echo("Sandbox stopped.", err=True)
+
+
+def _links(info: dict[str, Any]) -> str:
+    """', replicating over 20 MB/s links' for real brokers with replication links (--network)."""
+    rate = info.get("network_bps")
+    return f", replicating over {format_rate(rate)} links" if rate else ""
 
 
 def _show_metrics(extra: dict[str, Any]) -> None:
@@ -330,6 +341,8 @@ def status(state_dir: str | None, output: str) -> None:
         if info.engine == "kafka":
             click.echo(f"engine:    kafka {info.extra.get('kafka_version', '?')} (real brokers, real time)")
             click.echo(f"controller: node 0 at {info.extra.get('controller', '?')}")
+            if info.extra.get("network_bps"):
+                click.echo(f"network:   replication links of {format_rate(info.extra['network_bps'])} each way per broker")
             pids = info.extra.get("pids", {})
             if pids:
                 click.echo("jvms:      " + ", ".join(f"{'controller' if k == '0' else 'broker ' + k} pid {v}"

@@ -53,7 +53,8 @@ class SandboxOptions:
     speed: float = 60.0
     seed: int = 0
     port_base: int = 0
-    network_bps: float = DEFAULT_NETWORK_BPS
+    network_bps: float | None = DEFAULT_NETWORK_BPS
+    """each broker's network (emulator) or replication link (kafka; None: loopback)"""
     describe_cluster_v0_only: bool = False
     fresh: bool = False
     fetch_max_bytes: int = FetchConfig.partition_max_bytes
@@ -105,11 +106,13 @@ class SandboxOptions:
                                 port_base=self.port_base, heap=self.heap, seed=self.seed,
                                 overrides=self.kafka_overrides, security=Security.from_json(self.security),
                                 start_timeout_s=self.start_timeout_s,
-                                logins=[KafkaLogin.from_json(d) for d in self.logins], metrics_port=self.metrics_port)
+                                logins=[KafkaLogin.from_json(d) for d in self.logins], metrics_port=self.metrics_port,
+                                network_bps=self.network_bps)
         from kreassign.sandbox.cluster import SandboxCluster
 
         return SandboxCluster(self.brokers, self.racks, specs, speed=self.speed, seed=self.seed,
-                              port_base=self.port_base, state_dir=state_dir, network_bps=self.network_bps,
+                              port_base=self.port_base, state_dir=state_dir,
+                              network_bps=DEFAULT_NETWORK_BPS if self.network_bps is None else self.network_bps,
                               describe_cluster_v0_only=self.describe_cluster_v0_only, fresh=self.fresh,
                               fetch=self.fetch, log_dirs=self.log_dirs,
                               default_client_quotas=self.default_client_quotas,
@@ -178,7 +181,8 @@ def kafka_extra(cluster: Any) -> dict[str, Any]:
     if summary.get("engine") != "kafka":
         return {"kafka_version": summary["kafka_version"]}
     return {"kafka_version": summary["version"], "controller": summary["controller"],
-            "kafka_jars": str(cluster.dist.libs), "pids": {str(k): v for k, v in cluster.pids().items()}}
+            "kafka_jars": str(cluster.dist.libs), "pids": {str(k): v for k, v in cluster.pids().items()},
+            **({"network_bps": summary["network_bps"]} if "network_bps" in summary else {})}
 
 
 STATUS_EVERY_S = 2.0

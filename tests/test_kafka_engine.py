@@ -75,6 +75,17 @@ def test_a_secured_client_listener_keeps_brokers_on_an_internal_plaintext_one() 
     assert parse(properties(layout, CONTROLLER_ID))["authorizer.class.name"] == props["authorizer.class.name"]
 
 
+def test_replication_links_take_the_inter_broker_listener_clients_keep_theirs() -> None:
+    layout = Layout(**{**LAYOUT.__dict__, "internal_ports": {1: 9201, 2: 9202, 3: 9203},
+                       "link_ports": {1: 9301, 2: 9302, 3: 9303}})
+    props = parse(properties(layout, 2))
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9002,INTERNAL://127.0.0.1:9202"
+    # followers find a leader where it advertises its inter-broker listener: at its link
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9002,INTERNAL://127.0.0.1:9302"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"
+
+
 def test_versions_are_checked() -> None:
     assert dist.check_version("3.9.2") == "3.9.2"
     with pytest.raises(InputError, match="not a Kafka release"):
@@ -122,9 +133,10 @@ def test_cluster_ids_are_kafkas_shape() -> None:
 
 def test_start_refuses_emulator_only_options_and_a_taken_port(tmp_path: Path, kafka_cluster: Any,
                                                               kreassign: Kreassign) -> None:
-    refused = kreassign.run("sandbox", "start", "--engine", "kafka", "--speed", "2", "--network", "1MB/s")
+    refused = kreassign.run("sandbox", "start", "--engine", "kafka", "--speed", "2", "--client-quota",
+                            "producer_byte_rate=1MB/s", "--network", "1MB/s")
     assert refused.code == 1
-    assert refused.err.startswith("Error: --speed, --network: only the emulator has these options")
+    assert refused.err.startswith("Error: --speed, --client-quota: only the emulator has these options")
     taken = kafka_cluster.ports[1]
     busy = kreassign.run("sandbox", "start", "--engine", "kafka", "--brokers", "1", "--port-base", str(taken),
                          "--state-dir", str(tmp_path / "sb"))

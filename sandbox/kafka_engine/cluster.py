@@ -42,6 +42,7 @@ from kreassign.sandbox.kafka_engine.dist import (
     find_java_for,
     jmx_exporter_jar,
 )
+from kreassign.sandbox.kafka_engine.link import ReplicationLinks
 from kreassign.sandbox.kafka_engine.secured import KEYSTORE_FILE, KafkaLogin, apply_logins, client_listener, keystore_pem
 from kreassign.sandbox.kafka_engine.node_config import (
     CONTROLLER_ID,
@@ -135,6 +136,8 @@ class KafkaCluster:
             metrics_port + i - 1 (0: free ports; None: no metrics), and the KIP-714 metrics clients
             push to it (kreassign's client-telemetry receiver, telemetry/, as a metric.reporters
             plugin) on metrics_port + N + i - 1, under the emulator's names.
+        network_bps: each broker's replication link, each direction (`link.ReplicationLinks`:
+            followers fetch through a process-local link that carries no more; None: loopback).
     """
 
     def __init__(self, dist: KafkaDist, *, brokers: int = DEFAULT_BROKERS, racks: int = 2,
@@ -142,8 +145,11 @@ class KafkaCluster:
                  state_dir: str | os.PathLike[str] | None = None, fresh: bool = False, port_base: int = 0,
                  heap: str = DEFAULT_HEAP, security: Security | None = None, logins: Sequence[KafkaLogin] = (),
                  overrides: Mapping[str, str] | None = None, seed: int = 0, start_timeout_s: float = 120.0,
-                 metrics_port: int | None = None) -> None:
+                 metrics_port: int | None = None, network_bps: float | None = None) -> None:
         check_shape(brokers, racks, log_dirs)
+        if network_bps is not None and network_bps <= 0:
+            raise InputError("--network must be a positive rate")
+        self.network_bps = network_bps
         if port_base and not 1024 <= port_base <= 65535 - 2 * brokers - 1:
             raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
         self.dist = dist
@@ -176,12 +182,18 @@ class KafkaCluster:
                                  data_dir=self.state_dir / "data", log_dirs=int(saved["log_dirs"]),
                                  internal_ports={int(b): int(p) for b, p in saved.get("internal_ports", {}).items()},
                                  client=client, overrides=dict(overrides or {}))
-            if client.secured and not self.layout.internal_ports:  # secured now, plaintext before
+            if (client.secured or network_bps is not None) and not self.layout.internal_ports:  # not before
                 self.layout = replace(self.layout, internal_ports=dict(zip(self.layout.brokers,
                                                                            free_ports(len(self.layout.brokers)))))
+            saved_links = {int(b): int(p) for b, p in saved.get("link_ports", {}).items()}
+            if network_bps is not None:
+                self.layout = replace(self.layout, link_ports=saved_links or dict(
+                    zip(self.layout.brokers, free_ports(len(self.layout.brokers)))))
         else:
             self.cluster_id = new_cluster_id()
-            self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {})
+            self.layout = self._new_layout(rack_names(brokers, racks), log_dirs, port_base, client, overrides or {},
+                                           links=network_bps is not None)
+        self._links: ReplicationLinks | None = None
         self._agent = jmx_exporter_jar() if metrics_port is not None else None
         brokers_now = self.layout.brokers
         self._receiver = client_telemetry_jar() if metrics_port is not None else None
@@ -208,14 +220,17 @@ class KafkaCluster:
 
     @staticmethod
     def _new_layout(racks: dict[int, str | None], log_dirs: int, port_base: int, client: Listener,
-                    overrides: Mapping[str, str]) -> Layout:
+                    overrides: Mapping[str, str], *, links: bool) -> Layout:
+        """Ports from port_base on: the client listeners, the controller, the internal listeners
+        (secured or with links), the links."""
         n = len(racks)
-        wanted = 2 * n + 1 if client.secured else n + 1
+        wanted = n + 1 + (n if client.secured or links else 0) + (n if links else 0)
         ports = [port_base + i for i in range(wanted)] if port_base else free_ports(wanted)
         brokers = sorted(racks)
+        internal = ports[n + 1:2 * n + 1] if client.secured or links else []
         return Layout(racks=racks, ports=dict(zip(brokers, ports[:n])), controller_port=ports[n],
-                      data_dir=Path(), log_dirs=log_dirs,
-                      internal_ports=dict(zip(brokers, ports[n + 1:])) if client.secured else {},
+                      data_dir=Path(), log_dirs=log_dirs, internal_ports=dict(zip(brokers, internal)),
+                      link_ports=dict(zip(brokers, ports[2 * n + 1:])) if links else {},
                       client=client, overrides=dict(overrides))
 
     def _write_files(self) -> None:
@@ -252,6 +267,7 @@ class KafkaCluster:
                  "racks": {str(b): r for b, r in self.layout.racks.items()},
                  "ports": {str(b): p for b, p in self.layout.ports.items()},
                  "internal_ports": {str(b): p for b, p in self.layout.internal_ports.items()},
+                 "link_ports": {str(b): p for b, p in self.layout.link_ports.items()},
                  "controller_port": self.layout.controller_port, "log_dirs": self.layout.log_dirs,
                  "topics": sorted(self.topics), "logins": sorted(login.name for login in self.logins)}
         write_private(self.state_dir / STATE_FILE, json.dumps(state, indent=1))
@@ -298,6 +314,8 @@ class KafkaCluster:
         if self.fresh:
             self._format()
         self._started = True
+        if self.network_bps is not None:
+            self._links = ReplicationLinks(self.layout.internal_ports, self.layout.link_ports, self.network_bps).start()
         self._spawn(CONTROLLER_ID)
         for b in self.layout.brokers:
             self._spawn(b)
@@ -317,7 +335,8 @@ class KafkaCluster:
         self._writer = Writer(self.internal_bootstrap, rates).start()
 
     def _check_ports(self) -> None:
-        taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(), *self._metrics_ports.values(),
+        taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(),
+                             *self.layout.link_ports.values(), *self._metrics_ports.values(),
                              *self._telemetry_ports.values(), self.layout.controller_port] if port_in_use(p)]
         if taken:
             raise InputError(f"port{'s' if len(taken) > 1 else ''} {', '.join(map(str, taken))} on 127.0.0.1 "
@@ -403,6 +422,9 @@ class KafkaCluster:
         controller = self._nodes.get(CONTROLLER_ID)
         if controller is not None and controller.proc is not None:
             jvm.end([controller.proc], grace_s=15.0)
+        if self._links is not None:
+            self._links.stop()
+            self._links = None
         self._started = False
         if self._scratch is not None:
             self._scratch.cleanup()
@@ -494,7 +516,12 @@ class KafkaCluster:
 
     def internal_port(self, broker: int) -> int:
         """The PLAINTEXT port of a broker (its client port unless the client listener is secured)."""
-        return self.layout.internal_ports.get(broker, self.layout.ports[broker])
+        return self.layout.internal_ports[broker] if self.layout.client.secured else self.layout.ports[broker]
+
+    @property
+    def links(self) -> ReplicationLinks | None:
+        """The brokers' replication links (None: they replicate over loopback)."""
+        return self._links
 
     @property
     def internal_bootstrap(self) -> str:
@@ -518,4 +545,5 @@ class KafkaCluster:
     def summary(self) -> dict[str, Any]:
         return {"engine": "kafka", "version": self.dist.version, "brokers": len(self.brokers),
                 "topics": len(self.topics), "partitions": sum(len(p) for p in self.topics.values()),
-                "controller": f"{LOOPBACK}:{self.layout.controller_port}"}
+                "controller": f"{LOOPBACK}:{self.layout.controller_port}",
+                **({"network_bps": self.network_bps} if self.network_bps is not None else {})}

@@ -71,7 +71,11 @@ class Layout:
     data_dir: Path
     log_dirs: int = 3
     internal_ports: Mapping[int, int] = field(default_factory=dict)
-    """broker id -> the PLAINTEXT port brokers replicate over (only with a secured client listener)"""
+    """broker id -> the PLAINTEXT port brokers replicate over (only with a secured client listener
+    or replication links)"""
+    link_ports: Mapping[int, int] = field(default_factory=dict)
+    """broker id -> the port of its replication link (`link.ReplicationLinks`), where it advertises
+    its inter-broker listener so that followers fetch through the link (empty: no links)"""
     client: Listener = field(default_factory=Listener)
     overrides: Mapping[str, str] = field(default_factory=dict)
     """settings that replace the defaults above on every broker (tests, calibration runs)"""
@@ -116,22 +120,24 @@ def properties(layout: Layout, node: int) -> str:
         return _render(lines, layout.overrides, controller=True)
     client = layout.client
     protocol_map = {"CONTROLLER": "PLAINTEXT"}
-    listeners: dict[str, int] = {}
     if client.secured:
-        protocol_map["INTERNAL"] = "PLAINTEXT"
-        protocol_map["EXTERNAL"] = client.protocol
+        protocol_map.update({"INTERNAL": "PLAINTEXT", "EXTERNAL": client.protocol})
         listeners = {"EXTERNAL": layout.ports[node], "INTERNAL": layout.internal_ports[node]}
-        inter_broker = "INTERNAL"
+    elif layout.link_ports:
+        protocol_map.update({"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"})
+        listeners = {"PLAINTEXT": layout.ports[node], "INTERNAL": layout.internal_ports[node]}
     else:
         protocol_map["PLAINTEXT"] = "PLAINTEXT"
         listeners = {"PLAINTEXT": layout.ports[node]}
-        inter_broker = "PLAINTEXT"
+    inter_broker = "INTERNAL" if "INTERNAL" in listeners else "PLAINTEXT"
+    # followers find a leader where it advertises its inter-broker listener: at its link, if any
+    advertised = {**listeners, **({"INTERNAL": layout.link_ports[node]} if node in layout.link_ports else {})}
     bound = ",".join(f"{name}://{LOOPBACK}:{port}" for name, port in listeners.items())
     rf = _replication_factor(len(layout.racks))
     lines.update({
         "process.roles": "broker",
         "listeners": bound,
-        "advertised.listeners": bound,
+        "advertised.listeners": ",".join(f"{name}://{LOOPBACK}:{port}" for name, port in advertised.items()),
         "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocol_map.items()),
         "inter.broker.listener.name": inter_broker,
         "offsets.topic.replication.factor": rf,

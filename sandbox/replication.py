@@ -52,7 +52,7 @@ is shared per fetch as a fluid, free sessions first, and a fetch holds its sessi
 as its bytes need on the busier broker; in-sync followers are exactly at the leader's log end,
 and their replication counts against the quotas and the network as a steady rate; each
 broker link keeps its latest catch-up response size and the share of the link catch-up used
-over the last second, so client batches wait behind catch-up bytes (`catchup_ahead`): acks=all
+over the last second, so client batches wait behind catch-up bytes (`catchup_link`): acks=all
 latency rises with unthrottled copying and falls with the throttle.
 """
 from __future__ import annotations
@@ -170,7 +170,7 @@ class Replication:
         self.received = np.zeros(len(self.broker_ids))
         # per broker, sending and receiving: the catch-up bytes of the latest fetch response that
         # carried any, and the share of the link catch-up copying used over about the last
-        # second (`catchup_ahead`)
+        # second (`catchup_link`)
         self.catchup_fetch = np.zeros((2, len(self.broker_ids)))
         self.catchup_share = np.zeros((2, len(self.broker_ids)))
         self._step_fetch = np.zeros((2, len(self.broker_ids)))
@@ -528,13 +528,14 @@ class Replication:
         self.catchup_share *= keep
         self.catchup_share += (1.0 - keep) * np.minimum(copied / dt / self.network_bps, 1.0)
 
-    def catchup_ahead(self, leader: int, follower: int) -> float:
-        """Catch-up bytes an in-sync batch from `leader` to `follower` (broker positions) waits
-        behind: a response of catch-up data on the busier of the two links, as often as that link
-        carries catch-up (its share of the last second). Unthrottled copying fills the links (a
-        whole response ahead); a throttle leaves them mostly idle (KIP-73's pauses)."""
-        return max(float(self.catchup_fetch[0, leader] * self.catchup_share[0, leader]),
-                   float(self.catchup_fetch[1, follower] * self.catchup_share[1, follower]))
+    def catchup_link(self, leader: int, follower: int) -> tuple[float, float]:
+        """The busier of the two links an in-sync batch from `leader` to `follower` (broker
+        positions) crosses: the share of the last second it carried catch-up, and the catch-up
+        bytes of its latest response that had any. Unthrottled copying fills the links; a
+        throttle leaves them mostly idle (KIP-73's pauses)."""
+        out = (float(self.catchup_share[0, leader]), float(self.catchup_fetch[0, leader]))
+        into = (float(self.catchup_share[1, follower]), float(self.catchup_fetch[1, follower]))
+        return max(out, into, key=lambda link: link[0] * link[1])
 
     @staticmethod
     def _offer(t: FlowTable, ds: np.ndarray, lengths: np.ndarray, served: np.ndarray, log_end: np.ndarray,

@@ -15,11 +15,12 @@ The broker mechanics follow reference/broker-semantics.md Part B:
   asked to expose). A follower that is catching up shares its fetcher thread with catch-up
   partitions, so a response carries catch-up data (`replica.fetch.max.bytes` per partition, at
   most `replica.fetch.response.max.bytes`) ahead of the in-sync bytes, on the leader's outbound
-  and the follower's inbound link. Catch-up is elastic (a follower asks for more only once a
-  response arrived), so it adds at most one response's transfer, as often as the link is busy
-  copying; inelastic traffic (clients, in-sync replication) stretches the cycle as
-  1 / (1 - utilisation). Calibrated against the sandbox's canary under load
-  (bench/bench_client_impact.py).
+  and the follower's inbound link. A batch that just missed a response waits for it to cross,
+  then crosses in the next one behind its catch-up: two responses' transfer at the tail (p99),
+  1.5 at the median. Catch-up is elastic (a follower asks for more only once a response arrived),
+  so those responses are all it adds, as often as the link is busy copying; inelastic traffic
+  (clients, in-sync replication) stretches the cycle as 1 / (1 - utilisation). Calibrated against
+  the canary on real Kafka 4.4.0 with 20 MB/s replication links (bench/bench_client_impact.py).
 - Request timeouts (KIP-19): where client demand exceeds what a broker has left, requests queue;
   those that wait longer than `request.timeout.ms` (30 s) time out, are retried, and add load.
 """
@@ -35,6 +36,10 @@ QUOTA_WINDOW_S = 1.0
 STEADY_ELAPSED_S = (QUOTA_SAMPLES - 0.5) * QUOTA_WINDOW_S
 REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
 REQUEST_TIMEOUT_MS = 30_000.0
+RESPONSES_AHEAD_P99 = 2.0
+"""catch-up responses an acks=all batch waits behind at the tail: the one in flight when it
+arrived (sent without it), then the one that carries it (real Kafka 4.4.0: produce p50 1.5
+responses above the idle round, p99 2; bench/results/bench_client_impact.jsonl)"""
 _SATURATED = 1e-3
 
 
@@ -162,8 +167,8 @@ def follower_fetch_ms(model: ClientModel, capacity: np.ndarray, used: np.ndarray
     """One follower fetch cycle over a link (either direction), which bounds the produce
     RemoteTime of acks=all across it.
 
-    The in-sync bytes wait behind one response of catch-up data at link speed, weighted by the
-    share of the link catch-up uses (a throttled move leaves most responses empty); the rest of
+    The in-sync bytes wait behind RESPONSES_AHEAD_P99 responses of catch-up data at link speed,
+    weighted by the share of the link catch-up uses (a throttled move leaves most responses empty); the rest of
     the link's traffic stretches the cycle as 1 / (1 - its utilisation), and the cycle is cut
     at the request timeout, when the leader's DelayedProduce expires with REQUEST_TIMED_OUT.
     """
@@ -171,7 +176,7 @@ def follower_fetch_ms(model: ClientModel, capacity: np.ndarray, used: np.ndarray
     catchup = np.asarray(catchup, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.nan_to_num(np.clip(catchup / capacity, 0.0, 1.0))
-        transfer_ms = np.nan_to_num(model.fetch_response_max_bytes * share / capacity * 1000.0)
+        transfer_ms = np.nan_to_num(RESPONSES_AHEAD_P99 * model.fetch_response_max_bytes * share / capacity * 1000.0)
         other = np.nan_to_num(np.clip((used - catchup) / capacity, 0.0, 1.0))
     idle = np.maximum(1.0 - other, _SATURATED)
     cycle = (model.fetch_rtt_ms + transfer_ms) / idle

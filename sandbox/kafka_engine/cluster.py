@@ -150,7 +150,7 @@ class KafkaCluster:
         if network_bps is not None and network_bps <= 0:
             raise InputError("--network must be a positive rate")
         self.network_bps = network_bps
-        if port_base and not 1024 <= port_base <= 65535 - 2 * brokers - 1:
+        if port_base and not 1024 <= port_base <= 65535 - (2 if network_bps is None else 3) * brokers - 1:
             raise InputError(f"--port-base {port_base} leaves no room for {brokers} brokers below 65536")
         self.dist = dist
         self.java = find_java_for(dist.min_java)

@@ -165,6 +165,12 @@ class ReplicationLinks:
     @staticmethod
     async def _requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, follower: list[int | None],
                         known: asyncio.Event) -> None:
+        with contextlib.suppress(ConnectionError):  # either side went away: the connection ends
+            await ReplicationLinks._forward_requests(reader, writer, follower, known)
+
+    @staticmethod
+    async def _forward_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                follower: list[int | None], known: asyncio.Event) -> None:
         start = b""
         while data := await reader.read(CHUNK):
             if not known.is_set():
@@ -178,6 +184,11 @@ class ReplicationLinks:
 
     async def _responses(self, leader: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                          follower: list[int | None], known: asyncio.Event) -> None:
+        with contextlib.suppress(ConnectionError):
+            await self._forward_responses(leader, reader, writer, follower, known)
+
+    async def _forward_responses(self, leader: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                                 follower: list[int | None], known: asyncio.Event) -> None:
         await known.wait()  # nothing comes back before the first request
         wires = [self.out[leader]]
         if follower[0] is not None and follower[0] in self.into:

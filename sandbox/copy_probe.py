@@ -103,6 +103,26 @@ class Trace:
                 "samples": [[round(s.t, 3), s.follower_bytes, s.leader_bytes, int(s.reassigning)] for s in self.samples]}
 
 
+WARM_START_S = 2.0
+"""`leader_start` reads the copy this long after the move started"""
+WARM_START_RATES = 5.0
+"""a cold leader throttle lets about 1 s of its rate through at once and then the rate (2-3 s of
+it by WARM_START_S), a warm one 11-12 s (real Kafka 4.4.0, bench_real_throttle's traces): more
+than this many seconds of the rate by WARM_START_S is a warm start"""
+
+
+def leader_start(trace: Trace) -> str | None:
+    """'warm' or 'cold': whether a leader-throttled copy started with the leader's quota windows
+    full (a follower had fetched from that broker within the last span: Kafka records every
+    response to a follower, `KafkaApis`), read from the copy's first seconds; None where no
+    leader throttle holds the copy."""
+    if trace.scenario.throttle not in ("leader", "both"):
+        return None
+    early = [x.follower_bytes for x in trace.samples if x.t <= WARM_START_S]
+    got = max(early, default=0)
+    return "warm" if got > WARM_START_RATES * trace.scenario.rate else "cold"
+
+
 def summarize(trace: Trace) -> dict[str, Any]:
     """Copy rate / quota of one trace.
 
@@ -277,20 +297,27 @@ def _writing(bootstrap: str, tp: TopicPartition, bps: float) -> Iterator[None]:
 
 # ---- the emulator --------------------------------------------------------------------------------
 def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout_s: float = 3600.0,
-                 fetch: FetchConfig | None = None) -> Trace:
+                 fetch: FetchConfig | None = None, warm: bool = False) -> Trace:
     """The same scenario on a fresh emulator engine (brokers 1 and 2, leader 1) at its own
     clock, stepped in `steps` (cycled; (0.1,) is the tick of `--speed 1`) and sampled after
-    every step; `fetch` the fetch limits (default: Kafka's)."""
+    every step; `fetch` the fetch limits (default: Kafka's). `warm`: the leader's quota
+    windows are full when the move starts (as `leader_start` finds a real run's), from a
+    follower on a third broker that replicated an idle partition from it for WARM_S and goes on
+    (a fetcher session of its own: the copy's session keeps its shape); the in-sync shapes are
+    warm anyway."""
     from kreassign.sandbox.codes import AlterOp
     from kreassign.sandbox.engine import Engine
 
-    leader, follower = 1, 2
-    engine = Engine({leader: None, follower: None}, fetch=fetch)
+    leader, follower, other = 1, 2, 3
+    engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch)
     rates = [scenario.write_bps if scenario.shape == "written" else 0.0]
     engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=rates)
+    if warm:
+        engine.create_topic("warm", assignments={0: [leader, other]}, sizes=[0], rates=[0.0])
     if scenario.shape in ("isr_idle", "isr_written"):
         engine.create_topic("move-isr", assignments={0: [leader, follower]}, sizes=[0],
                             rates=[scenario.write_bps])
+    if warm or scenario.shape in ("isr_idle", "isr_written"):
         engine.advance(WARM_S)  # the quota sensors record the in-sync fetches over a whole span
     brokers, topics = throttle_ops(scenario, "move", leader, follower)
     for b, ops in brokers.items():

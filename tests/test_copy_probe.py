@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kreassign.sandbox.copy_probe import MB, KafkaProbe, Sample, Scenario, Trace, run_emulator, summarize, throttle_ops
+from kreassign.sandbox.copy_probe import (
+    MB,
+    KafkaProbe,
+    Sample,
+    Scenario,
+    Trace,
+    leader_start,
+    run_emulator,
+    summarize,
+    throttle_ops,
+)
 
 from live import wait_until
 
@@ -82,6 +92,31 @@ def test_the_emulator_copies_the_whole_partition_and_reports_it() -> None:
     assert all(s.reassigning for s in result.samples[:-1])
     unthrottled = summarize(run_emulator(Scenario(10 * MB, "none", "idle", 100 * MB)))
     assert unthrottled["caught_s"] < summarize(result)["caught_s"]
+
+
+def test_a_leader_start_is_warm_when_the_first_seconds_carry_a_flood() -> None:
+    """Real Kafka 4.4.0, 1 MB/s leader throttle (bench_real_throttle, 2026-11-28): a cold leader
+    lets 1 s of its rate through and then the rate, a warm one 11 batches of 983,266 bytes at once."""
+    def trace(throttle: str, sizes: list[tuple[float, int]]) -> Trace:
+        return Trace(Scenario(MB, throttle, "written", 20 * MB), "kafka",
+                     [Sample(t, size, 20 * MB, True) for t, size in sizes])
+
+    cold = [(0.29, 0), (0.54, 983_266), (1.29, 983_266), (1.54, 1_966_532), (2.04, 1_966_532), (2.54, 2_949_798)]
+    warm = [(0.29, 10_815_926), (1.04, 10_815_926), (2.04, 10_815_926)]
+    assert [leader_start(trace("leader", cold)), leader_start(trace("leader", warm))] == ["cold", "warm"]
+    assert leader_start(trace("both", warm)) == "warm"
+    # no leader throttle: the leader's history decides nothing
+    assert leader_start(trace("follower", warm)) is None
+
+
+@pytest.mark.parametrize("shape", ["idle", "written"])
+def test_the_emulator_starts_a_leader_warm_or_cold_as_asked(shape: str) -> None:
+    scenario = Scenario(MB, "leader", shape, 20 * MB)
+    cold, warm = run_emulator(scenario), run_emulator(scenario, warm=True)
+    assert [leader_start(cold), leader_start(warm)] == ["cold", "warm"]
+    # the warm leader's flood (11-12 s of the rate at once) ends the copy in two floods, the
+    # cold one copies at about the rate
+    assert summarize(warm)["caught_s"] < 13.0 < 19.0 < summarize(cold)["caught_s"]
 
 
 ENGINE_AGREEMENT = 0.10

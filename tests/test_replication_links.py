@@ -11,6 +11,7 @@ import pytest
 
 from kreassign.sandbox.kafka_engine.cluster import free_ports
 from kreassign.sandbox.kafka_engine.link import ReplicationLinks, Wire, fetcher_of, reserve
+from kreassign.sandbox.kafka_engine.node_config import Listener
 
 
 def request(client_id: bytes | None, body: bytes = b"") -> bytes:
@@ -93,3 +94,17 @@ def test_a_taken_link_port_is_refused_at_start() -> None:
     with socket.create_server(("127.0.0.1", port)):
         with pytest.raises(OSError):
             ReplicationLinks({1: 1}, {1: port}, rate_bps=1e6).start()
+
+
+def test_a_link_port_taken_after_the_check_is_a_port_taken_error() -> None:
+    """The cluster looks at its ports before it starts anything; a port taken in between (the
+    other test worker's clients) is PortTaken, which the test fixtures answer with new ports."""
+    from kreassign.sandbox.errors import PortTaken
+    from kreassign.sandbox.kafka_engine import cluster as kafka_cluster
+
+    layout = kafka_cluster.KafkaCluster._new_layout({1: None}, 1, 0, Listener(), {}, links=True)
+    with socket.create_server(("127.0.0.1", layout.link_ports[1])):
+        probe = object.__new__(kafka_cluster.KafkaCluster)
+        probe.network_bps, probe.layout, probe._links = 1e6, layout, None
+        with pytest.raises(PortTaken, match="a replication link could not listen on 127.0.0.1"):
+            probe._start_links()

@@ -314,8 +314,7 @@ class KafkaCluster:
         if self.fresh:
             self._format()
         self._started = True
-        if self.network_bps is not None:
-            self._links = ReplicationLinks(self.layout.internal_ports, self.layout.link_ports, self.network_bps).start()
+        self._start_links()
         self._spawn(CONTROLLER_ID)
         for b in self.layout.brokers:
             self._spawn(b)
@@ -333,6 +332,16 @@ class KafkaCluster:
         self._record()
         rates = {TopicPartition(t, p): load.produce_bps for t, parts in self.topics.items() for p, load in parts.items()}
         self._writer = Writer(self.internal_bootstrap, rates).start()
+
+    def _start_links(self) -> None:
+        """The replication links (`--network`), before any broker advertises them."""
+        if self.network_bps is None:
+            return
+        try:
+            self._links = ReplicationLinks(self.layout.internal_ports, self.layout.link_ports, self.network_bps).start()
+        except OSError as exc:  # taken since _check_ports looked
+            raise PortTaken(f"a replication link could not listen on 127.0.0.1 ({exc.strerror}): start again "
+                            "with --fresh (new free ports) or another --port-base") from None
 
     def _check_ports(self) -> None:
         taken = [p for p in [*self.layout.ports.values(), *self.layout.internal_ports.values(),

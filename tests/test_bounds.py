@@ -230,3 +230,23 @@ def test_a_failure_scenario_is_bounded_by_its_own_run_not_the_one_without_the_fa
     assert calm.lower_bound_s == pytest.approx(199.578, abs=1e-3) and calm.bottleneck_broker == 1
     assert failing.makespan_s == pytest.approx(60.541, abs=1e-3)
     assert failing.lower_bound_s == pytest.approx(failing.makespan_s) and failing.failed_at_s == pytest.approx(0.3 * calm.makespan_s)
+
+
+def test_a_warm_leaders_floods_start_with_its_move() -> None:
+    """Found by the test above: a warm leader's move starting at 30 s finished before its lower
+    bound, as the floods' spans ran from time 0 (the allowance of the span in course at 30 s,
+    then a whole new one 4.5 s later). A flood's bytes leave the quota windows a span after they
+    came, so the spans start with the leader's first flood: the same move 30 s later ends 30 s
+    later."""
+    def inp(start: float) -> ModelInput:
+        n = 5
+        return ModelInput(broker_ids=np.array([10, 20, 30, 40, 50]), source=np.array([4]), dest=np.array([3]),
+                          bytes=np.array([3e8]), write_bps=np.zeros(1), start_s=np.array([start]),
+                          fetcher=np.zeros(1, dtype=np.int64), leader_rate=np.full(n, 5e6),
+                          follower_rate=np.full(n, np.inf), network_in=np.full(n, np.inf),
+                          network_out=np.full(n, np.inf), client_in=np.zeros(n), client_out=np.zeros(n),
+                          leader_base=np.zeros(n), follower_base=np.zeros(n), fetch=FetchLimits(),
+                          released_bps=np.zeros(1), session=np.zeros(1, dtype=np.int8), warm=np.array([True]))
+    now, later = simulate(inp(0.0)), simulate(inp(30.0))
+    assert later.makespan == pytest.approx(now.makespan + 30.0, rel=1e-9)
+    assert at_or_above(later.makespan, later.lower.seconds)

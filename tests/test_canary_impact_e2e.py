@@ -132,13 +132,15 @@ def test_an_unthrottled_move_raises_the_canary_produce_p99(moving: Moving, tmp_p
     assert (top["within_noise"], top["p99_increase"] > 0.3) == (False, True), rises
     assert during["worst_impact"] == top["p99_increase"]
     # both engines by the same mechanism: while the copy fills the links, a batch waits out the
-    # catch-up response in flight and crosses behind the next one, so every broker's tail sits
-    # one to two responses' transfer above the idle round (wide: 40 rounds, a loaded machine)
+    # catch-up response in flight and crosses behind the next one, so every broker's tail (the
+    # slowest of 40 produces) sits about two responses' transfer above the idle round: more than
+    # the one response of the emulator before real Kafka showed the second (its tail was 1.1),
+    # less than four (a loaded CI machine added up to 1.3 to the emulator's)
     transfer_ms = 1024 * 1024 / moving.network_bps * 1000
     idle = json.loads(baseline.read_text())
     idle_p50 = {b["broker"]: b["p50_ms"] for b in idle["brokers"]}
     above = {b["broker"]: (b["p99_ms"] - idle_p50[b["broker"]]) / transfer_ms for b in during["brokers"]}
-    assert all(0.8 <= a <= 3.0 for a in above.values()), (above, rises)
+    assert all(1.3 <= a <= 4.0 for a in above.values()), (above, rises)
 
 
 def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: Moving, tmp_path: Path) -> None:

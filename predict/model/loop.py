@@ -75,14 +75,14 @@ class Run:
         prev: Step | None = None
         # every completion, start and capacity change is an event; floods add a refill and a
         # run-dry per flooding leader and span followed
-        floods = 2 * self.capacity.spans_left * (int(self.capacity.flooding.sum()) + 1)
+        floods = 2 * int(self.capacity.spans_left.max(initial=0)) * (int(self.capacity.flooding.sum()) + 1)
         for _ in range(4 * len(self.progress.status) + 8 + floods):
             boosted = self.capacity.boost(t) | self.capacity.flood_tick(t)
             admitted = self.slots.admit(t)
             started = boosted or admitted  # a capacity change is no lost capacity either
             before = None if prev is None or admitted else prev.active
             active = self._active() if before is None else before.kept(~prev.done)  # type: ignore[union-attr]
-            until_start = min(self.slots.next_start(t), self.capacity.flood_end) - t
+            until_start = min(self.slots.next_start(t), self.capacity.next_refill) - t
             if not len(active.act):
                 self.close(prev, None, None, False)
                 prev = None
@@ -105,7 +105,7 @@ class Run:
             until_dry = self.capacity.until_dry(active.src, rate, self.tol)
             dt = step_length(tau, t, min(until_start, until_dry), self.tol, paced)
             prev = self.advance(t, active, rate, which, kinds, tau, dt)
-            self.capacity.spend(active.src, prev.moved, dt)
+            self.capacity.spend(active.src, prev.moved, t, dt)
             t += dt
             self.steps += 1
         self.close(prev, None, None, False)

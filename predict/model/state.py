@@ -101,15 +101,17 @@ class Capacity:
         self.boost_end = inp.credit_s
         self.boosting = self.boost_end > 0
         # warm leaders' floods: each span's allowance (bytes; below 0 a step's overshoot, paid
-        # from the next), followed for LEADER_FLOOD_SPANS spans from time 0
+        # from the next), followed for LEADER_FLOOD_SPANS spans of each leader
         self.flood_size = np.asarray(inp.leader_flood)
         self.flooding = self.flood_size > 0
         self.allowance = self.flood_size.copy()
-        # a flood's bytes leave the windows about a span and a half window after it came (its
-        # first sample is purged 11 s after its last record): real Kafka 4.4.0 11.3-12.3 s
+        # a flood's bytes leave the windows about a span and a half window after they came (its
+        # first sample is purged 11 s after its last record): real Kafka 4.4.0 11.3-12.3 s. So
+        # each leader's span starts when its flood does (its first bytes after a refill), not
+        # at time 0: a move that starts late gets one flood, not a second a few seconds on
         self.flood_span = inp.fetch.measured_span_s
-        self.flood_end = self.flood_span if self.flooding.any() else INF
-        self.spans_left = LEADER_FLOOD_SPANS
+        self.flood_end = np.full(b, INF)
+        self.spans_left = np.where(self.flooding, LEADER_FLOOD_SPANS, 0)
         self.flood_changed = False
         sessions = int(moves.session.max(initial=-1)) + 1
         self.warm_out, self.warm_in, self.warm_session = np.full(b, INF), np.full(b, INF), np.full(sessions, INF)
@@ -129,7 +131,12 @@ class Capacity:
         with batched events only while half a span (what following them changes in a move's
         end) is more than `tol` of the time elapsed, 1 / (2 tol) spans."""
         if tol > 0:
-            self.spans_left = min(self.spans_left, max(1, int(1 / (2 * tol))))
+            self.spans_left = np.minimum(self.spans_left, max(1, int(1 / (2 * tol))))
+
+    @property
+    def next_refill(self) -> float:
+        """When the next flood comes back (inf: none is running)."""
+        return float(self.flood_end.min(initial=INF))
 
     def leader_spend(self) -> np.ndarray:
         """Per broker, what its leader quota records besides catch-up (bytes/s): the in-sync
@@ -160,14 +167,17 @@ class Capacity:
         by_time = float(times[times <= first + tol * self.flood_span].max())
         return max(by_count, by_time)
 
-    def spend(self, src: np.ndarray, moved: np.ndarray, dt: float) -> None:
-        """Charge a step's catch-up bytes (per active move, by leader `src`) and the in-sync
-        traffic to the floods; a flood that ran dry changes its leader's capacity."""
+    def spend(self, src: np.ndarray, moved: np.ndarray, t: float, dt: float) -> None:
+        """Charge the catch-up bytes of the step from `t` on (per active move, by leader `src`)
+        and the in-sync traffic to the floods; a flood that starts starts its leader's span, one
+        that ran dry changes its leader's capacity."""
         if not self.flooding.any():
             return
         b = len(self.allowance)
         was = self.allowance > 0
         spent = np.bincount(src, weights=moved, minlength=b) + self.leader_spend() * dt
+        starts = self.flooding & np.isinf(self.flood_end) & (spent > 0)
+        self.flood_end[starts] = t + self.flood_span
         self.allowance = np.where(self.flooding, self.allowance - spent, self.allowance)
         dry = self.flooding & was & (self.allowance <= self.flood_size * 1e-9)
         if dry.any():
@@ -181,15 +191,15 @@ class Capacity:
         leaders keep their steady share. True when a leader's capacity changed since the last
         call (a flood ran dry or came back)."""
         changed, self.flood_changed = self.flood_changed, False
-        if t >= self.flood_end * (1 - 1e-12):
-            self.spans_left -= 1
-            self._floods_moved(self.flooding)
-            if self.spans_left <= 0:
-                self.flooding = np.zeros_like(self.flooding)
-                self.flood_end = INF
-            else:
-                self.allowance = np.where(self.flooding, self.flood_size + np.minimum(self.allowance, 0.0), 0.0)
-                self.flood_end += self.flood_span
+        due = self.flooding & (t >= self.flood_end * (1 - 1e-12))
+        if due.any():
+            self.spans_left[due] -= 1
+            self._floods_moved(due)
+            done = due & (self.spans_left <= 0)
+            self.flooding[done] = False
+            back = due & ~done
+            self.allowance[back] = self.flood_size[back] + np.minimum(self.allowance[back], 0.0)
+            self.flood_end[due] = INF  # the next span starts with the next flood's first bytes
             changed = True
         return changed
 

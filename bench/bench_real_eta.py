@@ -314,13 +314,16 @@ def table(version: str, current: bool = True) -> str:
 
 
 FINDINGS = """
-What the runs of the model now show (2026-11-28 21:20-22:25, load 1-5):
+What the runs of the model now show (2026-11-28 21:20-22:25, load 1-5; the decommission again
+2026-11-29 01:25-01:30, load 5-9, after each leader's flood spans began to start with its flood
+instead of at time 0: the estimates did not move, 18.1 s and 52.1 s):
 
 * **Every shape but the 1 s pacer within 5%**: idle -2.8%, -2.2%; written -3.8%, -4.1%;
   leader-bound -3.9%, -1.8%, -3.0% (the model before: -6.4% to -10.8%); leader-bound-long -0.6%
   (before: -2.8%); follower-bound +1.3%, +1.1%; kafka-generate -2.7%, -4.1%; decommission at
-  `--interval 10s` -1.0%.
-* **The paced decommission at `--interval 1s`: +5.4%, +12.8%, +6.0% (before: +15% to +18%).**
+  `--interval 10s` (execute's default) -1.0%, +0.2%.
+* **The paced decommission at `--interval 1s`: +5.4%, +12.8%, +6.0%, +7.3%, +6.4% (before: +15%
+  to +18%).**
   The floods refund most of a paced plan's short gaps: a warm leader's allowance for the span
   waits for the pacer's next moves instead of being lost with the gap. The real runs spread
   16.1-17.2 s; what is left is the pacer's own timing (a poll every second, each new wave's

@@ -310,15 +310,20 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
 
     leader, follower, other = 1, 2, 3
     engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch)
-    rates = [scenario.write_bps if scenario.shape == "written" else 0.0]
-    engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=rates)
+    engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=[0.0])
     if warm:
         engine.create_topic("warm", assignments={0: [leader, other]}, sizes=[0], rates=[0.0])
     if scenario.shape in ("isr_idle", "isr_written"):
-        engine.create_topic("move-isr", assignments={0: [leader, follower]}, sizes=[0],
-                            rates=[scenario.write_bps])
+        engine.create_topic("move-isr", assignments={0: [leader, follower]}, sizes=[0], rates=[0.0])
     if warm or scenario.shape in ("isr_idle", "isr_written"):
-        engine.advance(WARM_S)  # the quota sensors record the in-sync fetches over a whole span
+        # the quota sensors record the idle in-sync fetches (one per fetch wait) over a whole span
+        engine.advance(WARM_S)
+    # as KafkaProbe.run: the writes start with the throttle, after the warm-up
+    written = {"written": "move", "isr_written": "move-isr"}.get(scenario.shape)
+    if written is not None:
+        row = engine.partition(written, 0)
+        assert row is not None
+        engine.produce_bps[row.row] = scenario.write_bps
     brokers, topics = throttle_ops(scenario, "move", leader, follower)
     for b, ops in brokers.items():
         engine.configs.incremental_alter_broker(b, [(k, AlterOp.SET, str(v)) for k, v in ops.items()], False)

@@ -172,12 +172,15 @@ def wait_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
 def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) -> None:
     state = tmp_path / "sandbox"
     started = kreassign("sandbox", "start", "--engine", "kafka", "--daemon", "--brokers", "2", "--racks", "2",
-                        "--log-dirs", "2", "--topics", "orders:2:2:100kB", "--state-dir", str(state))
+                        "--log-dirs", "2", "--topics", "orders:2:2:100kB", "--network", "50MB/s",
+                        "--state-dir", str(state))
     assert started.returncode == 0, started.stderr
+    assert "2 brokers, replicating over 50.0 MB/s links" in started.stderr
     bootstrap = started.stdout.strip()
     status = kreassign("sandbox", "status", "--state-dir", str(state), "-o", "json")
     info = json.loads(status.stdout)
     assert info["running"] and info["engine"] == "kafka" and info["bootstrap"] == bootstrap
+    assert info["extra"]["network_bps"] == 50e6
     assert info["extra"]["kafka_version"] == dist.MATRIX[0]
     pids = jvm_pids(state)
     assert sorted(pids) == ["0", "1", "2"] and all(pid_alive(p) for p in pids.values())
@@ -196,6 +199,9 @@ def test_daemon_status_stop_and_no_jvm_outlives_a_killed_parent(tmp_path: Path) 
     again = kreassign("sandbox", "start", "--engine", "kafka", "--daemon", "--state-dir", str(state))
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == bootstrap
+    # without --network this time: the brokers replicate over loopback again
+    assert "network_bps" not in json.loads(kreassign("sandbox", "status", "--state-dir", str(state),
+                                                     "-o", "json").stdout)["extra"]
     pids = jvm_pids(state)
     daemon = json.loads((state / "sandbox.json").read_text())["pid"]
     os.kill(daemon, signal.SIGKILL)

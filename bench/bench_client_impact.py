@@ -4,9 +4,10 @@ the emulator and on real Kafka, at several throttles during one move.
     python -m bench.bench_client_impact [--engine emulator|kafka] [--version 4.4.0] [--reps N]
 
 A 3-broker cluster on 20 MB/s links (the emulator at speed 1 with --network 20MB/s; real Kafka
-with replication links, sandbox/kafka_engine/link.py, whose counters give the rates); a plan adds a replica of each of 3 large
-partitions on the broker that has none (one catch-up partition per fetcher session, so a
-response carries `replica.fetch.max.bytes`, 1 MiB, of catch-up data). The canary
+with replication links, sandbox/kafka_engine/link.py, whose counters give the rates); each broker
+leads one large partition, and a plan adds a replica of each on the next broker (one catch-up
+partition per fetcher session, so a response carries `replica.fetch.max.bytes`, 1 MiB, of
+catch-up data; every link carries one copy out and one in). The canary
 (`kreassign canary`'s library: kafka-python, acks=all) measures a baseline before the move, then
 the move runs unthrottled and at 8, 4, 2 and 1 MB/s (`*` throttled replicas, both sides),
 each level given a few seconds to settle and then measured with 20 records per broker while the
@@ -21,8 +22,9 @@ Before calibration the model put a whole `replica.fetch.response.max.bytes` (10 
 every in-sync batch whenever anything was copying and stretched the cycle by
 1 / (1 - utilisation) including the catch-up: ~0.5 s at 1 MB/s and the 30 s request timeout
 unthrottled, against 12-120 ms measured. Calibrated: catch-up is elastic (a follower asks for
-more only once a response arrived), so it adds one response's transfer weighted by the share of
-the link it uses, and only inelastic traffic stretches the cycle.
+more only once a response arrived), so it adds responses' transfer weighted by the share of the
+link it uses (two at the tail since real Kafka showed the one in flight, `RESPONSES_AHEAD_P99`),
+and only inelastic traffic stretches the cycle.
 """
 from __future__ import annotations
 

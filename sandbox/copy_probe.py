@@ -321,9 +321,9 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
     # as KafkaProbe.run: the writes start with the throttle, after the warm-up
     written = {"written": "move", "isr_written": "move-isr"}.get(scenario.shape)
     if written is not None:
-        row = engine.partition(written, 0)
-        assert row is not None
-        engine.produce_bps[row.row] = scenario.write_bps
+        writes = engine.partition(written, 0)
+        assert writes is not None
+        engine.produce_bps[writes.row] = scenario.write_bps
     brokers, topics = throttle_ops(scenario, "move", leader, follower)
     for b, ops in brokers.items():
         engine.configs.incremental_alter_broker(b, [(k, AlterOp.SET, str(v)) for k, v in ops.items()], False)

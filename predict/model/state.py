@@ -103,7 +103,6 @@ class Capacity:
         # warm leaders' floods: each span's allowance (bytes; below 0 a step's overshoot, paid
         # from the next), followed for LEADER_FLOOD_SPANS spans of each leader
         self.flood_size = np.asarray(inp.leader_flood)
-        self.flooding = self.flood_size > 0
         self.allowance = self.flood_size.copy()
         # a flood's bytes leave the windows about a span and a half window after they came (its
         # first sample is purged 11 s after its last record): real Kafka 4.4.0 11.3-12.3 s. So
@@ -111,7 +110,7 @@ class Capacity:
         # at time 0: a move that starts late gets one flood, not a second a few seconds on
         self.flood_span = inp.fetch.measured_span_s
         self.flood_end = np.full(b, INF)
-        self.spans_left = np.where(self.flooding, LEADER_FLOOD_SPANS, 0)
+        self.spans_left = np.where(self.flood_size > 0, LEADER_FLOOD_SPANS, 0)
         self.flood_changed = False
         sessions = int(moves.session.max(initial=-1)) + 1
         self.warm_out, self.warm_in, self.warm_session = np.full(b, INF), np.full(b, INF), np.full(sessions, INF)
@@ -132,6 +131,11 @@ class Capacity:
         end) is more than `tol` of the time elapsed, 1 / (2 tol) spans."""
         if tol > 0:
             self.spans_left = np.minimum(self.spans_left, max(1, int(1 / (2 * tol))))
+
+    @property
+    def flooding(self) -> np.ndarray:
+        """Per broker: its warm leader's floods are still followed."""
+        return self.spans_left > 0
 
     @property
     def next_refill(self) -> float:
@@ -195,9 +199,7 @@ class Capacity:
         if due.any():
             self.spans_left[due] -= 1
             self._floods_moved(due)
-            done = due & (self.spans_left <= 0)
-            self.flooding[done] = False
-            back = due & ~done
+            back = due & (self.spans_left > 0)
             self.allowance[back] = self.flood_size[back] + np.minimum(self.allowance[back], 0.0)
             self.flood_end[due] = INF  # the next span starts with the next flood's first bytes
             changed = True

@@ -185,8 +185,8 @@ class KafkaCluster:
             if (client.secured or network_bps is not None) and not self.layout.internal_ports:  # not before
                 self.layout = replace(self.layout, internal_ports=dict(zip(self.layout.brokers,
                                                                            free_ports(len(self.layout.brokers)))))
-            saved_links = {int(b): int(p) for b, p in saved.get("link_ports", {}).items()}
-            if network_bps is not None:
+            if network_bps is not None:  # the links' ports of an earlier start, or new ones
+                saved_links = {int(b): int(p) for b, p in saved.get("link_ports", {}).items()}
                 self.layout = replace(self.layout, link_ports=saved_links or dict(
                     zip(self.layout.brokers, free_ports(len(self.layout.brokers)))))
         else:

@@ -149,50 +149,38 @@ class ReplicationLinks:
         except OSError:  # the broker is down: the follower sees a refused connection, as without a link
             client_w.close()
             return
-        follower: list[int | None] = [None]
-        known = asyncio.Event()
-        tasks = [asyncio.ensure_future(self._requests(client_r, up_w, follower, known)),
-                 asyncio.ensure_future(self._responses(leader, up_r, client_w, follower, known))]
+        # the follower this connection serves, once its first request named it
+        follower: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        tasks = [asyncio.ensure_future(self._requests(client_r, up_w, follower)),
+                 asyncio.ensure_future(self._responses(leader, up_r, client_w, follower))]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in tasks:
                 task.cancel()
+            # either side going away ends the connection: its error is no one's to report
+            await asyncio.gather(*tasks, return_exceptions=True)
             for writer in (client_w, up_w):
                 with contextlib.suppress(Exception):
                     writer.close()
 
     @staticmethod
-    async def _requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, follower: list[int | None],
-                        known: asyncio.Event) -> None:
-        with contextlib.suppress(ConnectionError):  # either side went away: the connection ends
-            await ReplicationLinks._forward_requests(reader, writer, follower, known)
-
-    @staticmethod
-    async def _forward_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                                follower: list[int | None], known: asyncio.Event) -> None:
+    async def _requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        follower: asyncio.Future[int | None]) -> None:
         start = b""
         while data := await reader.read(CHUNK):
-            if not known.is_set():
+            if not follower.done():
                 start += data
                 size = struct.unpack_from(">i", start)[0] if len(start) >= 4 else None
                 if size is not None and len(start) >= min(4 + size, _HEADER.size + 255):
-                    follower[0] = fetcher_of(start)
-                    known.set()
+                    follower.set_result(fetcher_of(start))
             writer.write(data)
             await writer.drain()
 
     async def _responses(self, leader: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         follower: list[int | None], known: asyncio.Event) -> None:
-        with contextlib.suppress(ConnectionError):
-            await self._forward_responses(leader, reader, writer, follower, known)
-
-    async def _forward_responses(self, leader: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                                 follower: list[int | None], known: asyncio.Event) -> None:
-        await known.wait()  # nothing comes back before the first request
-        wires = [self.out[leader]]
-        if follower[0] is not None and follower[0] in self.into:
-            wires.append(self.into[follower[0]])
+                         follower: asyncio.Future[int | None]) -> None:
+        fetcher = await follower  # nothing comes back before the first request
+        wires = [self.out[leader]] + ([self.into[fetcher]] if fetcher in self.into else [])
         while data := await reader.read(CHUNK):
             done = reserve(wires, len(data), time.monotonic())
             wait = done - time.monotonic()

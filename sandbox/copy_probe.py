@@ -28,6 +28,7 @@ import numpy as np
 
 from kreassign.cluster.model import TopicPartition, TopicPartitionReplica
 from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.kafka_engine.data import FILL_BATCH_BYTES
 
 MB = 1_000_000
 THROTTLES = ("leader", "follower", "both", "none")
@@ -300,7 +301,8 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
                  fetch: FetchConfig | None = None, warm: bool = False) -> Trace:
     """The same scenario on a fresh emulator engine (brokers 1 and 2, leader 1) at its own
     clock, stepped in `steps` (cycled; (0.1,) is the tick of `--speed 1`) and sampled after
-    every step; `fetch` the fetch limits (default: Kafka's). `warm`: the leader's quota
+    every step; `fetch` the fetch limits (default: Kafka's, with the record batches of the data
+    `KafkaProbe.prepare` writes, `FILL_BATCH_BYTES`). `warm`: the leader's quota
     windows are full when the move starts (as `leader_start` finds a real run's), from a
     follower on a third broker that replicated an idle partition from it for WARM_S and goes on
     (a fetcher session of its own: the copy's session keeps its shape); the in-sync shapes are
@@ -309,6 +311,7 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
     from kreassign.sandbox.engine import Engine
 
     leader, follower, other = 1, 2, 3
+    fetch = fetch if fetch is not None else FetchConfig(batch_bytes=FILL_BATCH_BYTES)
     engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch)
     engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=[0.0])
     if warm:

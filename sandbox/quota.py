@@ -65,13 +65,16 @@ class SampledRates:
             moved = rows[advance]
             nxt = (cur[advance] + 1) % (self.samples + 1)
             self.start[moved, nxt] = now
+            self.last[moved, nxt] = now
             self.value[moved, nxt] = 0.0
             cur = cur.copy()
             cur[advance] = nxt
             self.current[moved] = nxt
         add = amounts if which is None else amounts[which]
         self.value[rows, cur] += add
-        self.last[rows, cur] = now
+        # Kafka's clock only moves on; a caller that records within a step out of order must not
+        # move a sample's last record back
+        self.last[rows, cur] = np.maximum(self.last[rows, cur], now)
 
     def rates(self, now: float, which: np.ndarray | None = None) -> np.ndarray:
         """Bytes per second of the sensors in `which` (a boolean mask; default all), as

@@ -24,12 +24,14 @@ KafkaApis; broker-semantics Part B §2-§3), per broker and side:
 * a fetch carries at most `replica.fetch.max.bytes` per partition and
   `replica.fetch.response.max.bytes` in all, filled in the session's rotating partition order
   (the leader reads in request order until the response is full; the follower moves partitions
-  that got data to the back); the cadence is back to back while data comes back, and when the
+  that got data to the back); what it reads is sent and counted whole, and the follower keeps
+  the whole record batches of it (`FetchConfig.kept`); the cadence is back to back while data comes back, and when the
   leader has nothing to send the fetch parks in its purgatory: every append to one of its
   partitions re-checks it (DelayedFetch.tryComplete), and a throttled partition counts there once
   the leader quota is back under its bound, so a fetch that holds a written partition is answered
   as soon as the quota allows (the sandbox's writes are fluid: checked every fetch cycle), one
-  that holds only idle ones waits out `replica.fetch.wait.max.ms`; `replica.fetch.backoff.ms`
+  that holds only idle ones waits out `replica.fetch.wait.max.ms` and asks again
+  `FetchConfig.parked_cycle_s` after the last; `replica.fetch.backoff.ms`
   when the follower asks for nothing (`FetchConfig`);
 * so a long copy alternates bursts (until one fetch takes the rate over the bound) with those
   pauses: from 100 kB/s to 100 MB/s it runs at 0.91-0.96 of the throttle with both sides
@@ -174,6 +176,7 @@ class Replication:
         self.catchup_fetch = np.zeros((2, len(self.broker_ids)))
         self.catchup_share = np.zeros((2, len(self.broker_ids)))
         self._step_fetch = np.zeros((2, len(self.broker_ids)))
+        self._idle_isr_due = np.full(len(self.broker_ids), np.inf)  # per broker: its idle in-sync fetch's next answer
 
     def lagging_size(self, p: PartitionState, broker_id: int) -> float:
         """The current size of an out-of-sync replica, from the live table if it is a flow."""
@@ -344,7 +347,7 @@ class Replication:
         self.sent += t.out_isr_bps * dt
         self.received += t.in_isr_bps * dt
         if not t.live.any():
-            self._record_in_sync(t, lrec, frec, now + dt)
+            self._record_in_sync(t, lrec, frec, now, now + dt)
             self._note_catchup(dt, np.zeros((2, nb)))
             return []
         before = np.stack([self.sent, self.received])
@@ -354,7 +357,7 @@ class Replication:
         avail_out = np.maximum(self.network_bps - t.out_isr_bps - used_out / dt, 0.0)
         avail_in = np.maximum(self.network_bps - t.in_isr_bps - used_in / dt, 0.0)
         self._paced(t, log_end, produce_bps, now, now + dt, avail_out, avail_in)
-        self._record_in_sync(t, lrec, frec, now + dt)
+        self._record_in_sync(t, lrec, frec, now, now + dt)
         self._note_catchup(dt, np.stack([self.sent, self.received]) - before)
         live = np.flatnonzero(t.live)
         done = live[t.caught[live] | (log_end[t.row[live]] - t.size[live] <= CAUGHT_UP_BYTES)]
@@ -365,10 +368,34 @@ class Replication:
             t.compact(nb)
         return caught
 
-    def _record_in_sync(self, t: FlowTable, lrec: np.ndarray, frec: np.ndarray, when: float) -> None:
+    def _record_in_sync(self, t: FlowTable, lrec: np.ndarray, frec: np.ndarray, now: float, when: float) -> None:
         """In-sync followers fetch all the time: their leaders record every response (the
-        throttled partitions' bytes, maybe none), their followers what they appended."""
-        which = np.concatenate([(lrec > 0) | (t.leads_isr > 0), frec > 0])
+        throttled partitions' bytes, maybe none), their followers what they appended. A leader
+        whose in-sync partitions take writes answers a fetch at each append (every tick here,
+        at `when`); one whose in-sync partitions are idle answers each parked fetch when its wait
+        runs out, and the follower asks again a fetch cycle later (real Kafka 4.4.0: an idle
+        follower's FETCH completed every 503-506 ms in the request log), so those records fall
+        at their own times in (`now`, `when`]. In-sync partitions that share a paced session
+        with a copy are answered with its fetches (recorded there)."""
+        nb = len(self.broker_ids)
+        fetching = t.paced & (np.bincount(t.session, weights=t.live, minlength=len(t.keys)) > 0)
+        with_copies = np.bincount((t.keys >> _THREAD_BITS) // nb, weights=t.isr_count * fetching, minlength=nb)
+        leads = t.leads_isr > with_copies
+        written = leads & (t.out_isr_bps > 0)
+        idle = leads & ~written
+        due = self._idle_isr_due
+        due[~idle] = np.inf
+        due[idle & np.isinf(due)] = now  # answered from the first fetch on
+        zeros = np.zeros(2 * nb)
+        while True:
+            waiting = idle & (due <= when + _EPS)
+            if not waiting.any():
+                break
+            at = float(due[waiting].min())
+            answered = waiting & (due <= at + _EPS)
+            self.rates.record(zeros, at, np.concatenate([answered, np.zeros(nb, dtype=bool)]))
+            due[answered] = at + self.fetch.parked_cycle_s
+        which = np.concatenate([(lrec > 0) | written, frec > 0])
         self.rates.record(np.concatenate([lrec, frec]), when, which)
 
     def _free(self, t: FlowTable, log_end: np.ndarray, dt: float, lrec: np.ndarray,
@@ -389,7 +416,9 @@ class Replication:
         cap_in = np.maximum(self.network_bps - t.in_isr_bps, 0.0) * dt
         cap_session = np.full(len(t.keys), resp_max * rounds)
         grant = _water_fill(want, (src, dst, t.session[f]), (cap_out, cap_in, cap_session))
-        t.size[f] += grant
+        # each round's full read keeps its whole batches (`FetchConfig.kept`)
+        lag = log_end[t.row[f]] - t.size[f]
+        t.size[f] += np.where(grant < lag - CAUGHT_UP_BYTES, grant * self.fetch.kept_share, grant)
         # a response of a copying session is full (no quota empties it): up to `part_max` per
         # partition and `resp_max` in all, however many of them the tick's network allowed
         # (without fetch limits there are no responses, only a fluid: nothing to wait behind)
@@ -485,12 +514,18 @@ class Replication:
             f, seg, lag, ok, grant = self._fill(t, ds, c, served, log_end, produce_bps, t1 - when, part_max,
                                                 resp_max, caps)
             src, dst = t.src[f], t.dst[f]
-            t.size[f] += grant
+            # the leader sends (and both quotas count) all it read; the follower keeps the whole
+            # batches of it (the network's fluid share of a read keeps the same part)
+            full = np.clip(lag, 0.0, part_max)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                keeps = np.nan_to_num(fetch.kept(full, lag - CAUGHT_UP_BYTES) / full, nan=1.0)
+            kept = grant * keeps
+            t.size[f] += kept
             self._note_fetches(t, ds, np.bincount(seg, weights=grant, minlength=len(ds)))
             self.sent += np.bincount(src, weights=grant, minlength=nb)
             self.received += np.bincount(dst, weights=grant, minlength=nb)
             # joined the leader's log end at this fetch: in sync from here on (ISR at the tick's end)
-            t.caught[f[ok & (lag - grant <= CAUGHT_UP_BYTES)]] = True
+            t.caught[f[ok & (lag - kept <= CAUGHT_UP_BYTES)]] = True
             data = (np.bincount(seg, weights=grant, minlength=len(ds)) > 0) | (t.isr_busy[ds] > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 busy = np.maximum(np.bincount(src, weights=grant, minlength=nb)[s_src[ds]] / avail_out[s_src[ds]],
@@ -501,7 +536,7 @@ class Replication:
             # bound (a written partition: checked every cycle) or the fetch wait runs out
             park = sent & ~data & lo & woken[ds]
             t.due[ds] = np.where(~sent, when + fetch.backoff_s, np.where(data, when + took, np.where(
-                park, when + cycle, when + fetch.wait_max_s)))
+                park, when + cycle, when + fetch.parked_cycle_s)))
             t.parked_until[ds[park]] = when + fetch.wait_max_s
             lt, ft = t.leader_throttled[f], t.follower_throttled[f]
             answered = sent & (~park | expired)  # a parked fetch is recorded when it is answered

@@ -24,6 +24,10 @@ from kreassign.sandbox.topics import DEFAULT_TOPICS, TopicSpec, assign_replicas,
 DEFAULT_SCALE = 0.01
 CHUNK = 64 * 1024
 """bytes per record when filling: large records keep the client's per-record cost small"""
+FILL_BATCH_BYTES = 983_266
+"""the record batches `fill` writes by default: fifteen CHUNK records in a 1 MiB producer batch
+(a sixteenth would not fit with the records' headers), as every fetch of a real broker's
+throttled copy of filled data showed"""
 
 
 def scaled_defaults(scale: float = DEFAULT_SCALE) -> tuple[TopicSpec, ...]:

@@ -163,10 +163,10 @@ def table(version: str, quiet_load: float = QUIET_LOAD) -> str:
            "throttle; `started` = when the first bytes came (controller, new replica and fetcher start-up: what "
            "a loaded machine stretches most), `active` = the copy rate from then on. In-sync shapes replicate "
            "their in-sync partition 12 s before the move (a warm leader). Written shapes write 10% of the "
-           "throttle (at least 10 kB/s). Emulator: the Engine at its own clock, 0.1 s ticks. `diff` = "
+           "throttle (at least 10 kB/s). The data is in 983,266-byte batches (`data.fill`): a fetch reads 1 MiB and keeps one. Emulator: the Engine at its own clock, 0.1 s ticks, with the same batches. `diff` = "
            "the median over the runs of emulator / real - 1, the emulator run on each real run's start (the partition's size then, the leader warm or cold as the real one was); over 10% is marked, as `(within the runs)` where the emulator "
            "lies between the real runs' lowest and highest (their spread is where the quota windows fell), "
-           "else **>10%**. A leader-throttled run whose copy had more than 5 s of the rate 2 s after the move "
+           "else **>10%**. A leader-throttled run whose copy had more than 5 s of the rate and more than one read 2 s after the move "
            "started had a warm leader (a follower fetched from it within the last span: the run before left "
            "one) and is a row of its own, `(warm leader)`, against the emulator with a warm leader.",
            "",

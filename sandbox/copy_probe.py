@@ -109,7 +109,10 @@ WARM_START_S = 2.0
 WARM_START_RATES = 5.0
 """a cold leader throttle lets about 1 s of its rate through at once and then the rate (2-3 s of
 it by WARM_START_S), a warm one 11-12 s (real Kafka 4.4.0, bench_real_throttle's traces): more
-than this many seconds of the rate by WARM_START_S is a warm start"""
+than this many seconds of the rate by WARM_START_S is a warm start. Either lets its first read
+through (the check comes before the read is counted), so more than one read's worth is needed
+too: at 100 kB/s a cold leader's single 983 KB batch is already 10 s of the rate, where a warm
+one lets two reads through."""
 
 
 def leader_start(trace: Trace) -> str | None:
@@ -121,7 +124,8 @@ def leader_start(trace: Trace) -> str | None:
         return None
     early = [x.follower_bytes for x in trace.samples if x.t <= WARM_START_S]
     got = max(early, default=0)
-    return "warm" if got > WARM_START_RATES * trace.scenario.rate else "cold"
+    one_read = FetchConfig().partition_max_bytes
+    return "warm" if got > max(WARM_START_RATES * trace.scenario.rate, one_read) else "cold"
 
 
 def summarize(trace: Trace) -> dict[str, Any]:

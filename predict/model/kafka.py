@@ -46,9 +46,9 @@ of 750 MB took 7.9 s at load 18, 1 MiB per 11 ms; load makes it anything, so it 
 BATCH_BYTES = 16 * 1024
 """The record batch size the model assumes when the partitions' is not known (`FetchLimits.
 batch_bytes`): the producer's `batch.size` default, 16 KiB, 64 of which fill a fetch exactly.
-A fetch carries whole record batches (the leader's `UnifiedLog.read` -> `LogSegment.read` stops
-at the last batch that fits in `replica.fetch.max.bytes`, and returns at least one, KIP-74);
-see `FetchLimits.fetch_bytes`."""
+A fetch reads, sends and counts against both quotas up to `replica.fetch.max.bytes` of log (the
+leader's `LogSegment.read` slices the segment there, through a batch), and the follower appends
+the whole batches of it (at least one, KIP-74); see `FetchLimits.fetch_bytes`."""
 
 
 class Limit(IntEnum):
@@ -118,10 +118,12 @@ class FetchLimits:
 
     @property
     def fetch_bytes(self) -> float:
-        """What one fetch of a lagging partition carries: the whole record batches that fit in
-        `replica.fetch.max.bytes`, floor(P / batch) x batch, and one batch when none fits
-        (KIP-74). Real Kafka 4.4.0 (bench/results/real_throttle_4.4.0.md, every throttled
-        1 MB/s and 100 kB/s row): each fetch grew the replica by exactly one 983,266-byte batch."""
+        """What one fetch of a lagging partition adds to the replica: the whole record batches
+        of the `replica.fetch.max.bytes` it read, floor(P / batch) x batch, and one batch when none
+        fits (KIP-74). The quotas count the whole read. Real Kafka 4.4.0 (bench/results/
+        real_throttle_4.4.0.md, every throttled 1 MB/s and 100 kB/s row): each fetch grew the
+        replica by exactly one 983,266-byte batch, and its response carried 1,048,576 bytes (the
+        broker's request log, tests/recorded/leader_quota_4.4.0.txt)."""
         return max(math.floor(self.partition_max_bytes / self.batch_bytes), 1) * self.batch_bytes
 
     @property

@@ -135,12 +135,15 @@ def test_an_unthrottled_move_raises_the_canary_produce_p99(moving: Moving, tmp_p
     # catch-up response in flight and crosses behind the next one, so every broker's tail (the
     # slowest of 40 produces) sits about two responses' transfer above the idle round: more than
     # the one response of the emulator before real Kafka showed the second (its tail was 1.1),
-    # less than four (a loaded CI machine added up to 1.3 to the emulator's)
+    # less than four (a loaded CI machine added up to 1.3 to the emulator's). One broker's slowest
+    # produces may all have missed the responses (a real broker's CI run: 1.28, 1.73, 2.01), so
+    # each is over one response and their median over one and a half
     transfer_ms = 1024 * 1024 / moving.network_bps * 1000
     idle = json.loads(baseline.read_text())
     idle_p50 = {b["broker"]: b["p50_ms"] for b in idle["brokers"]}
     above = {b["broker"]: (b["p99_ms"] - idle_p50[b["broker"]]) / transfer_ms for b in during["brokers"]}
-    assert all(1.3 <= a <= 4.0 for a in above.values()), (above, rises)
+    assert all(1.0 <= a <= 4.0 for a in above.values()), (above, rises)
+    assert statistics.median(above.values()) >= 1.5, (above, rises)
 
 
 def test_auto_throttle_keeps_the_canary_impact_within_the_bound(moving: Moving, tmp_path: Path) -> None:

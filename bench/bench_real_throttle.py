@@ -42,6 +42,8 @@ from kreassign.sandbox.copy_probe import (
     run_emulator,
     summarize,
 )
+from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.kafka_engine.data import FILL_BATCH_BYTES
 
 NAME = "bench_real_throttle"
 RATES = (100_000, 1 * MB, 10 * MB, 50 * MB)
@@ -124,9 +126,26 @@ def topic_of(rate: float) -> str:
     return f"move-{int(rate)}"
 
 
-def emulator_rows(scenarios: Iterable[tuple[Scenario, bool]]) -> dict[tuple[Scenario, bool], dict[str, Any]]:
-    """The emulator's summary of each (scenario, warm leader)."""
-    return {(s, warm): summarize(run_emulator(s, warm=warm)) for s, warm in scenarios}
+def emulator_rows(scenarios: Iterable[tuple[Scenario, bool]], speed: float | None = None
+                  ) -> dict[tuple[Scenario, bool], dict[str, Any]]:
+    """The emulator's summary of each (scenario, warm leader), its brokers replicating at
+    `speed` B/s unthrottled if given (`machine_speed`)."""
+    fetch, nic = None, None
+    if speed:
+        fetch = FetchConfig(batch_bytes=FILL_BATCH_BYTES, round_s=FetchConfig.partition_max_bytes / speed)
+        nic = speed
+    return {(s, warm): summarize(run_emulator(s, warm=warm, fetch=fetch, network_bps=nic)) for s, warm in scenarios}
+
+
+def machine_speed(rows: list[dict[str, Any]], quiet_load: float) -> float | None:
+    """How fast this machine's brokers replicate one partition unthrottled, B/s: the median
+    `idle/none` copy on a quiet machine (None without one). The emulator's brokers are given it,
+    as their NICs and as one fetch of `replica.fetch.max.bytes` per fetch cycle, so that both
+    engines drain a warm leader's flood at the same speed: the real ones replicate over loopback
+    (280-340 MB/s here when quiet), the emulator's have 100 MB/s NICs by default."""
+    rates = [r["active_over_quota"] * r["rate"] for r in rows
+             if r["throttle"] == "none" and r["loadavg_before"][0] <= quiet_load and r.get("active_over_quota")]
+    return statistics.median(rates) if rates else None
 
 
 def recorded(version: str) -> list[dict[str, Any]]:
@@ -151,6 +170,7 @@ def table(version: str, quiet_load: float = QUIET_LOAD) -> str:
     quiet machine alone (a loaded machine slows the real broker, never the emulator's clock)."""
     rows = recorded(version)
     quiet = [r for r in rows if r["loadavg_before"][0] <= quiet_load]
+    speed = machine_speed(rows, quiet_load)
     loads = [x for r in rows for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
     out = [f"# Copy rate / quota on real Kafka {version} and on the emulator",
            "",
@@ -163,25 +183,28 @@ def table(version: str, quiet_load: float = QUIET_LOAD) -> str:
            "throttle; `started` = when the first bytes came (controller, new replica and fetcher start-up: what "
            "a loaded machine stretches most), `active` = the copy rate from then on. In-sync shapes replicate "
            "their in-sync partition 12 s before the move (a warm leader). Written shapes write 10% of the "
-           "throttle (at least 10 kB/s). The data is in 983,266-byte batches (`data.fill`): a fetch reads 1 MiB and keeps one. Emulator: the Engine at its own clock, 0.1 s ticks, with the same batches. `diff` = "
+           "throttle (at least 10 kB/s). The data is in 983,266-byte batches (`data.fill`): a fetch reads 1 MiB and keeps one. Emulator: the Engine at its own clock, 0.1 s ticks, with the same batches, "
+           + (f"its brokers replicating as fast as this machine's do unthrottled ({speed / MB:.0f} MB/s: the median "
+              "`idle/none` copy on a quiet machine, as their NICs and one 1 MiB fetch per cycle). " if speed else "")
+           + "`diff` = "
            "the median over the runs of emulator / real - 1, the emulator run on each real run's start (the partition's size then, the leader warm or cold as the real one was); over 10% is marked, as `(within the runs)` where the emulator "
            "lies between the real runs' lowest and highest (their spread is where the quota windows fell), "
            "else **>10%**. A leader-throttled run whose copy had more than 5 s of the rate and more than one read 2 s after the move "
            "started had a warm leader (a follower fetched from it within the last span: the run before left "
            "one) and is a row of its own, `(warm leader)`, against the emulator with a warm leader.",
            "",
-           *_scenario_table(rows),
+           *_scenario_table(rows, speed),
            "",
            f"## A quiet machine: the runs that started at a 1-minute load of {quiet_load:g} or less",
            "",
            f"{len(quiet)} runs: this bench's cluster and writers alone on the machine. Where these and the "
            "table above disagree, the load made the difference, and these are Kafka's.",
            "",
-           *_scenario_table(quiet)]
+           *_scenario_table(quiet, speed)]
     return "\n".join(out) + "\n"
 
 
-def _scenario_table(rows: list[dict[str, Any]]) -> list[str]:
+def _scenario_table(rows: list[dict[str, Any]], speed: float | None = None) -> list[str]:
     """One row per scenario and leader start, each real run against the emulator on the same
     start: the partition as large as the real one was when that run began (the ring's written
     runs grow it: 20 MB became 24 MB, and whether a copy needs two floods or three turns on it),
@@ -200,7 +223,7 @@ def _scenario_table(rows: list[dict[str, Any]]) -> list[str]:
         by[label].append({**r, **summarize(trace), "emulated": (Scenario(r["rate"], r["throttle"], r["shape"], first),
                                                                warm)})
         kinds[label] = scenario
-    emu = emulator_rows({r["emulated"] for rs in by.values() for r in rs})
+    emu = emulator_rows({r["emulated"] for rs in by.values() for r in rs}, speed)
     order = sorted(by, key=lambda k: (SHAPES.index(kinds[k].shape), THROTTLES.index(kinds[k].throttle),
                                       kinds[k].rate, k))
     out = ["| scenario | runs | real copy median (min-max) | real active | real steady | started s | caught s | load "

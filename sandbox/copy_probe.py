@@ -302,11 +302,12 @@ def _writing(bootstrap: str, tp: TopicPartition, bps: float) -> Iterator[None]:
 
 # ---- the emulator --------------------------------------------------------------------------------
 def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout_s: float = 3600.0,
-                 fetch: FetchConfig | None = None, warm: bool = False) -> Trace:
+                 fetch: FetchConfig | None = None, warm: bool = False, network_bps: float | None = None) -> Trace:
     """The same scenario on a fresh emulator engine (brokers 1 and 2, leader 1) at its own
     clock, stepped in `steps` (cycled; (0.1,) is the tick of `--speed 1`) and sampled after
     every step; `fetch` the fetch limits (default: Kafka's, with the record batches of the data
-    `KafkaProbe.prepare` writes, `FILL_BATCH_BYTES`). `warm`: the leader's quota
+    `KafkaProbe.prepare` writes, `FILL_BATCH_BYTES`); `network_bps` each broker's NIC (default:
+    the engine's). `warm`: the leader's quota
     windows are full when the move starts (as `leader_start` finds a real run's), from a
     follower on a third broker that replicated an idle partition from it for WARM_S and goes on
     (a fetcher session of its own: the copy's session keeps its shape); the in-sync shapes are
@@ -316,7 +317,8 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
 
     leader, follower, other = 1, 2, 3
     fetch = fetch if fetch is not None else FetchConfig(batch_bytes=FILL_BATCH_BYTES)
-    engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch)
+    engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch,
+                    **({} if network_bps is None else {"network_bps": network_bps}))
     engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=[0.0])
     if warm:
         engine.create_topic("warm", assignments={0: [leader, other]}, sizes=[0], rates=[0.0])

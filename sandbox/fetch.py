@@ -97,8 +97,8 @@ class FetchConfig:
     def kept(self, read: np.ndarray, lag: np.ndarray) -> np.ndarray:
         """Of each fetch's `read` bytes of a partition `lag` bytes behind (the caller's
         tolerance taken off), what the follower appends: all of it where the read reached the
-        log's end, else its whole batches. (A batch
-        larger than a fetch, which KIP-74 returns whole, is not modelled: the bytes count as read.)"""
+        log's end, else its whole batches. (A batch larger than a fetch, which KIP-74 returns
+        whole, is not modelled: the bytes count as read.)"""
         b = float(self.batch_bytes)
         if b >= self.partition_max_bytes:
             return read

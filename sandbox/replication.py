@@ -25,14 +25,14 @@ KafkaApis; broker-semantics Part B §2-§3), per broker and side:
   `replica.fetch.response.max.bytes` in all, filled in the session's rotating partition order
   (the leader reads in request order until the response is full; the follower moves partitions
   that got data to the back); what it reads is sent and counted whole, and the follower keeps
-  the whole record batches of it (`FetchConfig.kept`); the cadence is back to back while data comes back, and when the
-  leader has nothing to send the fetch parks in its purgatory: every append to one of its
-  partitions re-checks it (DelayedFetch.tryComplete), and a throttled partition counts there once
-  the leader quota is back under its bound, so a fetch that holds a written partition is answered
-  as soon as the quota allows (the sandbox's writes are fluid: checked every fetch cycle), one
-  that holds only idle ones waits out `replica.fetch.wait.max.ms` and asks again
-  `FetchConfig.parked_cycle_s` after the last; `replica.fetch.backoff.ms`
-  when the follower asks for nothing (`FetchConfig`);
+  the whole record batches of it (`FetchConfig.kept`); the cadence is back to back while data
+  comes back, and when the leader has nothing to send the fetch parks in its purgatory: every
+  append to one of its partitions re-checks it (DelayedFetch.tryComplete), and a throttled
+  partition counts there once the leader quota is back under its bound, so a fetch that holds a
+  written partition is answered as soon as the quota allows (the sandbox's writes are fluid:
+  checked every fetch cycle), one that holds only idle ones waits out
+  `replica.fetch.wait.max.ms` and asks again `FetchConfig.parked_cycle_s` after the last;
+  `replica.fetch.backoff.ms` when the follower asks for nothing (`FetchConfig`);
 * so a long copy alternates bursts (until one fetch takes the rate over the bound) with those
   pauses: from 100 kB/s to 100 MB/s it runs at 0.91-0.96 of the throttle with both sides
   throttled (bench/bench_throttle_fidelity.py), which is what the replication model's
@@ -373,9 +373,9 @@ class Replication:
         throttled partitions' bytes, maybe none), their followers what they appended. A leader
         whose in-sync partitions take writes answers a fetch at each append (every tick here,
         at `when`); one whose in-sync partitions are idle answers each parked fetch when its wait
-        runs out, and the follower asks again a fetch cycle later (real Kafka 4.4.0: an idle
-        follower's FETCH completed every 503-506 ms in the request log), so those records fall
-        at their own times in (`now`, `when`]. In-sync partitions that share a paced session
+        runs out, and the follower asks again at once (`FetchConfig.parked_cycle_s`; real Kafka
+        4.4.0: an idle follower's FETCH completed every 503-506 ms in the request log), so those
+        records fall at their own times in [`now`, `when`]. In-sync partitions that share a paced session
         with a copy are answered with its fetches (recorded there)."""
         nb = len(self.broker_ids)
         fetching = t.paced & (np.bincount(t.session, weights=t.live, minlength=len(t.keys)) > 0)

@@ -24,11 +24,14 @@ from kreassign.sandbox.copy_probe import (
     summarize,
     throttle_ops,
 )
+from kreassign.sandbox.fetch import FetchConfig
+from kreassign.sandbox.kafka_engine.data import FILL_BATCH_BYTES
 
 from live import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_real_eta import QUOTA_FORGET_S  # noqa: E402
+from bench.bench_real_throttle import machine_speed  # noqa: E402
 
 
 def trace(samples: list[tuple[float, int, int, bool]], rate: float = 1 * MB) -> Trace:
@@ -107,6 +110,27 @@ def test_a_leader_start_is_warm_when_the_first_seconds_carry_a_flood() -> None:
     assert leader_start(trace("both", warm)) == "warm"
     # no leader throttle: the leader's history decides nothing
     assert leader_start(trace("follower", warm)) is None
+
+
+def test_the_machines_speed_is_its_quiet_unthrottled_copy() -> None:
+    def run(throttle: str, load: float, active: float) -> dict[str, Any]:
+        return {"throttle": throttle, "rate": 50 * MB, "loadavg_before": [load], "active_over_quota": active}
+
+    rows = [run("none", 1.0, 6.0), run("none", 2.0, 6.4), run("none", 30.0, 1.3), run("leader", 1.0, 0.9),
+            run("none", 0.5, 6.2)]
+    assert machine_speed(rows, quiet_load=4.0) == pytest.approx(6.2 * 50 * MB)
+    assert machine_speed(rows[2:4], quiet_load=4.0) is None  # no quiet unthrottled copy: the defaults
+
+
+def test_a_warm_flood_drains_at_the_brokers_speed() -> None:
+    """`isr_written/leader/50MB/s` on a quiet machine (bench/results/real_throttle_4.4.0.md): two
+    floods of 550 MB; the real brokers took them at loopback speed and copied at 1.18 and 1.55 of
+    the quota. The emulator's 100 MB/s NICs drain a flood three times slower."""
+    scenario = Scenario(50 * MB, "leader", "isr_written", 750 * MB)
+    fast = FetchConfig(batch_bytes=FILL_BATCH_BYTES, round_s=FetchConfig.partition_max_bytes / 329e6)
+    slow = summarize(run_emulator(scenario))["copy_over_quota"]
+    quick = summarize(run_emulator(scenario, fetch=fast, network_bps=329e6))["copy_over_quota"]
+    assert slow < 1.1 < 1.15 < quick < 1.6
 
 
 @pytest.mark.parametrize("shape", ["idle", "written"])

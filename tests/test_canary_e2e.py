@@ -242,8 +242,10 @@ def test_two_canaries_of_an_idle_cluster_agree_within_their_intervals(live: Any)
         top = [v if v is not None else float("inf") for v in (x.p99_high_ms, y.p99_high_ms)]
         assert (x.p99_low_ms or 0.0) <= top[1] and (y.p99_low_ms or 0.0) <= top[0], (x, y)
     # each broker's comparison reports an unchanged cluster as impacted with probability
-    # IMPACT_ALPHA (1%), so one of these ten does about once in ten runs (a CI run saw it); two
-    # or more is a 0.4% event, and then the rule's noise is not what it states
+    # IMPACT_ALPHA (1%), so one of these brokers does about once in ten runs (a CI run saw it).
+    # A broker's two comparisons (each probe as the other's baseline) are one event, not two: the
+    # same stray slow produces make both tails look apart (a CI run on real Kafka flagged broker 3
+    # both ways). Two or more brokers is a rare event, and then the rule's noise is not what it states
     flagged = [(b, i) for baseline, now in ((ours, theirs), (theirs, ours))
                for b, i in impact(baseline.values(), now).items() if not (i.within_noise and i.p99_increase == 0.0)]
-    assert len(flagged) <= 1, flagged
+    assert len({b for b, _ in flagged}) <= 1, flagged

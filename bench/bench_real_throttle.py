@@ -25,12 +25,14 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from bench.common import RESULTS, record
 from kreassign.cluster.units import parse_rate
 from kreassign.sandbox.copy_probe import (
     MB,
+    PROBE_FETCH,
     SHAPES,
     THROTTLES,
     WARM_S,
@@ -42,8 +44,6 @@ from kreassign.sandbox.copy_probe import (
     run_emulator,
     summarize,
 )
-from kreassign.sandbox.fetch import FetchConfig
-from kreassign.sandbox.kafka_engine.data import FILL_BATCH_BYTES
 
 NAME = "bench_real_throttle"
 RATES = (100_000, 1 * MB, 10 * MB, 50 * MB)
@@ -132,7 +132,7 @@ def emulator_rows(scenarios: Iterable[tuple[Scenario, bool]], speed: float | Non
     `speed` B/s unthrottled if given (`machine_speed`)."""
     fetch, nic = None, None
     if speed:
-        fetch = FetchConfig(batch_bytes=FILL_BATCH_BYTES, round_s=FetchConfig.partition_max_bytes / speed)
+        fetch = replace(PROBE_FETCH, round_s=PROBE_FETCH.partition_max_bytes / speed)
         nic = speed
     return {(s, warm): summarize(run_emulator(s, warm=warm, fetch=fetch, network_bps=nic)) for s, warm in scenarios}
 

@@ -124,8 +124,7 @@ def leader_start(trace: Trace) -> str | None:
         return None
     early = [x.follower_bytes for x in trace.samples if x.t <= WARM_START_S]
     got = max(early, default=0)
-    one_read = FetchConfig().partition_max_bytes
-    return "warm" if got > max(WARM_START_RATES * trace.scenario.rate, one_read) else "cold"
+    return "warm" if got > max(WARM_START_RATES * trace.scenario.rate, FetchConfig.partition_max_bytes) else "cold"
 
 
 def summarize(trace: Trace) -> dict[str, Any]:
@@ -301,12 +300,16 @@ def _writing(bootstrap: str, tp: TopicPartition, bps: float) -> Iterator[None]:
 
 
 # ---- the emulator --------------------------------------------------------------------------------
+PROBE_FETCH = FetchConfig(batch_bytes=FILL_BATCH_BYTES)
+"""Kafka's fetch limits, over the record batches `KafkaProbe.prepare` writes"""
+
+
 def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout_s: float = 3600.0,
                  fetch: FetchConfig | None = None, warm: bool = False, network_bps: float | None = None) -> Trace:
     """The same scenario on a fresh emulator engine (brokers 1 and 2, leader 1) at its own
     clock, stepped in `steps` (cycled; (0.1,) is the tick of `--speed 1`) and sampled after
     every step; `fetch` the fetch limits (default: Kafka's, with the record batches of the data
-    `KafkaProbe.prepare` writes, `FILL_BATCH_BYTES`); `network_bps` each broker's NIC (default:
+    `KafkaProbe.prepare` writes: `PROBE_FETCH`); `network_bps` each broker's NIC (default:
     the engine's). `warm`: the leader's quota
     windows are full when the move starts (as `leader_start` finds a real run's), from a
     follower on a third broker that replicated an idle partition from it for WARM_S and goes on
@@ -316,7 +319,7 @@ def run_emulator(scenario: Scenario, *, steps: Sequence[float] = (0.1,), timeout
     from kreassign.sandbox.engine import Engine
 
     leader, follower, other = 1, 2, 3
-    fetch = fetch if fetch is not None else FetchConfig(batch_bytes=FILL_BATCH_BYTES)
+    fetch = fetch if fetch is not None else PROBE_FETCH
     engine = Engine({leader: None, follower: None, **({other: None} if warm else {})}, fetch=fetch,
                     **({} if network_bps is None else {"network_bps": network_bps}))
     engine.create_topic("move", assignments={0: [leader]}, sizes=[scenario.size], rates=[0.0])

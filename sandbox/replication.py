@@ -515,11 +515,9 @@ class Replication:
                                                 resp_max, caps)
             src, dst = t.src[f], t.dst[f]
             # the leader sends (and both quotas count) all it read; the follower keeps the whole
-            # batches of it (the network's fluid share of a read keeps the same part)
-            full = np.clip(lag, 0.0, part_max)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                keeps = np.nan_to_num(fetch.kept(full, lag - CAUGHT_UP_BYTES) / full, nan=1.0)
-            kept = grant * keeps
+            # batches of a read that stops short of the log's end (`FetchConfig.kept`; the
+            # network's fluid share of a read keeps the same part)
+            kept = grant * np.where(lag - CAUGHT_UP_BYTES > part_max, fetch.kept_share, 1.0)
             t.size[f] += kept
             self._note_fetches(t, ds, np.bincount(seg, weights=grant, minlength=len(ds)))
             self.sent += np.bincount(src, weights=grant, minlength=nb)

@@ -7,6 +7,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kreassign.sandbox.copy_probe import (
     MB,
+    PROBE_FETCH,
     KafkaProbe,
     Sample,
     Scenario,
@@ -24,8 +26,6 @@ from kreassign.sandbox.copy_probe import (
     summarize,
     throttle_ops,
 )
-from kreassign.sandbox.fetch import FetchConfig
-from kreassign.sandbox.kafka_engine.data import FILL_BATCH_BYTES
 
 from live import wait_until
 
@@ -127,7 +127,7 @@ def test_a_warm_flood_drains_at_the_brokers_speed() -> None:
     floods of 550 MB; the real brokers took them at loopback speed and copied at 1.18 and 1.55 of
     the quota. The emulator's 100 MB/s NICs drain a flood three times slower."""
     scenario = Scenario(50 * MB, "leader", "isr_written", 750 * MB)
-    fast = FetchConfig(batch_bytes=FILL_BATCH_BYTES, round_s=FetchConfig.partition_max_bytes / 329e6)
+    fast = replace(PROBE_FETCH, round_s=PROBE_FETCH.partition_max_bytes / 329e6)
     slow = summarize(run_emulator(scenario))["copy_over_quota"]
     quick = summarize(run_emulator(scenario, fetch=fast, network_bps=329e6))["copy_over_quota"]
     assert slow < 1.1 < 1.15 < quick < 1.6
